@@ -1,0 +1,115 @@
+#pragma once
+// Engine: the virtual clock and one event queue (design.md section 1). Events are ordered by
+// (time, seq), where seq is taken when the event is scheduled, so events at equal times run in
+// scheduling order, always. The engine knows nothing about SGD: an event is a small value
+// (kind, target, payload) that the owner's handler interprets.
+
+#include <cstdint>
+#include <queue>
+#include <stdexcept>
+#include <vector>
+
+#include "sim/sim_time.hpp"
+
+namespace stalesim {
+
+// Identifies a scheduled event; used to cancel it. Value 0 is never issued.
+struct EventId {
+  uint64_t seq = 0;
+  constexpr bool operator==(const EventId&) const = default;
+};
+
+struct Event {
+  SimTime time;
+  uint64_t seq = 0;
+  uint32_t kind = 0;     // meaning defined by the owner
+  uint32_t target = 0;   // e.g. a worker id
+  uint64_t payload = 0;  // e.g. a generation counter
+};
+
+class Engine {
+ public:
+  SimTime now() const { return now_; }
+  // Pending events, cancelled ones not counted.
+  size_t pending() const { return heap_.size() - cancelled_pending_; }
+  uint64_t events_run() const { return events_run_; }
+
+  // Schedules an event at absolute time `at`. REQUIRES: at >= now().
+  EventId schedule(SimTime at, uint32_t kind, uint32_t target = 0, uint64_t payload = 0) {
+    if (at < now_) throw std::logic_error("Engine::schedule: event in the past");
+    const uint64_t seq = ++last_seq_;
+    if ((seq >> 6) >= finished_.size()) finished_.push_back(0);
+    heap_.push(Event{at, seq, kind, target, payload});
+    return EventId{seq};
+  }
+  EventId schedule_in(SimTime delay, uint32_t kind, uint32_t target = 0, uint64_t payload = 0) {
+    return schedule(now_ + delay, kind, target, payload);
+  }
+  // Cancels a pending event. Returns false if it already ran, was cancelled, or never existed.
+  bool cancel(EventId id) {
+    if (id.seq == 0 || id.seq > last_seq_ || finished(id.seq)) return false;
+    mark_finished(id.seq);
+    ++cancelled_pending_;
+    return true;
+  }
+
+  // Runs the next event through handler(const Event&). Returns false when none is pending.
+  template <class Handler>
+  bool step(Handler&& handler) {
+    Event e;
+    if (!pop(e)) return false;
+    now_ = e.time;
+    ++events_run_;
+    handler(e);
+    return true;
+  }
+
+  // Runs events with time <= limit until none is left, the limit is passed, or stop() is called.
+  // The clock ends at the last event run (it does not jump to `limit`).
+  template <class Handler>
+  void run_until(SimTime limit, Handler&& handler) {
+    stop_requested_ = false;
+    while (!stop_requested_) {
+      discard_cancelled_top();
+      if (heap_.empty() || heap_.top().time > limit) break;
+      step(handler);
+    }
+  }
+  // Makes run_until return after the current event.
+  void stop() { stop_requested_ = true; }
+  bool stop_requested() const { return stop_requested_; }
+
+ private:
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+    }
+  };
+  bool finished(uint64_t seq) const { return (finished_[seq >> 6] >> (seq & 63)) & 1U; }
+  void mark_finished(uint64_t seq) { finished_[seq >> 6] |= uint64_t{1} << (seq & 63); }
+  void discard_cancelled_top() {
+    while (cancelled_pending_ > 0 && !heap_.empty() && finished(heap_.top().seq)) {
+      --cancelled_pending_;
+      heap_.pop();
+    }
+  }
+  bool pop(Event& out) {
+    discard_cancelled_top();
+    if (heap_.empty()) return false;
+    out = heap_.top();
+    heap_.pop();
+    mark_finished(out.seq);
+    return true;
+  }
+
+  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  // One bit per issued seq: set once the event has run or been cancelled (1 bit per event).
+  std::vector<uint64_t> finished_ = std::vector<uint64_t>(1, 0);
+  size_t cancelled_pending_ = 0;
+  SimTime now_;
+  uint64_t last_seq_ = 0;
+  uint64_t events_run_ = 0;
+  bool stop_requested_ = false;
+};
+
+}  // namespace stalesim

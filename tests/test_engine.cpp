@@ -1,0 +1,100 @@
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "sim/engine.hpp"
+
+using namespace stalesim;
+
+namespace {
+std::vector<uint64_t> drain(Engine& e, SimTime limit = SimTime::max()) {
+  std::vector<uint64_t> order;
+  e.run_until(limit, [&](const Event& ev) { order.push_back(ev.payload); });
+  return order;
+}
+}  // namespace
+
+TEST_CASE("events run in time order and equal times run in scheduling order") {
+  Engine e;
+  e.schedule(SimTime::from_ns(30), 0, 0, 1);
+  e.schedule(SimTime::from_ns(10), 0, 0, 2);
+  e.schedule(SimTime::from_ns(30), 0, 0, 3);
+  e.schedule(SimTime::from_ns(10), 0, 0, 4);
+  e.schedule(SimTime::from_ns(20), 0, 0, 5);
+  CHECK(drain(e) == std::vector<uint64_t>{2, 4, 5, 1, 3});
+  CHECK(e.now() == SimTime::from_ns(30));
+  CHECK(e.events_run() == 5);
+}
+
+TEST_CASE("a cancelled event does not run and cannot be cancelled twice") {
+  Engine e;
+  e.schedule(SimTime::from_ns(1), 0, 0, 1);
+  const EventId id = e.schedule(SimTime::from_ns(2), 0, 0, 2);
+  e.schedule(SimTime::from_ns(3), 0, 0, 3);
+  CHECK(e.pending() == 3);
+  CHECK(e.cancel(id));
+  CHECK_FALSE(e.cancel(id));
+  CHECK(e.pending() == 2);
+  CHECK(drain(e) == std::vector<uint64_t>{1, 3});
+  CHECK(e.pending() == 0);
+}
+
+TEST_CASE("an event that already ran cannot be cancelled") {
+  Engine e;
+  const EventId id = e.schedule(SimTime::from_ns(1), 0);
+  drain(e);
+  CHECK_FALSE(e.cancel(id));
+  CHECK(e.pending() == 0);
+  CHECK_FALSE(e.cancel(EventId{}));
+  CHECK_FALSE(e.cancel(EventId{999}));
+}
+
+TEST_CASE("run_until stops at the limit and leaves later events pending") {
+  Engine e;
+  for (int t = 1; t <= 10; ++t) e.schedule(SimTime::from_ns(t * 100), 0, 0, static_cast<uint64_t>(t));
+  CHECK(drain(e, SimTime::from_ns(500)) == std::vector<uint64_t>{1, 2, 3, 4, 5});
+  CHECK(e.now() == SimTime::from_ns(500));
+  CHECK(e.pending() == 5);
+  CHECK(drain(e).size() == 5);
+}
+
+TEST_CASE("handlers may schedule events, including at the current time, which run after") {
+  Engine e;
+  std::vector<uint64_t> order;
+  e.schedule(SimTime::from_ns(5), 0, 0, 1);
+  e.run_until(SimTime::max(), [&](const Event& ev) {
+    order.push_back(ev.payload);
+    if (ev.payload == 1) {
+      e.schedule(e.now(), 0, 0, 2);
+      e.schedule_in(SimTime::from_ns(1), 0, 0, 3);
+    }
+  });
+  CHECK(order == std::vector<uint64_t>{1, 2, 3});
+  CHECK(e.now() == SimTime::from_ns(6));
+}
+
+TEST_CASE("scheduling in the past is refused") {
+  Engine e;
+  e.schedule(SimTime::from_ns(10), 0);
+  drain(e);
+  CHECK_THROWS_AS(e.schedule(SimTime::from_ns(5), 0), std::logic_error);
+}
+
+TEST_CASE("stop makes run_until return after the current event") {
+  Engine e;
+  for (int t = 1; t <= 5; ++t) e.schedule(SimTime::from_ns(t), 0, 0, static_cast<uint64_t>(t));
+  std::vector<uint64_t> order;
+  e.run_until(SimTime::max(), [&](const Event& ev) {
+    order.push_back(ev.payload);
+    if (ev.payload == 2) e.stop();
+  });
+  CHECK(order == std::vector<uint64_t>{1, 2});
+  CHECK(e.pending() == 3);
+}
+
+TEST_CASE("SimTime converts at the edges and rounds to the nearest nanosecond") {
+  CHECK(SimTime::from_seconds(1.5).ns() == 1'500'000'000);
+  CHECK(SimTime::from_us(50).ns() == 50'000);
+  CHECK(SimTime::from_seconds(1e-9 * 0.6).ns() == 1);
+  CHECK(SimTime::from_ns(2'500'000'000).seconds() == doctest::Approx(2.5));
+}
