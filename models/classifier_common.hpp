@@ -1,0 +1,101 @@
+#pragma once
+// Private to models/: the dense classifier behind "softmax" and "mlp", the softmax cross-entropy
+// output, and the factories make_model() dispatches to. Not part of the library's interface.
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/dataset.hpp"
+#include "models/model.hpp"
+#include "sim/rng.hpp"
+
+namespace stalesim::detail {
+
+enum class WeightInit {
+  kHe,      // N(0, sqrt(2 / fan_in))
+  kGlorot,  // uniform(-sqrt(6 / (fan_in + fan_out)), +sqrt(6 / (fan_in + fan_out)))
+};
+
+// Softmax cross-entropy on the first n columns of `logits` (classes x n, one column per sample),
+// labels[j] being column j's label. Overwrites those columns with d(loss)/d(logits) scaled by
+// `scale` (1/n for a mean loss) and returns the sum of the per-sample losses, accumulated in
+// double in column order. Uses the stable log-sum-exp. REQUIRES: labels in [0, rows).
+double softmax_xent_backward(Eigen::MatrixXf& logits, Eigen::Index n, std::span<const int32_t> labels,
+                             float scale);
+
+// Adds the per-sample losses of the first n columns of `logits` to `loss_sum` (double, column
+// order) and the number of arg-max predictions (ties to the lowest class) equal to the label to
+// `correct`.
+void softmax_xent_evaluate(const Eigen::MatrixXf& logits, Eigen::Index n, std::span<const int32_t> labels,
+                           double& loss_sum, int64_t& correct);
+
+// A fully connected network: `hidden` ReLU layers then a linear layer to `classes` logits, with
+// softmax cross-entropy loss. With no hidden layer it is multinomial logistic regression.
+// Parameter layout, layer by layer: W_l (out x in, column-major) then b_l (out).
+class DenseClassifier final : public Model {
+ public:
+  // REQUIRES: arguments validated by make_model (positive sizes, no overflow).
+  DenseClassifier(std::string type, int64_t features, int32_t classes, const std::vector<int64_t>& hidden,
+                  WeightInit init);
+
+  std::string type() const override { return type_; }
+  int64_t parameter_count() const override { return parameter_count_; }
+  // 6 x (sum over layers of in x out): 2 FLOPs per weight forward (multiply-add) and 4 backward
+  // (weight gradient and input gradient). Biases, activations and the loss are not counted, and
+  // the first layer's input gradient (never computed) is, to keep the usual nominal figure.
+  double flops_per_sample() const override { return flops_per_sample_; }
+
+  void init(std::span<float> params, Rng& rng) override;
+  double loss_and_gradient(std::span<const float> params, const Dataset& data,
+                           std::span<const int32_t> indices, std::span<float> grad) override;
+  Evaluation evaluate(std::span<const float> params, const Dataset& data,
+                      std::span<const int32_t> indices) override;
+
+ private:
+  struct Layer {
+    Eigen::Index in = 0, out = 0;
+    int64_t w_offset = 0, b_offset = 0;  // into the parameter vector
+  };
+  // Samples per evaluation chunk: bounds scratch memory during evaluate().
+  static constexpr Eigen::Index kEvalChunk = 1000;
+
+  void check_params(std::span<const float> params, const char* what) const;
+  void check_data(const Dataset& data, const char* what) const;
+  // Grows the scratch matrices to at least n columns (never shrinks: no reallocation once the
+  // largest batch or chunk has been seen).
+  void reserve(Eigen::Index n);
+  // Copies sample index_at(j), j < n, into column j of x_ and its label into labels_.
+  template <class IndexAt>
+  void gather(const Dataset& data, Eigen::Index n, IndexAt index_at);
+  // Forward pass on the first n columns of x_; logits end in act_.back().
+  void forward(const float* params, Eigen::Index n);
+  // Backward pass from d(loss)/d(logits) in act_.back(); writes the whole gradient.
+  void backward(const float* params, Eigen::Index n, float* grad);
+
+  std::string type_;
+  int64_t features_;
+  int32_t classes_;
+  WeightInit init_;
+  std::vector<Layer> layers_;
+  int64_t parameter_count_ = 0;
+  double flops_per_sample_ = 0.0;
+
+  // Scratch, reused between calls; columns are samples.
+  Eigen::MatrixXf x_;                   // features x capacity: the gathered inputs
+  std::vector<Eigen::MatrixXf> act_;    // per layer, out x capacity: ReLU outputs, last = logits
+  std::vector<Eigen::MatrixXf> delta_;  // per hidden layer: d(loss)/d(pre-activation)
+  std::vector<int32_t> labels_;         // capacity: the gathered labels
+  Eigen::VectorXf db_;                  // widest layer: a bias gradient before it is copied out
+};
+
+std::unique_ptr<Model> make_softmax(int64_t features, int32_t classes, WeightInit init);
+std::unique_ptr<Model> make_mlp(int64_t features, int32_t classes, const std::vector<int64_t>& hidden,
+                                WeightInit init);
+std::unique_ptr<Model> make_time_only(int64_t parameters, double flops_per_sample);
+
+}  // namespace stalesim::detail

@@ -1,0 +1,208 @@
+// The dense classifier behind "mlp" (ReLU hidden layers) and "softmax" (none): forward and
+// backward passes as Eigen float32 GEMMs over Maps of the caller's parameter and gradient spans,
+// with scratch matrices kept between calls.
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+
+#include "models/classifier_common.hpp"
+
+namespace stalesim::detail {
+namespace {
+
+using Eigen::Index;
+using MatMap = Eigen::Map<Eigen::MatrixXf>;
+using ConstMatMap = Eigen::Map<const Eigen::MatrixXf>;
+using VecMap = Eigen::Map<Eigen::VectorXf>;
+using ConstVecMap = Eigen::Map<const Eigen::VectorXf>;
+
+}  // namespace
+
+DenseClassifier::DenseClassifier(std::string type, int64_t features, int32_t classes,
+                                 const std::vector<int64_t>& hidden, WeightInit init)
+    : type_(std::move(type)), features_(features), classes_(classes), init_(init) {
+  std::vector<int64_t> widths{features};
+  widths.insert(widths.end(), hidden.begin(), hidden.end());
+  widths.push_back(classes);
+  int64_t offset = 0;
+  double weights = 0.0;
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    Layer layer;
+    layer.in = widths[l];
+    layer.out = widths[l + 1];
+    layer.w_offset = offset;
+    offset += layer.in * layer.out;
+    layer.b_offset = offset;
+    offset += layer.out;
+    weights += static_cast<double>(layer.in) * static_cast<double>(layer.out);
+    layers_.push_back(layer);
+  }
+  parameter_count_ = offset;
+  flops_per_sample_ = 6.0 * weights;
+  act_.resize(layers_.size());
+  delta_.resize(layers_.size() - 1);
+  Index widest = 0;
+  for (const Layer& layer : layers_) widest = std::max(widest, layer.out);
+  db_.resize(widest);
+}
+
+void DenseClassifier::check_params(std::span<const float> params, const char* what) const {
+  if (static_cast<int64_t>(params.size()) != parameter_count_) {
+    throw std::invalid_argument(type_ + " " + what + ": expected " + std::to_string(parameter_count_) +
+                                " values, got " + std::to_string(params.size()));
+  }
+}
+
+void DenseClassifier::check_data(const Dataset& data, const char* what) const {
+  if (data.features != features_) {
+    throw std::invalid_argument(type_ + " " + what + ": model takes " + std::to_string(features_) +
+                                " features, dataset has " + std::to_string(data.features));
+  }
+  if (static_cast<int64_t>(data.x.size()) != data.size() * data.features) {
+    throw std::invalid_argument(type_ + " " + what + ": dataset has " + std::to_string(data.x.size()) +
+                                " values for " + std::to_string(data.size()) + " samples");
+  }
+}
+
+void DenseClassifier::init(std::span<float> params, Rng& rng) {
+  check_params(params, "init");
+  for (const Layer& layer : layers_) {
+    float* w = params.data() + layer.w_offset;
+    const int64_t count = layer.in * layer.out;
+    if (init_ == WeightInit::kHe) {
+      const double stddev = std::sqrt(2.0 / static_cast<double>(layer.in));
+      for (int64_t i = 0; i < count; ++i) w[i] = static_cast<float>(stddev * rng.normal());
+    } else {
+      const double a = std::sqrt(6.0 / static_cast<double>(layer.in + layer.out));
+      for (int64_t i = 0; i < count; ++i) w[i] = static_cast<float>(rng.uniform(-a, a));
+    }
+    std::fill_n(params.data() + layer.b_offset, layer.out, 0.0f);
+  }
+}
+
+void DenseClassifier::reserve(Index n) {
+  if (x_.cols() >= n) return;
+  x_.resize(features_, n);
+  for (size_t l = 0; l < layers_.size(); ++l) act_[l].resize(layers_[l].out, n);
+  for (size_t l = 0; l < delta_.size(); ++l) delta_[l].resize(layers_[l].out, n);
+  labels_.resize(static_cast<size_t>(n));
+}
+
+template <class IndexAt>
+void DenseClassifier::gather(const Dataset& data, Index n, IndexAt index_at) {
+  reserve(n);
+  for (Index j = 0; j < n; ++j) {
+    const int64_t i = index_at(j);
+    if (i < 0 || i >= data.size()) {
+      throw std::out_of_range(type_ + ": sample index " + std::to_string(i) +
+                              " out of range for a dataset of " + std::to_string(data.size()));
+    }
+    const int32_t y = data.y[static_cast<size_t>(i)];
+    if (y < 0 || y >= classes_) {
+      throw std::invalid_argument(type_ + ": label " + std::to_string(y) + " of sample " + std::to_string(i) +
+                                  " is outside [0, " + std::to_string(classes_) + ")");
+    }
+    labels_[static_cast<size_t>(j)] = y;
+    x_.col(j) = ConstVecMap(data.sample(i), features_);
+  }
+}
+
+void DenseClassifier::forward(const float* params, Index n) {
+  const Index last = static_cast<Index>(layers_.size()) - 1;
+  for (Index l = 0; l <= last; ++l) {
+    const Layer& layer = layers_[static_cast<size_t>(l)];
+    const ConstMatMap w(params + layer.w_offset, layer.out, layer.in);
+    const ConstVecMap b(params + layer.b_offset, layer.out);
+    auto z = act_[static_cast<size_t>(l)].leftCols(n);
+    if (l == 0) {
+      z.noalias() = w * x_.leftCols(n);
+    } else {
+      z.noalias() = w * act_[static_cast<size_t>(l - 1)].leftCols(n);
+    }
+    if (l < last) {
+      z = (z.colwise() + b).cwiseMax(0.0f);  // ReLU
+    } else {
+      z.colwise() += b;
+    }
+  }
+}
+
+void DenseClassifier::backward(const float* params, Index n, float* grad) {
+  for (Index l = static_cast<Index>(layers_.size()) - 1; l >= 0; --l) {
+    const Layer& layer = layers_[static_cast<size_t>(l)];
+    // d(loss)/d(pre-activation) of this layer: the logits' gradient for the last layer.
+    const auto d = l == static_cast<Index>(layers_.size()) - 1 ? act_[static_cast<size_t>(l)].leftCols(n)
+                                                               : delta_[static_cast<size_t>(l)].leftCols(n);
+    MatMap dw(grad + layer.w_offset, layer.out, layer.in);
+    VecMap db(grad + layer.b_offset, layer.out);
+    if (l == 0) {
+      dw.noalias() = d * x_.leftCols(n).transpose();
+    } else {
+      dw.noalias() = d * act_[static_cast<size_t>(l - 1)].leftCols(n).transpose();
+    }
+    // Reduce into owned, aligned scratch: Eigen peels unaligned heads with a scalar loop whose
+    // summation order differs, so summing straight into the caller's span would make the result
+    // depend on the span's address.
+    auto db_scratch = db_.head(layer.out);
+    db_scratch.noalias() = d.rowwise().sum();
+    db = db_scratch;
+    if (l > 0) {
+      const ConstMatMap w(params + layer.w_offset, layer.out, layer.in);
+      auto prev = delta_[static_cast<size_t>(l - 1)].leftCols(n);
+      const auto a = act_[static_cast<size_t>(l - 1)].leftCols(n);
+      prev.noalias() = w.transpose() * d;
+      prev.array() = (a.array() > 0.0f).select(prev.array(), 0.0f);  // ReLU'
+    }
+  }
+}
+
+double DenseClassifier::loss_and_gradient(std::span<const float> params, const Dataset& data,
+                                          std::span<const int32_t> indices, std::span<float> grad) {
+  check_params(params, "loss_and_gradient (params)");
+  check_params(grad, "loss_and_gradient (grad)");
+  check_data(data, "loss_and_gradient");
+  if (indices.empty()) throw std::invalid_argument(type_ + " loss_and_gradient: empty batch");
+  const auto n = static_cast<Index>(indices.size());
+  gather(data, n, [&indices](Index j) { return indices[static_cast<size_t>(j)]; });
+  forward(params.data(), n);
+  const double loss_sum = softmax_xent_backward(act_.back(), n, labels_, 1.0f / static_cast<float>(n));
+  backward(params.data(), n, grad.data());
+  return loss_sum / static_cast<double>(n);
+}
+
+Evaluation DenseClassifier::evaluate(std::span<const float> params, const Dataset& data,
+                                     std::span<const int32_t> indices) {
+  check_params(params, "evaluate");
+  check_data(data, "evaluate");
+  const int64_t total = indices.empty() ? data.size() : static_cast<int64_t>(indices.size());
+  double loss_sum = 0.0;
+  int64_t correct = 0;
+  for (int64_t begin = 0; begin < total; begin += kEvalChunk) {
+    const Index n = std::min<int64_t>(kEvalChunk, total - begin);
+    if (indices.empty()) {
+      gather(data, n, [begin](Index j) { return begin + j; });
+    } else {
+      gather(data, n, [&indices, begin](Index j) {
+        return static_cast<int64_t>(indices[static_cast<size_t>(begin + j)]);
+      });
+    }
+    forward(params.data(), n);
+    softmax_xent_evaluate(act_.back(), n, labels_, loss_sum, correct);
+  }
+  Evaluation e;
+  e.samples = total;
+  if (total > 0) {
+    e.loss = loss_sum / static_cast<double>(total);
+    e.accuracy = static_cast<double>(correct) / static_cast<double>(total);
+  }
+  return e;
+}
+
+std::unique_ptr<Model> make_mlp(int64_t features, int32_t classes, const std::vector<int64_t>& hidden,
+                                WeightInit init) {
+  return std::make_unique<DenseClassifier>("mlp", features, classes, hidden, init);
+}
+
+}  // namespace stalesim::detail

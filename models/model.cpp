@@ -1,0 +1,74 @@
+// make_model: validates a ModelSpec and builds the model it names.
+
+#include "models/model.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "models/classifier_common.hpp"
+
+namespace stalesim {
+namespace {
+
+// Far above any model this simulator trains or times; keeps parameter_count() * 4 bytes and
+// every size product far from int64 overflow.
+constexpr int64_t kMaxParameters = int64_t{1} << 40;
+
+[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("model: " + what); }
+
+detail::WeightInit parse_init(const std::string& init) {
+  if (init == "he") return detail::WeightInit::kHe;
+  if (init == "glorot") return detail::WeightInit::kGlorot;
+  bad("unknown init '" + init + "' (allowed: he, glorot)");
+}
+
+// Checks sizes and that the parameter count of features -> hidden... -> classes stays sane.
+void check_dense(const std::string& type, int64_t features, int32_t classes,
+                 const std::vector<int64_t>& hidden) {
+  if (features < 1) bad(type + ": features must be >= 1, got " + std::to_string(features));
+  if (classes < 2) bad(type + ": classes must be >= 2, got " + std::to_string(classes));
+  int64_t total = 0;
+  int64_t in = features;
+  auto add_layer = [&](int64_t out) {
+    int64_t count = 0;
+    if (__builtin_mul_overflow(in + 1, out, &count) || __builtin_add_overflow(total, count, &total) ||
+        total > kMaxParameters) {
+      bad(type + ": more than 2^40 parameters");
+    }
+    in = out;
+  };
+  for (size_t i = 0; i < hidden.size(); ++i) {
+    if (hidden[i] < 1) {
+      bad(type + ": hidden[" + std::to_string(i) + "] must be >= 1, got " + std::to_string(hidden[i]));
+    }
+    add_layer(hidden[i]);
+  }
+  add_layer(classes);
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes) {
+  if (spec.type == "softmax") {
+    // spec.hidden is ignored: softmax regression has no hidden layer.
+    check_dense(spec.type, features, classes, {});
+    return detail::make_softmax(features, classes, parse_init(spec.init));
+  }
+  if (spec.type == "mlp") {
+    if (spec.hidden.empty()) bad("mlp: hidden must list at least one width (or use softmax)");
+    check_dense(spec.type, features, classes, spec.hidden);
+    return detail::make_mlp(features, classes, spec.hidden, parse_init(spec.init));
+  }
+  if (spec.type == "time-only") {
+    if (spec.parameters < 1 || spec.parameters > kMaxParameters) {
+      bad("time-only: parameters must be in [1, 2^40], got " + std::to_string(spec.parameters));
+    }
+    if (!std::isfinite(spec.flops_per_sample) || spec.flops_per_sample <= 0.0) {
+      bad("time-only: flops_per_sample must be finite and > 0, got " + std::to_string(spec.flops_per_sample));
+    }
+    return detail::make_time_only(spec.parameters, spec.flops_per_sample);
+  }
+  bad("unknown type '" + spec.type + "' (allowed: softmax, mlp, time-only)");
+}
+
+}  // namespace stalesim

@@ -1,0 +1,63 @@
+#pragma once
+// The math model interface (design.md section 1). A model owns no parameters: the server does.
+// It knows its parameter count and layout, initializes parameters, computes the loss and gradient
+// on a batch, evaluates on a dataset, and reports its cost (FLOPs per sample, bytes on the wire).
+//
+// One Model instance serves one run on one thread; it may keep scratch buffers between calls, so
+// its methods are not const and it must not be shared between concurrent runs.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/dataset.hpp"
+#include "sim/rng.hpp"
+
+namespace stalesim {
+
+struct Evaluation {
+  double loss = 0.0;      // mean cross-entropy (natural log) over the evaluated samples
+  double accuracy = 0.0;  // fraction of arg-max predictions equal to the label
+  int64_t samples = 0;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // "softmax", "mlp", "time-only".
+  virtual std::string type() const = 0;
+  // Number of float32 parameters.
+  virtual int64_t parameter_count() const = 0;
+  // Forward plus backward FLOPs for one sample (a multiply-add counts 2), for the cost model.
+  virtual double flops_per_sample() const = 0;
+  // Bytes one full update or one full parameter copy takes on the wire. Default: 4 per parameter.
+  virtual int64_t wire_bytes() const { return parameter_count() * 4; }
+  // False for the time-only model, which has parameters by declaration only.
+  virtual bool has_math() const { return true; }
+
+  // Writes initial parameters drawn from `rng`. REQUIRES: params.size() == parameter_count().
+  virtual void init(std::span<float> params, Rng& rng) = 0;
+  // Overwrites `grad` with the gradient of the mean loss over the batch at `params` and returns
+  // that mean loss. REQUIRES: sizes == parameter_count(); indices valid in `data`.
+  virtual double loss_and_gradient(std::span<const float> params, const Dataset& data,
+                                   std::span<const int32_t> indices, std::span<float> grad) = 0;
+  // Mean loss and accuracy over `indices` of `data` (all samples when indices is empty).
+  virtual Evaluation evaluate(std::span<const float> params, const Dataset& data,
+                              std::span<const int32_t> indices) = 0;
+};
+
+struct ModelSpec {
+  std::string type = "mlp";           // "softmax" | "mlp" | "time-only"
+  std::vector<int64_t> hidden{200};   // mlp: hidden layer widths
+  std::string init = "he";            // "he" | "glorot": weight initialization
+  int64_t parameters = 0;             // time-only: declared parameter count
+  double flops_per_sample = 0.0;      // time-only: declared forward+backward FLOPs per sample
+  bool operator==(const ModelSpec&) const = default;
+};
+
+// Builds the model for inputs of `features` values and `classes` labels (ignored by time-only).
+std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes);
+
+}  // namespace stalesim

@@ -1,0 +1,50 @@
+// The softmax cross-entropy output shared by both classifiers, and "softmax": multinomial
+// logistic regression, which is the dense classifier with no hidden layer
+// (parameters: W, classes x features, column-major, then b, classes).
+
+#include <cmath>
+
+#include "models/classifier_common.hpp"
+
+namespace stalesim::detail {
+
+double softmax_xent_backward(Eigen::MatrixXf& logits, Eigen::Index n, std::span<const int32_t> labels,
+                             float scale) {
+  double loss_sum = 0.0;
+  for (Eigen::Index j = 0; j < n; ++j) {
+    auto z = logits.col(j);
+    const Eigen::Index y = labels[static_cast<size_t>(j)];
+    const float zy = z(y);
+    const float m = z.maxCoeff();
+    z.array() = (z.array() - m).exp();
+    const float s = z.sum();  // >= 1: the max term is exp(0)
+    // -log softmax(z)_y = log sum exp(z) - z_y = m + log(s) - z_y
+    loss_sum += static_cast<double>(m) + std::log(static_cast<double>(s)) - static_cast<double>(zy);
+    z *= scale / s;
+    z(y) -= scale;
+  }
+  return loss_sum;
+}
+
+void softmax_xent_evaluate(const Eigen::MatrixXf& logits, Eigen::Index n, std::span<const int32_t> labels,
+                           double& loss_sum, int64_t& correct) {
+  const Eigen::Index classes = logits.rows();
+  for (Eigen::Index j = 0; j < n; ++j) {
+    const auto z = logits.col(j);
+    const Eigen::Index y = labels[static_cast<size_t>(j)];
+    Eigen::Index best = 0;
+    for (Eigen::Index k = 1; k < classes; ++k) {
+      if (z(k) > z(best)) best = k;  // strict: ties go to the lowest class
+    }
+    const float m = z(best);
+    const float s = (z.array() - m).exp().sum();
+    loss_sum += static_cast<double>(m) + std::log(static_cast<double>(s)) - static_cast<double>(z(y));
+    if (best == y) ++correct;
+  }
+}
+
+std::unique_ptr<Model> make_softmax(int64_t features, int32_t classes, WeightInit init) {
+  return std::make_unique<DenseClassifier>("softmax", features, classes, std::vector<int64_t>{}, init);
+}
+
+}  // namespace stalesim::detail
