@@ -1,0 +1,1227 @@
+#include "sim/scenario.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "models/device_profile.hpp"
+#include "sim/scenario_fields.hpp"
+
+namespace stalesim {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Bounds are compared as long double, which must hold every int64, uint64 and double exactly.
+static_assert(std::numeric_limits<long double>::digits >= 64,
+              "scenario bounds need a long double with a 64-bit mantissa (x86-64)");
+
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxInt53 = int64_t{1} << 53;  // largest count every JSON reader holds exactly
+constexpr int64_t kMaxWorkers = 1'000'000;
+constexpr int64_t kMaxHiddenWidth = 65536;
+constexpr double kMaxSeconds = 1e9;  // keeps every time well inside SimTime's int64 nanoseconds
+constexpr size_t kMaxRenderedValue = 60;
+
+// ---- Errors --------------------------------------------------------------------------------
+
+// A problem at a JSON path; the entry points add the origin and turn it into a ScenarioError.
+struct PathError {
+  std::string path;
+  std::string problem;
+};
+
+[[noreturn]] void fail(std::string path, std::string problem) {
+  throw PathError{std::move(path), std::move(problem)};
+}
+
+ScenarioError scenario_error(const std::string& origin, const PathError& e) {
+  return ScenarioError(fmt::format("{}: {}: {}", origin, e.path.empty() ? "/" : e.path, e.problem));
+}
+
+// ---- Paths and values ----------------------------------------------------------------------
+
+std::string escape_token(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string_view parent_path(std::string_view pointer) {
+  return pointer.substr(0, pointer.rfind('/') == std::string_view::npos ? 0 : pointer.rfind('/'));
+}
+
+std::string_view leaf_name(std::string_view pointer) {
+  const size_t slash = pointer.rfind('/');
+  return slash == std::string_view::npos ? pointer : pointer.substr(slash + 1);
+}
+
+// "/policy/type" -> "policy.type", the spelling of --set and of prose.
+std::string dotted(std::string_view pointer) {
+  std::string out(pointer.substr(pointer.empty() ? 0 : 1));
+  std::replace(out.begin(), out.end(), '/', '.');
+  return out;
+}
+
+// A pattern with "*" replaced by the element index.
+std::string instantiate(std::string_view pattern, size_t index) {
+  std::string out(pattern);
+  if (const size_t star = out.find('*'); star != std::string::npos)
+    out.replace(star, 1, std::to_string(index));
+  return out;
+}
+
+// The value as compact JSON, cut to about 60 characters (never inside a UTF-8 sequence).
+std::string render(const json& v) {
+  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() <= kMaxRenderedValue) return text;
+  size_t cut = kMaxRenderedValue - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
+// An integral JSON number (1e3 counts), exactly; nullopt for anything else.
+std::optional<long double> integral_value(const json& v) {
+  if (v.is_number_unsigned()) return static_cast<long double>(v.get<uint64_t>());
+  if (v.is_number_integer()) return static_cast<long double>(v.get<int64_t>());
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && std::floor(d) == d) return static_cast<long double>(d);
+  }
+  return std::nullopt;
+}
+
+long double number_value(const json& v) {
+  if (v.is_number_unsigned()) return static_cast<long double>(v.get<uint64_t>());
+  if (v.is_number_integer()) return static_cast<long double>(v.get<int64_t>());
+  return static_cast<long double>(v.get<double>());
+}
+
+// A bound for messages: integral values without a fraction ("1000000000", not "1e+09").
+std::string format_bound(const json& b) {
+  if (b.is_number_integer()) return b.dump();
+  const double d = b.get<double>();
+  if (std::floor(d) == d && std::fabs(d) < 1e15) return fmt::format("{}", static_cast<int64_t>(d));
+  return fmt::format("{}", d);
+}
+
+// The bounds in words; a maximum that is only a representation limit is left out unless asked.
+std::string describe_range(const FieldInfo& f, bool with_limit = false) {
+  const bool lo = !f.minimum.is_null(), hi = !f.maximum.is_null() && (with_limit || !f.maximum_is_limit);
+  if (lo && hi)
+    return fmt::format("in {}{}, {}{}", f.exclusive_minimum ? '(' : '[', format_bound(f.minimum),
+                       format_bound(f.maximum), f.exclusive_maximum ? ')' : ']');
+  if (lo) return fmt::format("{} {}", f.exclusive_minimum ? ">" : ">=", format_bound(f.minimum));
+  if (hi) return fmt::format("{} {}", f.exclusive_maximum ? "<" : "<=", format_bound(f.maximum));
+  return "";
+}
+
+bool below_maximum(const FieldInfo& f, long double x) {
+  if (f.maximum.is_null()) return true;
+  const long double m = number_value(f.maximum);
+  return f.exclusive_maximum ? x < m : x <= m;
+}
+
+bool in_range(const FieldInfo& f, long double x) {
+  if (!f.minimum.is_null()) {
+    const long double m = number_value(f.minimum);
+    if (f.exclusive_minimum ? !(x > m) : !(x >= m)) return false;
+  }
+  return below_maximum(f, x);
+}
+
+std::string quoted_list(const std::vector<std::string>& values) {
+  std::string out;
+  for (const auto& v : values) out += (out.empty() ? "" : ", ") + json(v).dump();
+  return out;
+}
+
+// ---- Conversions between JSON and Scenario members ----------------------------------------
+
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+
+template <class T>
+T integer_from(const json& v) {  // REQUIRES: integral_value(v) and in T's range
+  if (v.is_number_unsigned()) return static_cast<T>(v.get<uint64_t>());
+  if (v.is_number_integer()) return static_cast<T>(v.get<int64_t>());
+  return static_cast<T>(v.get<double>());
+}
+
+template <class T>
+T from_json_value(const json& v) {  // REQUIRES: v passed the field's checks
+  if constexpr (IsOptional<T>::value) {
+    if (v.is_null()) return std::nullopt;
+    return from_json_value<typename T::value_type>(v);
+  } else if constexpr (std::is_same_v<T, Aggregate>) {
+    return v.get<std::string>() == "mean" ? Aggregate::kMean : Aggregate::kSum;
+  } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+    T out;
+    for (const auto& item : v) out.push_back(integer_from<int64_t>(item));
+    return out;
+  } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, std::string>) {
+    return v.get<T>();
+  } else if constexpr (std::is_integral_v<T>) {
+    return integer_from<T>(v);
+  } else {
+    static_assert(std::is_same_v<T, double>);
+    return v.get<double>();
+  }
+}
+
+template <class T>
+json to_json_value(const T& x) {
+  if constexpr (IsOptional<T>::value) {
+    return x ? to_json_value(*x) : json(nullptr);
+  } else if constexpr (std::is_same_v<T, Aggregate>) {
+    return std::string(to_string(x));
+  } else {
+    return json(x);
+  }
+}
+
+// The member reached from `obj` through a chain of member pointers: member<&A::b, &B::c>(a) is a.b.c.
+template <auto M, auto... Ms, class T>
+auto& member(T& obj) {
+  if constexpr (sizeof...(Ms) == 0) {
+    return obj.*M;
+  } else {
+    return member<Ms...>(obj.*M);
+  }
+}
+
+template <auto... Ms>
+void set_m(Scenario& s, size_t, const json& v) {
+  auto& m = member<Ms...>(s);
+  m = from_json_value<std::remove_cvref_t<decltype(m)>>(v);
+}
+template <auto... Ms>
+json get_m(const Scenario& s, size_t) {
+  return to_json_value(member<Ms...>(s));
+}
+template <auto M>
+void set_worker(Scenario& s, size_t i, const json& v) {
+  auto& m = s.cluster.workers[i].*M;
+  m = from_json_value<std::remove_cvref_t<decltype(m)>>(v);
+}
+template <auto M>
+json get_worker(const Scenario& s, size_t i) {
+  return to_json_value(s.cluster.workers[i].*M);
+}
+
+// ---- Checks used by the table --------------------------------------------------------------
+
+std::string check_profile(const json& v) {
+  const auto name = v.get<std::string>();
+  if (find_profile(name)) return "";
+  std::string known;
+  for (const auto& p : builtin_profiles()) known += (known.empty() ? "" : ", ") + p.name;
+  return fmt::format("unknown device profile {}; known: {}", render(v), known);
+}
+
+bool has_math(const Scenario& s) { return s.model.type != "time-only"; }
+bool has_data(const Scenario& s) { return s.data.dataset != "none"; }
+
+// ---- The table ---------------------------------------------------------------------------
+
+std::vector<FieldInfo> build_fields() {
+  using F = FieldType;
+  Scenario d;  // the defaults of scenario.hpp, with one default worker group
+  d.cluster.workers.resize(1);
+  std::vector<std::string> profile_names;
+  for (const auto& p : builtin_profiles()) profile_names.push_back(p.name);
+
+  std::vector<FieldInfo> t = {
+      {.path = "/name",
+       .type = F::kString,
+       .min_length = 1,
+       .default_note = "the file name without .json",
+       .doc = "Name of the run, used in outputs.",
+       .set = set_m<&Scenario::name>,
+       .get = get_m<&Scenario::name>},
+      {.path = "/seed",
+       .type = F::kInteger,
+       .minimum = 0,
+       .maximum = std::numeric_limits<uint64_t>::max(),
+       .maximum_is_limit = true,
+       .default_value = d.seed,
+       .doc = "Root seed of every random stream; --seed overrides it.",
+       .set = set_m<&Scenario::seed>,
+       .get = get_m<&Scenario::seed>},
+      {.path = "/comment",
+       .type = F::kString,
+       .default_value = d.comment,
+       .doc = "Free text: paper, figure, what is scaled down.",
+       .set = set_m<&Scenario::comment>,
+       .get = get_m<&Scenario::comment>},
+
+      {.path = "/data", .type = F::kObject, .doc = "Training and test data."},
+      {.path = "/data/dataset",
+       .type = F::kString,
+       .allowed = {"fashion-mnist", "blobs", "none"},
+       .default_value = d.data.dataset,
+       .default_note = "\"none\" when model.type is \"time-only\"",
+       .doc = "Dataset; \"none\" (no data) goes with the time-only model and only with it.",
+       .set = set_m<&Scenario::data, &DataSpec::dataset>,
+       .get = get_m<&Scenario::data, &DataSpec::dataset>,
+       .resolve = [](Scenario& s) { s.data.dataset = has_math(s) ? s.data.dataset : "none"; }},
+      {.path = "/data/path",
+       .type = F::kString,
+       .min_length = 1,
+       .default_value = d.data.path,
+       .applies_to = "the fashion-mnist dataset",
+       .applies_key = "/data/dataset",
+       .doc = "Folder with the Fashion-MNIST IDX files (Debian's dataset-fashion-mnist).",
+       .applies = [](const Scenario& s) { return s.data.dataset == "fashion-mnist"; },
+       .set = set_m<&Scenario::data, &DataSpec::path>,
+       .get = get_m<&Scenario::data, &DataSpec::path>},
+      {.path = "/data/train_samples",
+       .type = F::kInteger,
+       .unit = "samples",
+       .minimum = 0,
+       .maximum = kMaxInt32,
+       .maximum_is_limit = true,
+       .default_value = d.data.train_samples,
+       .applies_to = "the fashion-mnist and blobs datasets",
+       .applies_key = "/data/dataset",
+       .doc = "Use the first N training samples; 0 = all.",
+       .applies = has_data,
+       .set = set_m<&Scenario::data, &DataSpec::train_samples>,
+       .get = get_m<&Scenario::data, &DataSpec::train_samples>},
+      {.path = "/data/blobs",
+       .type = F::kObject,
+       .applies_to = "the blobs dataset",
+       .applies_key = "/data/dataset",
+       .doc = "Gaussian blobs: class centres N(0, 1) per feature, samples centre + N(0, spread).",
+       .applies = [](const Scenario& s) { return s.data.dataset == "blobs"; }},
+      {.path = "/data/blobs/classes",
+       .type = F::kInteger,
+       .minimum = 2,
+       .maximum = kMaxInt32,
+       .maximum_is_limit = true,
+       .default_value = d.data.blobs.classes,
+       .doc = "Number of classes.",
+       .set = set_m<&Scenario::data, &DataSpec::blobs, &BlobsSpec::classes>,
+       .get = get_m<&Scenario::data, &DataSpec::blobs, &BlobsSpec::classes>},
+      {.path = "/data/blobs/features",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = kMaxInt32,
+       .maximum_is_limit = true,
+       .default_value = d.data.blobs.features,
+       .doc = "Features per sample.",
+       .set = set_m<&Scenario::data, &DataSpec::blobs, &BlobsSpec::features>,
+       .get = get_m<&Scenario::data, &DataSpec::blobs, &BlobsSpec::features>},
+      {.path = "/data/blobs/train",
+       .type = F::kInteger,
+       .unit = "samples",
+       .minimum = 1,
+       .maximum = kMaxInt32,
+       .maximum_is_limit = true,
+       .default_value = d.data.blobs.train,
+       .doc = "Training samples.",
+       .set = set_m<&Scenario::data, &DataSpec::blobs, &BlobsSpec::train>,
+       .get = get_m<&Scenario::data, &DataSpec::blobs, &BlobsSpec::train>},
+      {.path = "/data/blobs/test",
+       .type = F::kInteger,
+       .unit = "samples",
+       .minimum = 1,
+       .maximum = kMaxInt32,
+       .maximum_is_limit = true,
+       .default_value = d.data.blobs.test,
+       .doc = "Test samples.",
+       .set = set_m<&Scenario::data, &DataSpec::blobs, &BlobsSpec::test>,
+       .get = get_m<&Scenario::data, &DataSpec::blobs, &BlobsSpec::test>},
+      {.path = "/data/blobs/spread",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.data.blobs.spread,
+       .doc = "Standard deviation of samples around their class centre.",
+       .set = set_m<&Scenario::data, &DataSpec::blobs, &BlobsSpec::spread>,
+       .get = get_m<&Scenario::data, &DataSpec::blobs, &BlobsSpec::spread>},
+
+      {.path = "/model", .type = F::kObject, .doc = "The model that is trained (the math)."},
+      {.path = "/model/type",
+       .type = F::kString,
+       .allowed = {"softmax", "mlp", "time-only"},
+       .default_value = d.model.type,
+       .doc = "softmax regression, a ReLU MLP, or a model that is only timed (no math).",
+       .set = set_m<&Scenario::model, &ModelSpec::type>,
+       .get = get_m<&Scenario::model, &ModelSpec::type>},
+      {.path = "/model/hidden",
+       .type = F::kIntegerArray,
+       .unit = "units",
+       .minimum = 1,
+       .maximum = kMaxHiddenWidth,
+       .min_items = 1,
+       .default_value = d.model.hidden,
+       .applies_to = "mlp models",
+       .applies_key = "/model/type",
+       .doc = "Hidden layer widths.",
+       .applies = [](const Scenario& s) { return s.model.type == "mlp"; },
+       .set = set_m<&Scenario::model, &ModelSpec::hidden>,
+       .get = get_m<&Scenario::model, &ModelSpec::hidden>},
+      {.path = "/model/init",
+       .type = F::kString,
+       .allowed = {"he", "glorot"},
+       .default_value = d.model.init,
+       .applies_to = "softmax and mlp models",
+       .applies_key = "/model/type",
+       .doc = "Weight initialization.",
+       .applies = has_math,
+       .set = set_m<&Scenario::model, &ModelSpec::init>,
+       .get = get_m<&Scenario::model, &ModelSpec::init>},
+      {.path = "/model/parameters",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = kMaxInt53,
+       .maximum_is_limit = true,
+       .required = true,
+       .applies_to = "time-only models",
+       .applies_key = "/model/type",
+       .doc = "Declared parameter count (sets message sizes: 4 bytes each).",
+       .applies = [](const Scenario& s) { return !has_math(s); },
+       .set = set_m<&Scenario::model, &ModelSpec::parameters>,
+       .get = get_m<&Scenario::model, &ModelSpec::parameters>},
+      {.path = "/model/flops_per_sample",
+       .type = F::kNumber,
+       .unit = "FLOP",
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .required = true,
+       .applies_to = "time-only models",
+       .applies_key = "/model/type",
+       .doc = "Declared forward plus backward FLOPs per sample (sets compute time).",
+       .applies = [](const Scenario& s) { return !has_math(s); },
+       .set = set_m<&Scenario::model, &ModelSpec::flops_per_sample>,
+       .get = get_m<&Scenario::model, &ModelSpec::flops_per_sample>},
+
+      {.path = "/optimizer", .type = F::kObject, .doc = "How gradients become updates."},
+      {.path = "/optimizer/rule",
+       .type = F::kString,
+       .allowed = {"sgd"},
+       .default_value = d.optimizer.rule,
+       .doc = "Learning rule applied by the server.",
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::rule>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::rule>},
+      {.path = "/optimizer/lr",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.optimizer.lr,
+       .doc = "Learning rate.",
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::lr>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::lr>},
+      {.path = "/optimizer/batch_size",
+       .type = F::kInteger,
+       .unit = "samples",
+       .minimum = 1,
+       .maximum = kMaxInt32,
+       .maximum_is_limit = true,
+       .default_value = d.optimizer.batch_size,
+       .doc = "Samples per worker iteration.",
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::batch_size>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::batch_size>},
+      {.path = "/optimizer/aggregate",
+       .type = F::kString,
+       .allowed = {"sum", "mean"},
+       .default_note = "\"mean\" when policy.type is \"bsp\", else \"sum\"",
+       .doc = "sum: each push applies lr * g; mean: each push applies (lr / workers) * g.",
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::aggregate>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::aggregate>,
+       .resolve =
+           [](Scenario& s) {
+             s.optimizer.aggregate = s.policy.type == "bsp" ? Aggregate::kMean : Aggregate::kSum;
+           }},
+
+      {.path = "/policy", .type = F::kObject, .doc = "When a worker may start its next clock."},
+      {.path = "/policy/type",
+       .type = F::kString,
+       .allowed = {"bsp", "asp", "ssp"},
+       .default_value = d.policy.type,
+       .doc = "Bulk synchronous, fully asynchronous, or stale synchronous parallel.",
+       .set = set_m<&Scenario::policy, &PolicySpec::type>,
+       .get = get_m<&Scenario::policy, &PolicySpec::type>},
+      {.path = "/policy/staleness",
+       .type = F::kInteger,
+       .unit = "clocks",
+       .minimum = 0,
+       .maximum = kMaxInt53,
+       .maximum_is_limit = true,
+       .default_value = d.policy.staleness,
+       .applies_to = "ssp",
+       .applies_key = "/policy/type",
+       .doc = "SSP bound s: the fastest worker runs at most s clocks ahead (0 for bsp and asp).",
+       .applies = [](const Scenario& s) { return s.policy.type == "ssp"; },
+       .set = set_m<&Scenario::policy, &PolicySpec::staleness>,
+       .get = get_m<&Scenario::policy, &PolicySpec::staleness>,
+       .resolve = [](Scenario& s) { s.policy.staleness = s.policy.type == "ssp" ? s.policy.staleness : 0; }},
+
+      {.path = "/cluster", .type = F::kObject, .doc = "Workers, network and compute jitter."},
+      {.path = "/cluster/workers",
+       .type = F::kObjectArray,
+       .min_items = 1,
+       .required = true,
+       .doc = "Worker groups; at most 1000000 workers in total.",
+       .set = [](Scenario& s, size_t, const json& v) { s.cluster.workers.assign(v.size(), WorkerGroup{}); },
+       .get = [](const Scenario& s,
+                 size_t) { return json(std::vector<json>(s.cluster.workers.size(), json::object())); }},
+      {.path = "/cluster/workers/*/profile",
+       .type = F::kString,
+       .allowed = profile_names,
+       .required = true,
+       .doc = "Built-in device profile of the group's workers.",
+       .check = check_profile,
+       .set = set_worker<&WorkerGroup::profile>,
+       .get = get_worker<&WorkerGroup::profile>},
+      {.path = "/cluster/workers/*/count",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = kMaxWorkers,
+       .default_value = d.cluster.workers[0].count,
+       .doc = "Workers in the group.",
+       .set = set_worker<&WorkerGroup::count>,
+       .get = get_worker<&WorkerGroup::count>},
+      {.path = "/cluster/network", .type = F::kObject, .doc = "Links between workers and server."},
+      {.path = "/cluster/network/latency_us",
+       .type = F::kNumber,
+       .unit = "us",
+       .minimum = 0,
+       .maximum = kMaxSeconds,
+       .maximum_is_limit = true,
+       .default_value = d.cluster.network.latency_us,
+       .doc = "One-way latency of each worker's link.",
+       .set = set_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::latency_us>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::latency_us>},
+      {.path = "/cluster/network/bandwidth_gbps",
+       .type = F::kNumber,
+       .unit = "Gbit/s",
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.cluster.network.bandwidth_gbps,
+       .doc = "Bandwidth of each worker's link.",
+       .set = set_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::bandwidth_gbps>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::bandwidth_gbps>},
+      {.path = "/cluster/network/server_bandwidth_gbps",
+       .type = F::kNumber,
+       .unit = "Gbit/s",
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_note = "equal to bandwidth_gbps",
+       .doc = "Bandwidth of the server's link, shared by all workers in arrival order.",
+       .set = set_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::server_bandwidth_gbps>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::server_bandwidth_gbps>,
+       .resolve =
+           [](Scenario& s) { s.cluster.network.server_bandwidth_gbps = s.cluster.network.bandwidth_gbps; }},
+      {.path = "/cluster/jitter", .type = F::kObject, .doc = "Random variation of compute time."},
+      {.path = "/cluster/jitter/type",
+       .type = F::kString,
+       .allowed = {"lognormal", "none"},
+       .default_value = d.cluster.jitter.type,
+       .doc = "Multiply each compute time by a lognormal factor of mean 1, or not at all.",
+       .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::type>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::type>},
+      {.path = "/cluster/jitter/sigma",
+       .type = F::kNumber,
+       .minimum = 0,
+       .default_value = d.cluster.jitter.sigma,
+       .applies_to = "lognormal jitter",
+       .applies_key = "/cluster/jitter/type",
+       .doc = "Standard deviation of the factor's log.",
+       .applies = [](const Scenario& s) { return s.cluster.jitter.type == "lognormal"; },
+       .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::sigma>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::sigma>},
+
+      {.path = "/stop",
+       .type = F::kObject,
+       .doc = "When the run ends: set virtual_time_s, max_updates, or target_accuracy with "
+              "at_target; the first reached ends it."},
+      {.path = "/stop/virtual_time_s",
+       .type = F::kNumber,
+       .unit = "s",
+       .minimum = 0,
+       .maximum = kMaxSeconds,
+       .exclusive_minimum = true,
+       .maximum_is_limit = true,
+       .nullable = true,
+       .default_note = "unset",
+       .doc = "Stop at this virtual time.",
+       .set = set_m<&Scenario::stop, &StopSpec::virtual_time_s>,
+       .get = get_m<&Scenario::stop, &StopSpec::virtual_time_s>},
+      {.path = "/stop/max_updates",
+       .type = F::kInteger,
+       .unit = "updates",
+       .minimum = 1,
+       .maximum = kMaxInt53,
+       .maximum_is_limit = true,
+       .nullable = true,
+       .default_note = "unset",
+       .doc = "Stop after this many server updates.",
+       .set = set_m<&Scenario::stop, &StopSpec::max_updates>,
+       .get = get_m<&Scenario::stop, &StopSpec::max_updates>},
+      {.path = "/stop/target_accuracy",
+       .type = F::kNumber,
+       .minimum = 0,
+       .maximum = 1,
+       .exclusive_minimum = true,
+       .nullable = true,
+       .default_note = "unset",
+       .applies_to = "softmax and mlp models",
+       .applies_key = "/model/type",
+       .doc = "Test accuracy whose first reaching time is recorded.",
+       .applies = has_math,
+       .set = set_m<&Scenario::stop, &StopSpec::target_accuracy>,
+       .get = get_m<&Scenario::stop, &StopSpec::target_accuracy>},
+      {.path = "/stop/at_target",
+       .type = F::kBool,
+       .default_value = d.stop.at_target,
+       .doc = "Also stop when target_accuracy is reached.",
+       .set = set_m<&Scenario::stop, &StopSpec::at_target>,
+       .get = get_m<&Scenario::stop, &StopSpec::at_target>},
+
+      {.path = "/eval", .type = F::kObject, .doc = "Evaluation of the server's parameters."},
+      {.path = "/eval/every_s",
+       .type = F::kNumber,
+       .unit = "s",
+       .minimum = 0,
+       .maximum = kMaxSeconds,
+       .exclusive_minimum = true,
+       .maximum_is_limit = true,
+       .default_value = d.eval.every_s,
+       .doc = "Evaluate every this many virtual seconds.",
+       .set = set_m<&Scenario::eval, &EvalSpec::every_s>,
+       .get = get_m<&Scenario::eval, &EvalSpec::every_s>},
+      {.path = "/eval/test_samples",
+       .type = F::kInteger,
+       .unit = "samples",
+       .minimum = 0,
+       .maximum = kMaxInt32,
+       .maximum_is_limit = true,
+       .default_value = d.eval.test_samples,
+       .applies_to = "the fashion-mnist and blobs datasets",
+       .applies_key = "/data/dataset",
+       .doc = "Evaluate on the first N test samples; 0 = all.",
+       .applies = has_data,
+       .set = set_m<&Scenario::eval, &EvalSpec::test_samples>,
+       .get = get_m<&Scenario::eval, &EvalSpec::test_samples>},
+  };
+  return t;
+}
+
+const std::map<std::string, size_t, std::less<>>& field_index() {
+  static const auto index = [] {
+    std::map<std::string, size_t, std::less<>> m;
+    const auto& fields = scenario_fields();
+    for (size_t i = 0; i < fields.size(); ++i) m.emplace(fields[i].path, i);
+    return m;
+  }();
+  return index;
+}
+
+// The object or object array holding `f`, or nullptr at the top level.
+const FieldInfo* parent_field(const FieldInfo& f) {
+  std::string_view p = parent_path(f.path);
+  if (p.ends_with("/*")) p.remove_suffix(2);
+  return p.empty() ? nullptr : find_scenario_field(p);
+}
+
+bool applies_in(const FieldInfo& f, const Scenario& s) {
+  for (const FieldInfo* p = &f; p != nullptr; p = parent_field(*p))
+    if (p->applies && !p->applies(s)) return false;
+  return true;
+}
+
+// "policy.type is \"bsp\"": the value that decides whether `f` applies.
+std::string applies_context(const FieldInfo& f, const Scenario& s) {
+  const FieldInfo* key = find_scenario_field(f.applies_key);
+  return fmt::format("{} is {}", dotted(f.applies_key), key ? render(key->get(s, 0)) : "?");
+}
+
+// ---- Validation of one value ---------------------------------------------------------------
+
+struct Problem {
+  std::string suffix;  // path below the field, e.g. "/1" for an array item
+  std::string text;
+};
+
+std::string check_number(const FieldInfo& f, const json& v, bool integer) {
+  const char* noun = integer ? "an integer" : "a number";
+  if (integer ? !integral_value(v) : !v.is_number())
+    return fmt::format("expected {}, got {}", noun, render(v));
+  const long double x = number_value(v);
+  if (!in_range(f, x))
+    return fmt::format("expected {} {}, got {}", noun, describe_range(f, !below_maximum(f, x)), render(v));
+  return "";
+}
+
+std::optional<Problem> check_value(const FieldInfo& f, const json& v) {
+  std::string text;
+  switch (f.type) {
+    case FieldType::kString:
+      if (!v.is_string()) {
+        text = f.allowed.empty() || f.check
+                   ? fmt::format("expected a string, got {}", render(v))
+                   : fmt::format("expected one of {}, got {}", quoted_list(f.allowed), render(v));
+      } else if (v.get_ref<const std::string&>().size() < f.min_length) {
+        text = fmt::format("expected a non-empty string, got {}", render(v));
+      } else if (f.check) {
+        text = f.check(v);
+      } else if (!f.allowed.empty() && std::find(f.allowed.begin(), f.allowed.end(),
+                                                 v.get_ref<const std::string&>()) == f.allowed.end()) {
+        text = fmt::format("expected one of {}, got {}", quoted_list(f.allowed), render(v));
+      }
+      break;
+    case FieldType::kBool:
+      if (!v.is_boolean()) text = fmt::format("expected true or false, got {}", render(v));
+      break;
+    case FieldType::kInteger:
+    case FieldType::kNumber:
+      text = check_number(f, v, f.type == FieldType::kInteger);
+      break;
+    case FieldType::kIntegerArray:
+      if (!v.is_array()) {
+        text = fmt::format("expected an array of integers, got {}", render(v));
+      } else if (v.size() < f.min_items) {
+        text =
+            fmt::format("expected {} array of integers, got {}",
+                        f.min_items == 1 ? "a non-empty" : fmt::format("a {}+ item", f.min_items), render(v));
+      } else {
+        for (size_t i = 0; i < v.size(); ++i)
+          if (auto t = check_number(f, v[i], true); !t.empty())
+            return Problem{"/" + std::to_string(i), std::move(t)};
+      }
+      break;
+    case FieldType::kObject:
+    case FieldType::kObjectArray:
+      break;  // handled by the walk
+  }
+  if (text.empty()) return std::nullopt;
+  return Problem{"", std::move(text)};
+}
+
+// ---- Did you mean --------------------------------------------------------------------------
+
+// Optimal string alignment distance (Levenshtein plus adjacent transpositions), case-insensitive.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) && lower(a[i - 2]) == lower(b[j - 1]))
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+[[noreturn]] void unknown_key(std::string_view pattern, const std::string& at, const std::string& key) {
+  std::vector<std::string> allowed;  // sorted: the table's order is not the reader's concern here
+  for (const auto& f : scenario_fields())
+    if (parent_path(f.path) == pattern) allowed.emplace_back(leaf_name(f.path));
+  std::sort(allowed.begin(), allowed.end());
+  std::string allowed_text;
+  for (const auto& a : allowed) allowed_text += (allowed_text.empty() ? "" : ", ") + a;
+
+  const size_t limit = std::min<size_t>(2, std::max<size_t>(1, key.size() / 3));
+  size_t best = limit + 1;
+  std::vector<std::string> close;
+  for (const auto& a : allowed) {
+    const size_t dist = edit_distance(key, a);
+    if (dist < best) {
+      close.clear();
+      best = dist;
+    }
+    if (dist == best) close.push_back(a);
+  }
+  if (!close.empty()) {
+    std::string names;
+    for (size_t i = 0; i < close.size(); ++i)
+      names += (i == 0 ? "" : i + 1 == close.size() ? " or " : ", ") + ("'" + close[i] + "'");
+    fail(at, fmt::format("unknown key; did you mean {}?", names));
+  }
+  std::vector<std::string> elsewhere;
+  for (const auto& f : scenario_fields())
+    if (leaf_name(f.path) == key) elsewhere.push_back(f.path);
+  if (!elsewhere.empty()) {
+    std::string names;
+    for (size_t i = 0; i < elsewhere.size(); ++i)
+      names += (i == 0 ? "" : i + 1 == elsewhere.size() ? " or " : ", ") + elsewhere[i];
+    fail(at, fmt::format("unknown key here; did you mean {}? (allowed here: {})", names, allowed_text));
+  }
+  fail(at, fmt::format("unknown key; allowed: {}", allowed_text));
+}
+
+// ---- The loader ----------------------------------------------------------------------------
+
+class Loader {
+ public:
+  Scenario load(const json& doc, const std::string& default_name) {
+    if (!doc.is_object()) fail("", fmt::format("the top level must be an object, got {}", render(doc)));
+    s_.name = default_name;
+    walk(doc, "", "", 0);
+    const auto& fields = scenario_fields();
+    for (const auto& f : fields)
+      if (f.resolve && !given(f, 0)) f.resolve(s_);
+    for (const auto& g : given_)
+      if (g.field->applies && !g.field->applies(s_))
+        fail(g.path, fmt::format("{} applies to {} only ({}); remove it", leaf_name(g.field->path),
+                                 g.field->applies_to, applies_context(*g.field, s_)));
+    for (const auto& f : fields) {
+      if (!f.required) continue;
+      if (f.path.find('*') == std::string::npos) {
+        if (applies_in(f, s_) && !given(f, 0))
+          fail(f.path, f.applies ? fmt::format("required when {}", applies_context(f, s_)) : "required");
+      } else {  // a key of each element of an array of objects
+        const size_t elements = parent_field(f)->get(s_, 0).size();
+        for (size_t i = 0; i < elements; ++i)
+          if (!given(f, i)) fail(instantiate(f.path, i), "required");
+      }
+    }
+    if (s_.name.empty()) fail("/name", "required (there is no file name to take it from)");
+    check_consistency();
+    return std::move(s_);
+  }
+
+ private:
+  struct Given {
+    const FieldInfo* field;
+    std::string path;
+    size_t index;
+  };
+
+  bool given(const FieldInfo& f, size_t index) const { return given_set_.contains({&f, index}); }
+
+  void mark_given(const FieldInfo& f, const std::string& at, size_t index) {
+    given_.push_back({&f, at, index});
+    given_set_.insert({&f, index});
+  }
+
+  void walk(const json& obj, const std::string& pattern, const std::string& at, size_t index) {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      const std::string child = at + "/" + escape_token(it.key());
+      const FieldInfo* f = find_scenario_field(pattern + "/" + escape_token(it.key()));
+      if (f == nullptr) unknown_key(pattern, child, it.key());
+      visit(*f, it.value(), child, index);
+    }
+  }
+
+  void visit(const FieldInfo& f, const json& v, const std::string& at, size_t index) {
+    if (f.type == FieldType::kObject) {
+      if (!v.is_object()) fail(at, fmt::format("expected an object, got {}", render(v)));
+      mark_given(f, at, index);
+      walk(v, f.path, at, index);
+    } else if (f.type == FieldType::kObjectArray) {
+      if (!v.is_array()) fail(at, fmt::format("expected an array of objects, got {}", render(v)));
+      if (v.size() < f.min_items)
+        fail(at, fmt::format("expected a non-empty array of objects, got {}", render(v)));
+      f.set(s_, 0, v);
+      mark_given(f, at, index);
+      for (size_t i = 0; i < v.size(); ++i) {
+        const std::string item = at + "/" + std::to_string(i);
+        if (!v[i].is_object()) fail(item, fmt::format("expected an object, got {}", render(v[i])));
+        walk(v[i], f.path + "/*", item, i);
+      }
+    } else if (v.is_null() && f.nullable) {
+      f.set(s_, index, v);  // unset; not "given" for applicability and requirements
+    } else {
+      if (auto p = check_value(f, v)) fail(at + p->suffix, p->text);
+      f.set(s_, index, v);
+      mark_given(f, at, index);
+    }
+  }
+
+  // Rules between fields that no single field can state.
+  void check_consistency() const {
+    if (!has_math(s_) && has_data(s_))
+      fail("/data/dataset", fmt::format("a time-only model takes no dataset, got \"{}\"; remove "
+                                        "/data/dataset (or set it to \"none\")",
+                                        s_.data.dataset));
+    if (has_math(s_) && !has_data(s_))
+      fail("/data/dataset",
+           fmt::format("\"none\" needs model.type \"time-only\" (model.type is \"{}\")", s_.model.type));
+    int64_t workers = 0;
+    for (const auto& g : s_.cluster.workers) workers += g.count;
+    if (workers > kMaxWorkers)
+      fail("/cluster/workers", fmt::format("{} workers in total; at most {}", workers, kMaxWorkers));
+    const auto& stop = s_.stop;
+    if (stop.at_target && !stop.target_accuracy)
+      fail("/stop/at_target", "at_target is true but target_accuracy is not set");
+    if (!stop.virtual_time_s && !stop.max_updates && !stop.at_target)
+      fail("/stop",
+           "the run would never stop: set virtual_time_s, max_updates, or target_accuracy "
+           "with at_target");
+  }
+
+  Scenario s_;
+  std::vector<Given> given_;  // in document order (keys sorted), objects before their keys
+  std::set<std::pair<const FieldInfo*, size_t>> given_set_;
+};
+
+// ---- Files and overrides -------------------------------------------------------------------
+
+std::string read_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw ScenarioError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  std::string text;
+  char buf[65536];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  const bool bad = std::ferror(f) != 0;
+  const int err = errno;
+  std::fclose(f);
+  if (bad) throw ScenarioError(fmt::format("{}: cannot read: {}", path, std::strerror(err)));
+  return text;
+}
+
+// Parses JSON text, rejecting duplicate keys. Throws ScenarioError "<origin>:L:C: invalid JSON: ...".
+json parse_json_text(const std::string& text, const std::string& origin) {
+  struct Frame {
+    bool array = false;
+    size_t index = 0;
+    std::string key{};
+    std::set<std::string> keys{};
+  };
+  std::vector<Frame> stack;
+  auto where = [&] {
+    std::string p;
+    for (size_t i = 0; i + 1 < stack.size(); ++i)
+      p += "/" + (stack[i].array ? std::to_string(stack[i].index) : escape_token(stack[i].key));
+    return p;
+  };
+  auto element_done = [&] {
+    if (!stack.empty() && stack.back().array) ++stack.back().index;
+  };
+  const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        stack.push_back({});
+        break;
+      case json::parse_event_t::array_start:
+        stack.push_back({.array = true});
+        break;
+      case json::parse_event_t::key: {
+        auto key = parsed.get<std::string>();
+        if (!stack.back().keys.insert(key).second) {
+          stack.back().key = key;
+          stack.push_back({});  // so that where() includes the key
+          fail(where(), "duplicate key");
+        }
+        stack.back().key = std::move(key);
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        stack.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::value:
+        element_done();
+        break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text, on_event);
+  } catch (const PathError& e) {
+    throw scenario_error(origin, e);
+  } catch (const json::parse_error& e) {
+    // e.byte counts the characters read, the offending one included: its 1-based offset.
+    const size_t offset = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    size_t line = 1, line_start = 0;
+    for (size_t i = 0; i < offset; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        line_start = i + 1;
+      }
+    }
+    const size_t column = offset - line_start + 1;
+    std::string reason = e.what();
+    if (const size_t at = reason.find("column "); at != std::string::npos)
+      if (const size_t colon = reason.find(": ", at); colon != std::string::npos)
+        reason = reason.substr(colon + 2);
+    if (const size_t last = reason.find("; last read: "); last != std::string::npos) {
+      const size_t next = reason.find("; ", last + 2);
+      reason.erase(last, next == std::string::npos ? std::string::npos : next - last);
+    }
+    throw ScenarioError(fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, column, reason));
+  }
+}
+
+std::vector<std::string> split_path(std::string_view path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    parts.emplace_back(path.substr(start, dot == std::string_view::npos ? path.npos : dot - start));
+    if (dot == std::string_view::npos) return parts;
+    start = dot + 1;
+  }
+}
+
+std::string override_text(const Override& o) { return o.path + "=" + o.value; }
+
+std::string override_pointer(const Override& o) {
+  std::string p;
+  for (const auto& part : split_path(o.path)) p += "/" + escape_token(part);
+  return p;
+}
+
+// Whether one JSON pointer is the other or lies below it.
+bool related(std::string_view a, std::string_view b) {
+  if (a.size() > b.size()) std::swap(a, b);
+  return b.starts_with(a) && (b.size() == a.size() || b[a.size()] == '/');
+}
+
+std::string_view type_phrase(const json& v) {
+  switch (v.type()) {
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::null:
+      return "null";
+    default:
+      return "a number";
+  }
+}
+
+}  // namespace
+
+// ---- Public: the field table ---------------------------------------------------------------
+
+std::string_view to_string(FieldType t) {
+  switch (t) {
+    case FieldType::kString:
+      return "string";
+    case FieldType::kInteger:
+      return "integer";
+    case FieldType::kNumber:
+      return "number";
+    case FieldType::kBool:
+      return "boolean";
+    case FieldType::kIntegerArray:
+      return "array of integers";
+    case FieldType::kObject:
+      return "object";
+    case FieldType::kObjectArray:
+      return "array of objects";
+  }
+  return "?";
+}
+
+const std::vector<FieldInfo>& scenario_fields() {
+  static const std::vector<FieldInfo> fields = build_fields();
+  return fields;
+}
+
+const FieldInfo* find_scenario_field(std::string_view path) {
+  const auto& index = field_index();
+  const auto it = index.find(path);
+  return it == index.end() ? nullptr : &scenario_fields()[it->second];
+}
+
+std::string describe_allowed(const FieldInfo& f) {
+  switch (f.type) {
+    case FieldType::kString:
+      if (!f.allowed.empty()) return quoted_list(f.allowed);
+      return f.min_length > 0 ? "non-empty" : "";
+    case FieldType::kInteger:
+    case FieldType::kNumber:
+      return describe_range(f);
+    case FieldType::kIntegerArray: {
+      std::string out = f.min_items == 1 ? "non-empty" : "";
+      const std::string range = describe_range(f);
+      if (!range.empty()) out += (out.empty() ? "each " : "; each ") + range;
+      return out;
+    }
+    case FieldType::kObjectArray:
+      return f.min_items == 1 ? "non-empty" : "";
+    case FieldType::kBool:
+    case FieldType::kObject:
+      return "";
+  }
+  return "";
+}
+
+std::string scenario_fields_markdown() {
+  auto cell = [](std::string text) {
+    std::string out;
+    for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+    return out;
+  };
+  std::string md =
+      "| Path | Type | Unit | Default | Allowed / range | Description |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const auto& f : scenario_fields()) {
+    std::string def = f.required ? "required" : "";  // values as code, words as words
+    if (!f.default_value.is_null()) def = "`" + cell(f.default_value.dump()) + "`";
+    if (!f.default_note.empty()) def += (def.empty() ? "" : "; ") + cell(f.default_note);
+    std::string doc = f.doc;
+    if (!f.applies_to.empty())
+      doc += fmt::format(" Applies to {} only ({}).", f.applies_to, dotted(f.applies_key));
+    if (f.nullable) doc += " null = unset.";
+    const std::string allowed = describe_allowed(f);
+    md += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", f.path, to_string(f.type), cell(f.unit), def,
+                      cell(allowed), cell(doc));
+  }
+  return md;
+}
+
+// ---- Public: loading -----------------------------------------------------------------------
+
+std::string_view to_string(Aggregate a) { return a == Aggregate::kMean ? "mean" : "sum"; }
+
+Override parse_override(std::string_view arg) {
+  const size_t eq = arg.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    throw ScenarioError(fmt::format("--set '{}': expected PATH=VALUE", arg));
+  Override o{std::string(arg.substr(0, eq)), std::string(arg.substr(eq + 1))};
+  for (const auto& part : split_path(o.path))
+    if (part.empty())
+      throw ScenarioError(
+          fmt::format("--set '{}': expected PATH=VALUE (empty key in path '{}')", arg, o.path));
+  return o;
+}
+
+void apply_overrides(nlohmann::json& doc, std::span<const Override> sets) {
+  for (const auto& o : sets) {
+    const std::string origin = "--set " + override_text(o);
+    try {
+      json value = json::parse(o.value, nullptr, /*allow_exceptions=*/false);
+      if (value.is_discarded()) value = o.value;
+      const auto parts = split_path(o.path);
+      json* cur = &doc;
+      std::string at;
+      std::string pattern;  // `at` with "*" for array indices, to look the field up
+      for (size_t k = 0; k < parts.size(); ++k) {
+        const std::string& part = parts[k];
+        if (part.empty()) fail(at, fmt::format("empty key in path '{}'", o.path));
+        if (cur->is_array()) {
+          const bool digits =
+              !part.empty() && part.size() <= 9 &&
+              std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+          if (!digits) fail(at, fmt::format("expected an array index, got '{}'", part));
+          const size_t i = std::stoul(part);
+          at += "/" + part;
+          pattern += "/*";
+          if (i >= cur->size())
+            fail(at, fmt::format("index out of range (array has {} element{})", cur->size(),
+                                 cur->size() == 1 ? "" : "s"));
+          cur = &(*cur)[i];
+        } else if (cur->is_object()) {
+          at += "/" + escape_token(part);
+          pattern += "/" + escape_token(part);
+          if (!cur->contains(part) && k + 1 < parts.size()) (*cur)[part] = json::object();
+          cur = &(*cur)[part];
+        } else {
+          fail(at, cur->is_null() ? fmt::format("cannot set key '{}' inside null", part)
+                                  : fmt::format("cannot set key '{}' inside {} ({})", part, type_phrase(*cur),
+                                                render(*cur)));
+        }
+      }
+      // A string field takes the text as it is ("name=2024"), unless it is a quoted JSON string.
+      const FieldInfo* field = find_scenario_field(pattern);
+      if (field && field->type == FieldType::kString && !value.is_string()) value = o.value;
+      *cur = std::move(value);
+    } catch (const PathError& e) {
+      throw scenario_error(origin, e);
+    }
+  }
+}
+
+Scenario parse_scenario(const nlohmann::json& doc, const std::string& origin,
+                        const std::string& default_name) {
+  try {
+    return Loader().load(doc, default_name);
+  } catch (const PathError& e) {
+    throw scenario_error(origin, e);
+  }
+}
+
+Scenario load_scenario_file(const std::string& path, std::span<const Override> sets,
+                            std::optional<uint64_t> seed) {
+  json doc = parse_json_text(read_file(path), path);
+  apply_overrides(doc, sets);
+  if (seed && doc.is_object()) doc["seed"] = *seed;
+  std::string name = std::filesystem::path(path).filename().string();
+  if (name.ends_with(".json") && name.size() > 5) name.resize(name.size() - 5);
+  // A --set that changes what another field depends on (`--set policy.type=bsp` on a file that
+  // gives policy.staleness) drops the file's fields that no longer apply, instead of failing: the
+  // user asked for the change, and the resolved scenario in the manifest shows what ran.
+  for (size_t attempt = 0; attempt < scenario_fields().size(); ++attempt) {
+    try {
+      return Loader().load(doc, name);
+    } catch (const PathError& e) {
+      const FieldInfo* f = find_scenario_field(e.path);
+      const auto touched = [&](std::string_view pointer) {
+        return std::any_of(sets.begin(), sets.end(),
+                           [&](const Override& o) { return related(override_pointer(o), pointer); });
+      };
+      const bool inapplicable = f && !f->applies_key.empty() && e.problem.find(" applies to ") != std::string::npos;
+      if (!inapplicable || !touched(f->applies_key) || touched(e.path)) break;
+      const json::json_pointer ptr(e.path);
+      doc[ptr.parent_pointer()].erase(ptr.back());
+    }
+  }
+  try {
+    return Loader().load(doc, name);
+  } catch (const PathError& e) {
+    // Name the --set arguments that touch the failing path (all of them if none does), so that
+    // an error caused by an override does not send the reader looking in the file.
+    std::string after;
+    for (const auto& o : sets)
+      if (related(override_pointer(o), e.path))
+        after += (after.empty() ? "" : ", ") + ("--set " + override_text(o));
+    if (after.empty())
+      for (const auto& o : sets) after += (after.empty() ? "" : ", ") + ("--set " + override_text(o));
+    throw scenario_error(after.empty() ? path : fmt::format("{} (after {})", path, after), e);
+  }
+}
+
+nlohmann::json scenario_to_json(const Scenario& s) {
+  json out = json::object();
+  for (const auto& f : scenario_fields()) {
+    if (!applies_in(f, s)) continue;
+    if (const size_t star = f.path.find('*'); star != std::string::npos) {
+      const json::json_pointer array_ptr(f.path.substr(0, star - 1));
+      if (!out.contains(array_ptr)) continue;
+      for (size_t i = 0; i < out[array_ptr].size(); ++i)
+        out[json::json_pointer(instantiate(f.path, i))] = f.get(s, i);
+    } else if (f.type == FieldType::kObject) {
+      out[json::json_pointer(f.path)] = json::object();
+    } else {
+      out[json::json_pointer(f.path)] = f.get(s, 0);
+    }
+  }
+  return out;
+}
+
+}  // namespace stalesim

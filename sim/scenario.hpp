@@ -1,0 +1,145 @@
+#pragma once
+// Scenario: the plain values of one run, every default resolved (design.md section 1; style.md
+// habits 5-7). Loading parses strictly, once: unknown keys are errors with a "did you mean", every
+// value is range-checked, and errors name the file, the JSON path, the value and what is allowed.
+// After loading nothing touches JSON; scenario_to_json() writes the resolved scenario back for the
+// manifest, and loading that JSON again yields an equal Scenario.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/dataset.hpp"
+#include "models/model.hpp"
+
+namespace stalesim {
+
+// Bad scenario input. what() reads "<origin>: <json path>: <problem>", e.g.
+// "scenarios/ssp.json: /policy/staleness: expected an integer >= 0, got -3".
+class ScenarioError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct DataSpec {
+  std::string dataset = "fashion-mnist";  // "fashion-mnist" | "blobs" | "none" (time-only)
+  std::string path = kFashionMnistDefaultDir;  // fashion-mnist: folder with the IDX files
+  int64_t train_samples = 0;  // use the first N training samples; 0 = all
+  BlobsSpec blobs;            // dataset "blobs" only
+  bool operator==(const DataSpec&) const = default;
+};
+
+enum class Aggregate { kSum, kMean };
+
+struct OptimizerSpec {
+  std::string rule = "sgd";   // "sgd"
+  double lr = 0.05;           // learning rate, > 0
+  int32_t batch_size = 32;    // samples per worker iteration, >= 1
+  // How the server combines pushes. kSum: each push applies w -= lr * g (additive updates, as in
+  // SSP/Bosen). kMean: each push applies w -= (lr / workers) * g, so one clock of pushes moves by
+  // lr times the mean gradient (BSP's averaging). Default: kMean for bsp, kSum otherwise.
+  Aggregate aggregate = Aggregate::kSum;
+  bool operator==(const OptimizerSpec&) const = default;
+};
+
+struct PolicySpec {
+  std::string type = "ssp";  // "bsp" | "asp" | "ssp"
+  int64_t staleness = 3;     // ssp: s >= 0 (ignored by bsp and asp, resolved to 0 there)
+  bool operator==(const PolicySpec&) const = default;
+};
+
+struct WorkerGroup {
+  std::string profile;  // a built-in device profile name
+  int32_t count = 1;    // >= 1
+  bool operator==(const WorkerGroup&) const = default;
+};
+
+struct NetworkSpec {
+  double latency_us = 50.0;             // one-way latency of each worker's link
+  double bandwidth_gbps = 10.0;         // each worker's link, gigabits per second
+  double server_bandwidth_gbps = 10.0;  // the server's link, shared in arrival order
+                                        // Default: equal to bandwidth_gbps.
+  bool operator==(const NetworkSpec&) const = default;
+};
+
+struct JitterSpec {
+  std::string type = "lognormal";  // "lognormal" (mean 1) | "none"
+  double sigma = 0.05;             // lognormal: standard deviation of the log, >= 0
+  bool operator==(const JitterSpec&) const = default;
+};
+
+struct ClusterSpec {
+  std::vector<WorkerGroup> workers;
+  NetworkSpec network;
+  JitterSpec jitter;
+  int32_t worker_count() const {
+    int32_t n = 0;
+    for (const auto& g : workers) n += g.count;
+    return n;
+  }
+  bool operator==(const ClusterSpec&) const = default;
+};
+
+struct StopSpec {
+  std::optional<double> virtual_time_s;   // stop at this virtual time, > 0
+  std::optional<int64_t> max_updates;     // stop after this many server updates, >= 1
+  std::optional<double> target_accuracy;  // in (0, 1]: time to reach it is recorded
+  bool at_target = false;                 // stop when target_accuracy is reached
+  bool operator==(const StopSpec&) const = default;
+};
+
+struct EvalSpec {
+  double every_s = 10.0;     // evaluate the server's parameters every this many virtual seconds
+  int64_t test_samples = 0;  // evaluate on the first N test samples; 0 = all
+  bool operator==(const EvalSpec&) const = default;
+};
+
+struct Scenario {
+  std::string name;     // default: the file name without .json
+  uint64_t seed = 1;
+  std::string comment;  // free text (paper, figure, what is scaled down)
+  DataSpec data;
+  ModelSpec model;
+  OptimizerSpec optimizer;
+  PolicySpec policy;
+  ClusterSpec cluster;
+  StopSpec stop;
+  EvalSpec eval;
+  bool operator==(const Scenario&) const = default;
+};
+
+// One --set override: a dotted path into the scenario ("policy.staleness", "cluster.workers.0.count")
+// and the value text. The value is read as JSON when it parses as JSON, else as a string.
+struct Override {
+  std::string path;
+  std::string value;
+  bool operator==(const Override&) const = default;
+};
+// Parses "a.b=v". Throws ScenarioError ("--set 'x': expected PATH=VALUE") when there is no '='
+// or the path is empty.
+Override parse_override(std::string_view arg);
+
+// Reads, applies overrides (then `seed` if given), validates. Throws ScenarioError for bad JSON
+// (with line:column), unknown keys, wrong types, out-of-range values, contradictions, and bad
+// overrides (naming the --set argument); throws ScenarioError naming the file when unreadable.
+Scenario load_scenario_file(const std::string& path, std::span<const Override> sets = {},
+                            std::optional<uint64_t> seed = std::nullopt);
+// Validates a JSON document; `origin` prefixes messages (usually the file path); `default_name`
+// is used when "name" is absent.
+Scenario parse_scenario(const nlohmann::json& doc, const std::string& origin,
+                        const std::string& default_name = "scenario");
+// Applies overrides to a JSON document in place (creating missing object keys; array indices
+// must exist). Throws ScenarioError naming the --set argument.
+void apply_overrides(nlohmann::json& doc, std::span<const Override> sets);
+// The resolved scenario: every field present with its value or default.
+nlohmann::json scenario_to_json(const Scenario& s);
+
+std::string_view to_string(Aggregate a);
+
+}  // namespace stalesim
