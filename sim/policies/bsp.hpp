@@ -1,0 +1,19 @@
+#pragma once
+// BSP, bulk synchronous parallel (Valiant, "A bridging model for parallel computation", CACM
+// 1990): a worker may start clock c+1 only when every worker has pushed clock c, so it reads
+// parameters holding every update of clock c. Read staleness is always 0.
+
+#include "sim/policies/sync_policy.hpp"
+
+namespace stalesim {
+
+class BspPolicy final : public SyncPolicy {
+ public:
+  std::string name() const override { return "bsp"; }
+  bool may_start(int32_t w, const ClockTable& clocks) override {
+    return clocks.clock(w) <= clocks.min_clock();
+  }
+  std::optional<int64_t> clock_bound() const override { return 0; }
+};
+
+}  // namespace stalesim

@@ -1,0 +1,28 @@
+#pragma once
+// SSP(s), stale synchronous parallel (Ho, Cipar, Cui, Kim, Lee, Gibbons, Gibson, Ganger, Xing,
+// "More effective distributed ML via a stale synchronous parallel parameter server", NIPS 2013;
+// semantics of Petuum Bosen). A worker that has completed c clocks may start its next one while
+// c - min_clock <= s, so it reads parameters holding every update of clocks <= c - s - 1 plus its
+// own. The fastest worker runs at most s clocks ahead of the slowest; s = 0 is BSP.
+// This is the pull-every-iteration cache behaviour (the DSSP paper's MXNet style).
+
+#include "sim/policies/sync_policy.hpp"
+
+namespace stalesim {
+
+class SspPolicy final : public SyncPolicy {
+ public:
+  // REQUIRES: staleness >= 0.
+  explicit SspPolicy(int64_t staleness) : s_(staleness) {}
+  std::string name() const override { return "ssp"; }
+  bool may_start(int32_t w, const ClockTable& clocks) override {
+    return clocks.clock(w) - clocks.min_clock() <= s_;
+  }
+  std::optional<int64_t> clock_bound() const override { return s_; }
+  int64_t staleness() const { return s_; }
+
+ private:
+  int64_t s_;
+};
+
+}  // namespace stalesim

@@ -1,0 +1,44 @@
+#include "sim/policies/sync_policy.hpp"
+
+#include <stdexcept>
+
+#include "sim/policies/asp.hpp"
+#include "sim/policies/bsp.hpp"
+#include "sim/policies/ssp.hpp"
+
+namespace stalesim {
+
+ClockTable::ClockTable(int32_t workers)
+    : clocks_(static_cast<size_t>(workers), 0), at_clock_(1, workers) {}
+
+bool ClockTable::advance(int32_t w) {
+  int64_t& c = clocks_[static_cast<size_t>(w)];
+  const auto old_index = static_cast<size_t>(c - min_);
+  ++c;
+  if (c > max_) max_ = c;
+  if (old_index + 1 >= at_clock_.size()) at_clock_.push_back(0);
+  --at_clock_[old_index];
+  ++at_clock_[old_index + 1];
+  if (old_index == 0 && at_clock_[0] == 0) {
+    // The minimum rises by exactly one: every worker is at >= min_ + 1 now.
+    at_clock_.pop_front();
+    ++min_;
+    return true;
+  }
+  return false;
+}
+
+int32_t ClockTable::slowest() const {
+  for (size_t w = 0; w < clocks_.size(); ++w)
+    if (clocks_[w] == min_) return static_cast<int32_t>(w);
+  return 0;
+}
+
+std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec) {
+  if (spec.type == "bsp") return std::make_unique<BspPolicy>();
+  if (spec.type == "asp") return std::make_unique<AspPolicy>();
+  if (spec.type == "ssp") return std::make_unique<SspPolicy>(spec.staleness);
+  throw std::invalid_argument("unknown policy type '" + spec.type + "'");
+}
+
+}  // namespace stalesim

@@ -1,0 +1,65 @@
+#pragma once
+// SyncPolicy: the server's consistency model (design.md sections 4 and 6). It decides when a
+// worker may start its next clock. It sees clocks and times, never parameter values.
+//
+// Clocks: clocks[w] is the number of iterations worker w has completed and pushed (the push has
+// been applied at the server). The server clock is the minimum worker clock. A worker asks to
+// start its next iteration right after its push is applied (push and pull travel as one RPC);
+// when the policy refuses, the worker waits at the server until a later push makes may_start true.
+//
+// Adding a policy: one header/source pair in sim/policies/, one case in make_policy().
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <deque>
+#include <vector>
+
+#include "sim/scenario.hpp"
+#include "sim/sim_time.hpp"
+
+namespace stalesim {
+
+// Worker clocks, maintained by the simulation; min and max are kept up to date in O(1)
+// amortized per push.
+class ClockTable {
+ public:
+  explicit ClockTable(int32_t workers);
+  int32_t workers() const { return static_cast<int32_t>(clocks_.size()); }
+  int64_t clock(int32_t w) const { return clocks_[static_cast<size_t>(w)]; }
+  int64_t min_clock() const { return min_; }
+  int64_t max_clock() const { return max_; }
+  // Worker w completed one more clock. Returns true when the minimum clock rose.
+  bool advance(int32_t w);
+  // The lowest-numbered worker at the minimum clock (the "slowest"), for explanations.
+  int32_t slowest() const;
+
+ private:
+  std::vector<int64_t> clocks_;
+  std::deque<int64_t> at_clock_;   // at_clock_[c - min_] = workers whose clock is c
+  int64_t min_ = 0;
+  int64_t max_ = 0;
+};
+
+class SyncPolicy {
+ public:
+  virtual ~SyncPolicy() = default;
+  virtual std::string name() const = 0;
+  // May worker w (which has completed clocks.clock(w) iterations) start its next one?
+  virtual bool may_start(int32_t w, const ClockTable& clocks) = 0;
+  // Called after the server applied a push of worker w and advanced its clock.
+  virtual void on_push(int32_t w, SimTime now, const ClockTable& clocks) {
+    (void)w, (void)now, (void)clocks;
+  }
+  // True when waiting workers must be re-checked after every push; false when only a rise of
+  // the minimum clock can release them (BSP, SSP).
+  virtual bool recheck_every_push() const { return false; }
+  // The largest gap (clock of a worker starting an iteration minus the minimum clock) the policy
+  // allows; nullopt when unbounded (ASP).
+  virtual std::optional<int64_t> clock_bound() const = 0;
+};
+
+std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec);
+
+}  // namespace stalesim

@@ -1,0 +1,86 @@
+#pragma once
+// What a run records (design.md section 1, Recorder): metrics at evaluation points, staleness
+// histograms, per-worker time split, bytes moved, time to target, and how the run ended.
+// Everything here is virtual-time or count data: wall-clock figures never enter it.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/dataset.hpp"
+#include "sim/sim_time.hpp"
+
+namespace stalesim {
+
+enum class RunStatus { kCompleted, kDiverged, kDeadlock, kInterrupted };
+std::string_view to_string(RunStatus s);
+
+struct WorkerStats {
+  int32_t id = 0;
+  std::string profile;
+  int64_t iterations = 0;   // pushes applied at the server
+  int64_t compute_ns = 0;   // computing a gradient
+  int64_t wait_ns = 0;      // held at the server by the policy
+  int64_t communicate_ns = 0;  // pushes and parameter transfers in flight, queueing included
+  bool operator==(const WorkerStats&) const = default;
+};
+
+// One evaluation point. Optional fields are empty for the time-only model, or when no gradient
+// was applied since the previous row (train_loss, mean_staleness).
+struct MetricsRow {
+  SimTime time;
+  int64_t server_version = 0;
+  std::optional<double> test_loss;
+  std::optional<double> test_accuracy;
+  std::optional<double> train_loss;      // mean loss of gradients applied since the last row
+  std::optional<double> mean_staleness;  // mean clock staleness of those gradients
+  int64_t bytes = 0;                     // push + pull bytes so far
+  bool operator==(const MetricsRow&) const = default;
+};
+
+// A running histogram of non-negative integers.
+class Histogram {
+ public:
+  void add(int64_t v);
+  int64_t count() const { return count_; }
+  int64_t max() const { return max_; }
+  double mean() const { return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0.0; }
+  const std::vector<int64_t>& bins() const { return bins_; }
+  bool operator==(const Histogram&) const = default;
+
+ private:
+  std::vector<int64_t> bins_;
+  int64_t count_ = 0;
+  int64_t sum_ = 0;
+  int64_t max_ = 0;
+};
+
+struct RunResult {
+  RunStatus status = RunStatus::kCompleted;
+  std::string stop_reason;  // "virtual_time", "max_updates", "target_accuracy", "diverged",
+                            // "deadlock", "interrupted", "no_events"
+  std::string detail;       // human-readable account of a deadlock or divergence
+  SimTime end_time;
+  int64_t server_updates = 0;
+  std::vector<MetricsRow> metrics;
+  Histogram clock_staleness;  // per gradient: worker clock at read - server clock at read
+  Histogram step_staleness;   // per gradient: tau = version at apply - version read
+  int64_t max_clock_gap = 0;  // max over granted clocks of (worker clock - minimum clock)
+  int64_t bytes_push = 0;
+  int64_t bytes_pull = 0;
+  int64_t messages_push = 0;
+  int64_t messages_pull = 0;
+  std::optional<double> time_to_target_s;
+  std::vector<WorkerStats> workers;
+  std::vector<float> final_params;  // empty for the time-only model
+  std::vector<DataFile> data_files;
+  int64_t peak_live_versions = 0;
+  uint64_t events = 0;
+  // Divergence: when, which worker, and the last finite training loss seen.
+  std::optional<double> diverged_at_s;
+  std::optional<int32_t> diverged_worker;
+  std::optional<double> last_finite_loss;
+};
+
+}  // namespace stalesim

@@ -1,0 +1,41 @@
+#pragma once
+// LearningRule: turns a pushed gradient (with its staleness) into a parameter update
+// (design.md sections 5 and 6). *When* a worker proceeds is the policy's business; *how far* a
+// step goes is the rule's. Rules may keep per-parameter state (moving averages, momentum), sized
+// at construction.
+//
+// Adding a rule: one header/source pair in sim/rules/, one case in make_rule().
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "sim/scenario.hpp"
+
+namespace stalesim {
+
+// What the server knows about one gradient when it applies it.
+struct GradientInfo {
+  int32_t worker = 0;
+  int64_t version_read = 0;     // server version the gradient was computed on
+  int64_t version_apply = 0;    // server version when it is applied (before the update)
+  int64_t clock_staleness = 0;  // worker clock at read minus server clock at read
+  int64_t step_staleness() const { return version_apply - version_read; }  // tau
+};
+
+class LearningRule {
+ public:
+  virtual ~LearningRule() = default;
+  virtual std::string name() const = 0;
+  // Applies the update for `grad` to `params` in place and returns the effective step size
+  // (the scalar multiplying the gradient, for records). REQUIRES: equal sizes.
+  virtual double apply(std::span<float> params, std::span<const float> grad,
+                       const GradientInfo& info) = 0;
+};
+
+// `workers` is the cluster size (for the mean aggregate); `parameters` sizes any state.
+std::unique_ptr<LearningRule> make_rule(const OptimizerSpec& spec, int32_t workers,
+                                        int64_t parameters);
+
+}  // namespace stalesim

@@ -1,0 +1,396 @@
+#include "sim/simulation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "models/device_profile.hpp"
+#include "models/model.hpp"
+#include "sim/engine.hpp"
+#include "sim/param_store.hpp"
+#include "sim/policies/sync_policy.hpp"
+#include "sim/rules/learning_rule.hpp"
+
+namespace stalesim {
+
+namespace {
+
+enum EventKind : uint32_t {
+  kPullRequestArrives = 1,  // a worker's first request for parameters reaches the server
+  kParamsArrive = 2,        // parameters reach a worker: it starts computing
+  kComputeDone = 3,         // a worker finished its gradient: the push leaves
+  kPushAtServer = 4,        // a push reaches the server's link
+  kPushApplied = 5,         // the server has received the whole push: apply it
+  kEvaluate = 6,            // evaluation point
+};
+
+enum class WorkerState { kCommunicating, kComputing, kWaiting };
+
+// Transfer time of `bytes` over a link of `gbps` gigabits per second (1 Gbit/s = 1 bit/ns).
+SimTime transfer_time(int64_t bytes, double gbps) {
+  return SimTime::from_ns(static_cast<int64_t>(std::llround(static_cast<double>(bytes) * 8.0 / gbps)));
+}
+
+struct Worker {
+  int32_t id = 0;
+  std::string profile;
+  double base_compute_ns = 0;  // one iteration before jitter
+  Rng jitter_rng{0};
+  std::unique_ptr<BatchSampler> sampler;  // null for the time-only model
+  Snapshot params;
+  int64_t read_version = 0;
+  int64_t read_staleness = 0;  // worker clock minus server clock when parameters were granted
+  WorkerState state = WorkerState::kCommunicating;
+  SimTime state_since;
+  WorkerStats stats;
+};
+
+}  // namespace
+
+DataSplit load_data(const Scenario& s) {
+  DataSplit d;
+  if (s.data.dataset == "fashion-mnist") {
+    d = load_fashion_mnist(s.data.path);
+  } else if (s.data.dataset == "blobs") {
+    d = make_blobs(s.data.blobs, s.seed);
+  } else {
+    return d;  // "none": the time-only model
+  }
+  truncate_dataset(d.train, s.data.train_samples);
+  return d;
+}
+
+struct Simulation::Impl {
+  const Scenario& sc;
+  const DataSplit& data;
+  Engine engine;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<SyncPolicy> policy;
+  std::unique_ptr<LearningRule> rule;
+  std::unique_ptr<ParamStore> store;
+  ClockTable clocks;
+  std::vector<Worker> workers;
+  std::vector<int32_t> waiting;  // workers held by the policy
+  std::vector<float> grad;
+  std::vector<int32_t> eval_indices;
+  bool math;
+  int64_t message_bytes;
+  SimTime latency;
+  SimTime server_free;  // when the server's link is next idle
+  RunResult result;
+  // Since the last metrics row:
+  double loss_sum = 0.0;
+  int64_t loss_count = 0;
+  int64_t staleness_sum = 0;
+  int64_t staleness_count = 0;
+  bool stopped = false;
+
+  Impl(const Scenario& s, const DataSplit& d)
+      : sc(s), data(d), clocks(s.cluster.worker_count()) {
+    const int32_t n = s.cluster.worker_count();
+    const bool wants_data = s.model.type != "time-only";
+    model = make_model(s.model, wants_data ? d.train.features : 0, wants_data ? d.train.classes : 0);
+    math = model->has_math();
+    policy = make_policy(s.policy);
+    rule = make_rule(s.optimizer, n, math ? model->parameter_count() : 0);
+    store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
+    message_bytes = model->wire_bytes();
+    latency = SimTime::from_us(s.cluster.network.latency_us);
+    if (math) {
+      Rng init_rng(s.seed, Purpose::kInit, 0);
+      model->init(store->write(), init_rng);
+      grad.resize(static_cast<size_t>(model->parameter_count()));
+      const int64_t m = s.eval.test_samples > 0 ? std::min(s.eval.test_samples, d.test.size()) : d.test.size();
+      eval_indices.resize(static_cast<size_t>(m));
+      for (int64_t i = 0; i < m; ++i) eval_indices[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    }
+    auto shards = math ? shard_iid(d.train.size(), n, s.seed) : std::vector<std::vector<int32_t>>{};
+    const double flops_per_batch = model->flops_per_sample() * s.optimizer.batch_size;
+    workers.resize(static_cast<size_t>(n));
+    int32_t id = 0;
+    for (size_t g = 0; g < s.cluster.workers.size(); ++g) {
+      const auto& group = s.cluster.workers[g];
+      const auto profile = find_profile(group.profile);
+      if (!profile) throw ScenarioError(fmt::format("/cluster/workers/{}/profile: unknown device profile \"{}\"", g, group.profile));
+      for (int32_t k = 0; k < group.count; ++k, ++id) {
+        Worker& w = workers[static_cast<size_t>(id)];
+        w.id = id;
+        w.profile = profile->name;
+        w.base_compute_ns = flops_per_batch / (profile->peak_fp32_tflops * 1e3 * profile->efficiency) +
+                            profile->overhead_us * 1e3;
+        w.jitter_rng = Rng(s.seed, Purpose::kJitter, static_cast<uint64_t>(id));
+        if (math) {
+          auto& shard = shards[static_cast<size_t>(id)];
+          if (static_cast<int64_t>(shard.size()) < s.optimizer.batch_size)
+            throw ScenarioError(fmt::format(
+                "/optimizer/batch_size: {} is larger than worker {}'s shard of {} samples ({} training samples over {} workers)",
+                s.optimizer.batch_size, id, shard.size(), d.train.size(), n));
+          w.sampler = std::make_unique<BatchSampler>(std::move(shard), s.seed, static_cast<uint32_t>(id));
+        }
+        w.stats.id = id;
+        w.stats.profile = w.profile;
+      }
+    }
+  }
+
+  SimTime compute_time(Worker& w) {
+    double factor = 1.0;
+    if (sc.cluster.jitter.type == "lognormal" && sc.cluster.jitter.sigma > 0) {
+      const double s = sc.cluster.jitter.sigma;
+      factor = w.jitter_rng.lognormal(-0.5 * s * s, s);  // mean 1
+    }
+    return SimTime::from_ns(std::max<int64_t>(1, std::llround(w.base_compute_ns * factor)));
+  }
+  SimTime worker_link(int64_t bytes) const { return transfer_time(bytes, sc.cluster.network.bandwidth_gbps); }
+  SimTime server_link(int64_t bytes) const { return transfer_time(bytes, sc.cluster.network.server_bandwidth_gbps); }
+
+  void set_state(Worker& w, WorkerState s) {
+    const int64_t dt = (engine.now() - w.state_since).ns();
+    switch (w.state) {
+      case WorkerState::kComputing: w.stats.compute_ns += dt; break;
+      case WorkerState::kWaiting: w.stats.wait_ns += dt; break;
+      case WorkerState::kCommunicating: w.stats.communicate_ns += dt; break;
+    }
+    w.state = s;
+    w.state_since = engine.now();
+  }
+
+  // The server grants worker w its next clock: it reads the current parameters and sends them.
+  void grant(Worker& w) {
+    const int64_t gap = clocks.clock(w.id) - clocks.min_clock();
+    result.max_clock_gap = std::max(result.max_clock_gap, gap);
+    w.read_staleness = gap;
+    w.params = store->read();
+    w.read_version = store->version();
+    set_state(w, WorkerState::kCommunicating);
+    const SimTime start = max(engine.now(), server_free);
+    server_free = start + server_link(message_bytes);
+    result.bytes_pull += message_bytes;
+    ++result.messages_pull;
+    engine.schedule(server_free + latency + worker_link(message_bytes), kParamsArrive, static_cast<uint32_t>(w.id));
+  }
+
+  void on_params_arrive(Worker& w) {
+    set_state(w, WorkerState::kComputing);
+    engine.schedule_in(compute_time(w), kComputeDone, static_cast<uint32_t>(w.id));
+  }
+
+  void on_compute_done(Worker& w) {
+    set_state(w, WorkerState::kCommunicating);
+    result.bytes_push += message_bytes;
+    ++result.messages_push;
+    engine.schedule_in(worker_link(message_bytes) + latency, kPushAtServer, static_cast<uint32_t>(w.id));
+  }
+
+  void on_push_at_server(Worker& w) {
+    const SimTime start = max(engine.now(), server_free);
+    server_free = start + server_link(message_bytes);
+    engine.schedule(server_free, kPushApplied, static_cast<uint32_t>(w.id));
+  }
+
+  void diverge(Worker& w, double loss) {
+    result.status = RunStatus::kDiverged;
+    result.stop_reason = "diverged";
+    result.diverged_at_s = engine.now().seconds();
+    result.diverged_worker = w.id;
+    result.detail = fmt::format("worker {}'s training loss became {} at t={:.6f} s (server version {})",
+                                w.id, loss, engine.now().seconds(), store->version());
+    stop();
+  }
+
+  void on_push_applied(Worker& w) {
+    GradientInfo info{w.id, w.read_version, store->version(), w.read_staleness};
+    if (math) {
+      const auto batch = w.sampler->next(sc.optimizer.batch_size);
+      const double loss = model->loss_and_gradient(w.params.values(), data.train, batch, grad);
+      if (!std::isfinite(loss)) return diverge(w, loss);
+      result.last_finite_loss = loss;
+      loss_sum += loss;
+      ++loss_count;
+      rule->apply(store->write(), grad, info);
+    }
+    store->commit();
+    w.params.reset();
+    ++result.server_updates;
+    ++w.stats.iterations;
+    result.clock_staleness.add(info.clock_staleness);
+    result.step_staleness.add(info.step_staleness());
+    staleness_sum += info.clock_staleness;
+    ++staleness_count;
+
+    const bool min_rose = clocks.advance(w.id);
+    policy->on_push(w.id, engine.now(), clocks);
+    if (sc.stop.max_updates && result.server_updates >= *sc.stop.max_updates) {
+      set_state(w, WorkerState::kWaiting);
+      result.stop_reason = "max_updates";
+      return stop();
+    }
+    if (policy->may_start(w.id, clocks)) {
+      grant(w);
+    } else {
+      set_state(w, WorkerState::kWaiting);
+      waiting.push_back(w.id);
+    }
+    if (!waiting.empty() && (min_rose || policy->recheck_every_push())) release_waiting();
+    if (static_cast<int32_t>(waiting.size()) == clocks.workers()) deadlock();
+  }
+
+  // Grants every waiting worker the policy now allows, in worker order.
+  void release_waiting() {
+    std::sort(waiting.begin(), waiting.end());
+    size_t keep = 0;
+    for (int32_t id : waiting) {
+      if (policy->may_start(id, clocks))
+        grant(workers[static_cast<size_t>(id)]);
+      else
+        waiting[keep++] = id;
+    }
+    waiting.resize(keep);
+  }
+
+  void deadlock() {
+    result.status = RunStatus::kDeadlock;
+    result.stop_reason = "deadlock";
+    std::string who;
+    for (size_t i = 0; i < waiting.size() && i < 8; ++i)
+      who += fmt::format("{}worker {} at clock {}", i ? ", " : "", waiting[i], clocks.clock(waiting[i]));
+    if (waiting.size() > 8) who += fmt::format(", and {} more", waiting.size() - 8);
+    result.detail = fmt::format("every worker waits for leave to start its next clock ({}); minimum clock {}, policy {}",
+                                who, clocks.min_clock(), policy->name());
+    stop();
+  }
+
+  void stop() {
+    stopped = true;
+    engine.stop();
+  }
+
+  void record_metrics(SimTime now) {
+    MetricsRow row;
+    row.time = now;
+    row.server_version = store->version();
+    if (math) {
+      const Evaluation e = model->evaluate(store->peek(), data.test, eval_indices);
+      row.test_loss = e.loss;
+      row.test_accuracy = e.accuracy;
+      if (loss_count) row.train_loss = loss_sum / static_cast<double>(loss_count);
+    }
+    if (staleness_count) row.mean_staleness = static_cast<double>(staleness_sum) / static_cast<double>(staleness_count);
+    row.bytes = result.bytes_push + result.bytes_pull;
+    loss_sum = 0;
+    loss_count = 0;
+    staleness_sum = 0;
+    staleness_count = 0;
+    result.metrics.push_back(row);
+    if (row.test_accuracy && sc.stop.target_accuracy && !result.time_to_target_s &&
+        *row.test_accuracy >= *sc.stop.target_accuracy) {
+      result.time_to_target_s = row.time.seconds();
+      if (sc.stop.at_target) {
+        result.stop_reason = "target_accuracy";
+        stop();
+      }
+    }
+  }
+
+  void handle(const Event& e) {
+    if (e.kind == kEvaluate) {
+      record_metrics(engine.now());
+      if (!stopped) engine.schedule(SimTime::from_ns(static_cast<int64_t>(e.payload + 1) * eval_every().ns()), kEvaluate, 0, e.payload + 1);
+      return;
+    }
+    Worker& w = workers[e.target];
+    switch (e.kind) {
+      case kPullRequestArrives: grant(w); break;
+      case kParamsArrive: on_params_arrive(w); break;
+      case kComputeDone: on_compute_done(w); break;
+      case kPushAtServer: on_push_at_server(w); break;
+      case kPushApplied: on_push_applied(w); break;
+      default: break;
+    }
+  }
+
+  SimTime eval_every() const { return SimTime::from_seconds(sc.eval.every_s); }
+
+  RunResult run(const RunOptions& opt) {
+    const SimTime limit = sc.stop.virtual_time_s ? SimTime::from_seconds(*sc.stop.virtual_time_s) : SimTime::max();
+    for (auto& w : workers) engine.schedule(latency, kPullRequestArrives, static_cast<uint32_t>(w.id));
+    engine.schedule(SimTime::zero(), kEvaluate, 0, 0);
+    Progress progress;
+    progress.virtual_time_limit_s = sc.stop.virtual_time_s.value_or(0.0);
+    progress.max_updates = sc.stop.max_updates.value_or(0);
+    auto report = [&] {
+      if (!opt.on_progress) return;
+      progress.virtual_time_s = engine.now().seconds();
+      progress.server_updates = result.server_updates;
+      if (!result.metrics.empty()) progress.last_accuracy = result.metrics.back().test_accuracy;
+      opt.on_progress(progress);
+    };
+    const uint64_t every = std::max<uint64_t>(1, opt.progress_every);
+    while (!stopped) {
+      if (opt.interrupt && opt.interrupt->load(std::memory_order_relaxed)) {
+        result.status = RunStatus::kInterrupted;
+        result.stop_reason = "interrupted";
+        break;
+      }
+      bool ran = false;
+      engine.run_until(limit, [&](const Event& e) {
+        handle(e);
+        ran = true;
+        if (engine.events_run() % every == 0) engine.stop();
+      });
+      if (engine.events_run() % every == 0) report();
+      if (!ran) {
+        if (!stopped) result.stop_reason = sc.stop.virtual_time_s ? "virtual_time" : "no_events";
+        break;
+      }
+    }
+    // The clock ends at the time limit when the run reached it.
+    SimTime end = engine.now();
+    if (result.stop_reason == "virtual_time") end = limit;
+    finish(end);
+    report();
+    return std::move(result);
+  }
+
+  void finish(SimTime end) {
+    // Close every worker's open interval at `end`.
+    for (auto& w : workers) {
+      const int64_t dt = (end - w.state_since).ns();
+      switch (w.state) {
+        case WorkerState::kComputing: w.stats.compute_ns += dt; break;
+        case WorkerState::kWaiting: w.stats.wait_ns += dt; break;
+        case WorkerState::kCommunicating: w.stats.communicate_ns += dt; break;
+      }
+      w.state_since = end;
+      w.params.reset();
+      result.workers.push_back(w.stats);
+    }
+    result.end_time = end;
+    // A final evaluation at the end, unless the last row already describes this state.
+    if (result.status != RunStatus::kDiverged &&
+        (result.metrics.empty() || result.metrics.back().time != end ||
+         result.metrics.back().server_version != store->version()))
+      record_metrics(end);
+    if (math) {
+      auto p = store->peek();
+      result.final_params.assign(p.begin(), p.end());
+    }
+    result.data_files = data.files;
+    result.peak_live_versions = store->peak_live_blocks();
+    result.events = engine.events_run();
+  }
+
+};
+
+Simulation::Simulation(const Scenario& scenario, const DataSplit& data)
+    : impl_(std::make_unique<Impl>(scenario, data)) {}
+Simulation::~Simulation() = default;
+RunResult Simulation::run(const RunOptions& options) { return impl_->run(options); }
+
+RunResult run_scenario(const Scenario& s, const RunOptions& options) {
+  const DataSplit data = load_data(s);
+  Simulation sim(s, data);
+  return sim.run(options);
+}
+
+}  // namespace stalesim

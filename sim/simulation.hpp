@@ -1,0 +1,68 @@
+#pragma once
+// Simulation = Engine + Cluster + Server + Policy + Rule + Model + Recorder, for one run on one
+// thread (design.md section 1). Construct it from a validated Scenario and the data it names,
+// call run() once.
+//
+// The cluster model (design.md section 3), per worker: receive parameters, compute a gradient on
+// the next batch, push it; the push and the request for the next parameters travel as one RPC.
+// When the push is applied the server asks the policy whether the worker may start its next
+// clock; if not, the worker waits at the server. Message timing: a message of B bytes from or to
+// worker w occupies w's link for B/bandwidth, takes latency_us once, and occupies the server's
+// link (one FIFO shared by pushes and pulls in arrival order) for B/server_bandwidth.
+//   push:  leaves at t; reaches the server at t + B/bw_w + lat; served on the server link.
+//   reply: queued on the server link when granted; arrives at end + lat + B/bw_w.
+// The gradient is computed from the parameters and batch fixed when compute starts; it is
+// evaluated when the push is applied (results are identical and no gradient buffer per worker
+// is held).
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "models/dataset.hpp"
+#include "sim/recorder.hpp"
+#include "sim/scenario.hpp"
+
+namespace stalesim {
+
+struct Progress {
+  double virtual_time_s = 0.0;
+  double virtual_time_limit_s = 0.0;  // 0 when the run has no time limit
+  int64_t server_updates = 0;
+  int64_t max_updates = 0;            // 0 when unset
+  std::optional<double> last_accuracy;
+};
+
+struct RunOptions {
+  // Called every `progress_every` events and at the end; for progress display only.
+  std::function<void(const Progress&)> on_progress;
+  uint64_t progress_every = 1u << 14;
+  // When set and true, the run stops at the next event with status "interrupted".
+  const std::atomic<bool>* interrupt = nullptr;
+};
+
+// Loads the data a scenario names (Fashion-MNIST, blobs, or none); applies train_samples.
+// Throws DataError.
+DataSplit load_data(const Scenario& s);
+
+class Simulation {
+ public:
+  // `data` must outlive the Simulation (unused for the time-only model). Throws ScenarioError
+  // when the scenario does not fit the data (e.g. a batch larger than a worker's shard).
+  Simulation(const Scenario& scenario, const DataSplit& data);
+  ~Simulation();
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  RunResult run(const RunOptions& options = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Convenience: load data, run.
+RunResult run_scenario(const Scenario& s, const RunOptions& options = {});
+
+}  // namespace stalesim

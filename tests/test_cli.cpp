@@ -1,0 +1,121 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace std::string_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs the stalesim binary with `args` (shell words) from the source folder.
+Outcome stalesim(const std::string& args) {
+  static int n = 0;
+  const fs::path tmp = fs::temp_directory_path() / ("stalesim-cli-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+  fs::create_directories(tmp);
+  const std::string cmd = "cd '"s + STALESIM_SOURCE_DIR + "' && '" + STALESIM_BINARY + "' " + args + " >'" +
+                          (tmp / "out").string() + "' 2>'" + (tmp / "err").string() + "' </dev/null";
+  const int status = std::system(cmd.c_str());
+  Outcome o;
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = slurp(tmp / "out");
+  o.err = slurp(tmp / "err");
+  fs::remove_all(tmp);
+  return o;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("stalesim-cli-" + std::to_string(::getpid()) + "-" + name);
+  fs::remove_all(d);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("the CLI runs a scenario, writes every output with done last, and is deterministic") {
+  const fs::path a = fresh_dir("a"), b = fresh_dir("b");
+  const auto r1 = stalesim("run tests/golden/tiny/scenario.json --quiet --out " + a.string());
+  REQUIRE_MESSAGE(r1.code == 0, r1.err);
+  CHECK(r1.out.find("golden-tiny: completed (max_updates)") != std::string::npos);
+  const auto r2 = stalesim("run tests/golden/tiny/scenario.json --quiet --out " + b.string());
+  REQUIRE(r2.code == 0);
+  for (const char* f : {"summary.json", "metrics.csv", "staleness.csv", "done"}) {
+    CAPTURE(f);
+    CHECK(fs::exists(a / f));
+    CHECK(slurp(a / f) == slurp(b / f));
+  }
+  const auto r3 = stalesim("run tests/golden/tiny/scenario.json --quiet --seed 4 --out " + b.string() + " --force");
+  REQUIRE(r3.code == 0);
+  CHECK(slurp(a / "done") != slurp(b / "done"));  // done holds the result hash
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+TEST_CASE("the CLI refuses an occupied output folder unless --force, and leaves it untouched") {
+  const fs::path d = fresh_dir("occupied");
+  fs::create_directories(d);
+  std::ofstream(d / "keep.txt") << "mine";
+  const auto r = stalesim("run tests/golden/tiny/scenario.json --quiet --out " + d.string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("output folder exists and is not empty (use --force to replace it)") != std::string::npos);
+  CHECK(slurp(d / "keep.txt") == "mine");
+  const auto forced = stalesim("run tests/golden/tiny/scenario.json --quiet --force --out " + d.string());
+  CHECK(forced.code == 0);
+  CHECK_FALSE(fs::exists(d / "keep.txt"));  // replaced whole: old and new files never mix
+  CHECK(fs::exists(d / "done"));
+  fs::remove_all(d);
+}
+
+TEST_CASE("bad input exits 2 with a message naming the file and JSON path") {
+  const auto bad_set = stalesim("validate tests/golden/tiny/scenario.json --set policy.staleness=-3");
+  CHECK(bad_set.code == 2);
+  CHECK(bad_set.err.find("/policy/staleness: expected an integer >= 0, got -3") != std::string::npos);
+  const auto missing = stalesim("run no/such/file.json");
+  CHECK(missing.code == 2);
+  CHECK(missing.err.find("no/such/file.json: cannot read") != std::string::npos);
+  const auto usage = stalesim("run");
+  CHECK(usage.code == 2);
+  const auto unknown = stalesim("frobnicate");
+  CHECK(unknown.code == 2);
+  CHECK(unknown.err.find("unknown command 'frobnicate'") != std::string::npos);
+  const auto bad_seed = stalesim("run tests/golden/tiny/scenario.json --seed minus-one");
+  CHECK(bad_seed.code == 2);
+}
+
+TEST_CASE("validate prints the resolved scenario and --set overrides any field") {
+  const auto v = stalesim("validate tests/golden/tiny/scenario.json --set policy.type=bsp --set cluster.workers.0.count=6");
+  REQUIRE_MESSAGE(v.code == 0, v.err);
+  CHECK(v.out.find("\"aggregate\": \"mean\"") != std::string::npos);
+  CHECK(v.out.find("\"count\": 6") != std::string::npos);
+  CHECK(v.out.find("\"server_bandwidth_gbps\": 10") != std::string::npos);
+}
+
+TEST_CASE("every command answers --help with exit 0") {
+  for (const char* c : {"--help", "run --help", "validate --help", "profiles --help", "fields --help"}) {
+    CAPTURE(c);
+    const auto h = stalesim(c);
+    CHECK(h.code == 0);
+    CHECK(h.out.find("Usage") != std::string::npos);
+  }
+  const auto p = stalesim("profiles");
+  CHECK(p.out.find("gtx1060") != std::string::npos);
+  CHECK(p.out.find("gtx1080ti") != std::string::npos);
+}

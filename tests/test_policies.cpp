@@ -1,0 +1,71 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "sim/policies/sync_policy.hpp"
+#include "sim/rng.hpp"
+
+using namespace stalesim;
+
+TEST_CASE("the clock table keeps min and max right under random pushes") {
+  Rng r(9);
+  ClockTable t(7);
+  std::vector<int64_t> ref(7, 0);
+  for (int i = 0; i < 5000; ++i) {
+    const auto w = static_cast<int32_t>(r.below(7));
+    const int64_t old_min = *std::min_element(ref.begin(), ref.end());
+    ++ref[static_cast<size_t>(w)];
+    const bool rose = t.advance(w);
+    const int64_t new_min = *std::min_element(ref.begin(), ref.end());
+    REQUIRE(rose == (new_min > old_min));
+    REQUIRE(t.min_clock() == new_min);
+    REQUIRE(t.max_clock() == *std::max_element(ref.begin(), ref.end()));
+    REQUIRE(t.clock(w) == ref[static_cast<size_t>(w)]);
+    REQUIRE(t.clock(t.slowest()) == new_min);
+  }
+}
+
+TEST_CASE("BSP lets a worker start only when every worker has pushed its clock") {
+  ClockTable t(3);
+  auto p = make_policy(PolicySpec{"bsp", 0});
+  CHECK(p->may_start(0, t));
+  t.advance(0);
+  CHECK_FALSE(p->may_start(0, t));
+  t.advance(1);
+  CHECK_FALSE(p->may_start(0, t));
+  CHECK(p->may_start(2, t));
+  t.advance(2);
+  CHECK(p->may_start(0, t));
+  CHECK(p->clock_bound() == 0);
+}
+
+TEST_CASE("SSP lets a worker run at most s clocks ahead of the slowest") {
+  for (int64_t s : {0, 1, 3, 8}) {
+    ClockTable t(2);
+    auto p = make_policy(PolicySpec{"ssp", s});
+    int64_t started = 0;
+    while (p->may_start(0, t)) {
+      t.advance(0);
+      ++started;
+    }
+    CHECK(started == s + 1);  // clocks 0..s may start while worker 1 is at clock 0
+    t.advance(1);
+    CHECK(p->may_start(0, t));
+    CHECK(p->clock_bound() == s);
+  }
+}
+
+TEST_CASE("ASP never blocks and has no bound") {
+  ClockTable t(2);
+  auto p = make_policy(PolicySpec{"asp", 0});
+  for (int i = 0; i < 1000; ++i) {
+    REQUIRE(p->may_start(0, t));
+    t.advance(0);
+  }
+  CHECK_FALSE(p->clock_bound().has_value());
+}
+
+TEST_CASE("an unknown policy type is refused") {
+  CHECK_THROWS_AS(make_policy(PolicySpec{"nope", 0}), std::invalid_argument);
+}

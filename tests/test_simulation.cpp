@@ -1,0 +1,209 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include <Eigen/Core>
+#include <cmath>
+
+#include "sim/build_info.hpp"
+#include "tests/sim_test_util.hpp"
+
+using namespace stalesim;
+using namespace stalesim::testing;
+
+TEST_CASE("BSP reads are never stale and workers never run ahead, over seeds and speed mixes") {
+  for (uint64_t seed : {1, 2, 3, 4}) {
+    for (auto [slow, fast] : {std::pair{1, 3}, std::pair{3, 1}, std::pair{2, 2}}) {
+      auto j = time_only_json(slow, fast);
+      j["seed"] = seed;
+      j["policy"] = {{"type", "bsp"}};
+      j["cluster"]["jitter"] = {{"type", "lognormal"}, {"sigma", 0.3}};
+      const RunResult r = run(j);
+      CAPTURE(seed);
+      CHECK(r.status == RunStatus::kCompleted);
+      CHECK(r.clock_staleness.max() == 0);
+      CHECK(r.max_clock_gap == 0);
+      // Every worker did the same number of clocks, give or take the one in progress.
+      int64_t lo = INT64_MAX, hi = 0;
+      for (const auto& w : r.workers) lo = std::min(lo, w.iterations), hi = std::max(hi, w.iterations);
+      CHECK(hi - lo <= 1);
+    }
+  }
+}
+
+TEST_CASE("SSP never lets a worker start more than s clocks ahead of the slowest, and reaches s") {
+  for (int64_t s : {0, 1, 2, 5, 9}) {
+    for (uint64_t seed : {1, 7, 13}) {
+      for (auto [slow, fast] : {std::pair{1, 3}, std::pair{4, 4}, std::pair{3, 1}}) {
+        auto j = time_only_json(slow, fast);
+        j["seed"] = seed;
+        j["policy"] = {{"type", "ssp"}, {"staleness", s}};
+        j["cluster"]["jitter"] = {{"type", "lognormal"}, {"sigma", 0.5}};
+        const RunResult r = run(j);
+        CAPTURE(s);
+        CAPTURE(seed);
+        REQUIRE(r.status == RunStatus::kCompleted);
+        CHECK(r.max_clock_gap <= s);
+        CHECK(r.clock_staleness.max() <= s);
+        // A heterogeneous cluster with this much jitter uses all of its slack.
+        if (slow != fast || seed == 1) CHECK(r.max_clock_gap == s);
+      }
+    }
+  }
+}
+
+TEST_CASE("SSP with s = 0 gives exactly BSP's result") {
+  auto ssp = tiny_math_json();
+  ssp["policy"] = {{"type", "ssp"}, {"staleness", 0}};
+  ssp["optimizer"]["aggregate"] = "mean";
+  auto bsp = ssp;
+  bsp["policy"] = {{"type", "bsp"}};
+  const Scenario a = scenario(ssp), b = scenario(bsp);
+  const RunResult ra = run_scenario(a), rb = run_scenario(b);
+  CHECK(ra.metrics == rb.metrics);
+  CHECK(ra.final_params == rb.final_params);
+  CHECK(ra.workers == rb.workers);
+  CHECK(render_outputs(a, ra).result_hash == render_outputs(b, rb).result_hash);
+  CHECK(ra.server_updates == 400);
+}
+
+TEST_CASE("ASP workers never wait") {
+  for (uint64_t seed : {1, 2, 3}) {
+    auto j = time_only_json(2, 3);
+    j["seed"] = seed;
+    j["policy"] = {{"type", "asp"}};
+    const RunResult r = run(j);
+    for (const auto& w : r.workers) CHECK(w.wait_ns == 0);
+    CHECK(r.max_clock_gap > 3);  // the fast workers do run ahead
+  }
+}
+
+TEST_CASE("a run is deterministic and the seed matters") {
+  const auto j = tiny_math_json();
+  const Scenario s = scenario(j);
+  const RunResult r1 = run_scenario(s), r2 = run_scenario(s);
+  const OutputFiles f1 = render_outputs(s, r1), f2 = render_outputs(s, r2);
+  CHECK(f1.summary_json == f2.summary_json);
+  CHECK(f1.metrics_csv == f2.metrics_csv);
+  CHECK(f1.staleness_csv == f2.staleness_csv);
+  auto other = j;
+  other["seed"] = 6;
+  CHECK(hash_of(other) != f1.result_hash);
+}
+
+TEST_CASE("the result hash does not depend on Eigen's cache-size defaults of the host") {
+  const auto j = tiny_math_json();
+  pin_eigen_cache_sizes();
+  const std::string pinned = hash_of(j);
+  // A different machine's defaults would change GEMM blocking if the run did not pin them; the
+  // run path pins them itself, so results match whatever the host set before.
+  Eigen::setCpuCacheSizes(16 * 1024, 128 * 1024, 512 * 1024);
+  pin_eigen_cache_sizes();
+  CHECK(hash_of(j) == pinned);
+}
+
+TEST_CASE("training on blobs converges under every core policy") {
+  for (const char* policy : {"bsp", "asp", "ssp"}) {
+    auto j = tiny_math_json();
+    j["policy"] = {{"type", policy}};
+    j["stop"] = {{"max_updates", 1500}};
+    const RunResult r = run(j);
+    CAPTURE(policy);
+    REQUIRE(!r.metrics.empty());
+    CHECK(*r.metrics.back().test_accuracy > 0.85);
+    CHECK(*r.metrics.back().test_loss < *r.metrics.front().test_loss);
+  }
+}
+
+TEST_CASE("a BSP timeline with queueing on the server link matches a hand computation") {
+  // Two identical workers (gtx1080ti: 11.34 TFLOP/s x 0.5 = 5670 FLOP/ns, 200 us overhead), no
+  // jitter; 250,000 parameters = 1,000,000 bytes; worker links 8 Gbit/s (1.0 ms per message),
+  // server link 16 Gbit/s (0.5 ms), latency 100 us. Batch 32 x 177,187.5 FLOPs = 1,000 ns.
+  // t=0.1 ms   both requests reach the server; replies leave at 0.1 and 0.6 ms (queued)
+  // t=1.7/2.2  parameters arrive (0.6 + 0.1 + 1.0; 1.1 + 0.1 + 1.0); compute 0.201 ms each
+  // t=1.901    worker 0 pushes; at server 3.001; applied 3.501; BSP holds it (clock 1 > min 0)
+  // t=2.401    worker 1 pushes; at server 3.501; link busy until 3.501; applied 4.001
+  auto j = nlohmann::json::parse(R"({
+    "name": "hand", "model": { "type": "time-only", "parameters": 250000, "flops_per_sample": 177187.5 },
+    "optimizer": { "batch_size": 32 }, "policy": { "type": "bsp" },
+    "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 2 } ],
+                 "network": { "latency_us": 100, "bandwidth_gbps": 8, "server_bandwidth_gbps": 16 },
+                 "jitter": { "type": "none" } },
+    "stop": { "max_updates": 1 }, "eval": { "every_s": 100 } })");
+  CHECK(run(j).end_time.ns() == 3'501'000);
+  j["stop"]["max_updates"] = 2;
+  const RunResult r = run(j);
+  CHECK(r.end_time.ns() == 4'001'000);
+  CHECK(r.workers[0].communicate_ns == 1'700'000 + 1'600'000);
+  CHECK(r.workers[0].compute_ns == 201'000);
+  CHECK(r.workers[0].wait_ns == 500'000);
+  CHECK(r.workers[1].communicate_ns == 2'200'000 + 1'600'000);
+  CHECK(r.workers[1].compute_ns == 201'000);
+  CHECK(r.workers[1].wait_ns == 0);
+  CHECK(r.bytes_push == 2'000'000);
+  CHECK(r.bytes_pull == 2'000'000);
+  // Then worker 1 (the pusher) is granted first: reply 4.001-4.501, arrives 5.601, pushes at
+  // 5.802, at server 6.902, applied 7.402. Worker 0: reply 4.501-5.001, arrives 6.101, pushes at
+  // 6.302, at server 7.402, queued behind worker 1's push: applied 7.902.
+  j["stop"]["max_updates"] = 4;
+  CHECK(run(j).end_time.ns() == 7'902'000);
+}
+
+TEST_CASE("a time-only run with 1,000 workers and 100,000 updates completes") {
+  auto j = time_only_json(500, 500);
+  j["policy"] = {{"type", "ssp"}, {"staleness", 2}};
+  j["stop"] = {{"max_updates", 100000}};
+  const RunResult r = run(j);
+  CHECK(r.status == RunStatus::kCompleted);
+  CHECK(r.server_updates == 100000);
+  CHECK(r.max_clock_gap <= 2);
+  int64_t total = 0;
+  for (const auto& w : r.workers) total += w.iterations;
+  CHECK(total == 100000);
+}
+
+TEST_CASE("a diverging run ends with status diverged and keeps its results") {
+  auto j = tiny_math_json();
+  j["optimizer"]["lr"] = 1e30;
+  const RunResult r = run(j);
+  CHECK(r.status == RunStatus::kDiverged);
+  CHECK(r.stop_reason == "diverged");
+  REQUIRE(r.diverged_worker.has_value());
+  REQUIRE(r.last_finite_loss.has_value());
+  CHECK(std::isfinite(*r.last_finite_loss));
+  CHECK(r.detail.find("training loss became") != std::string::npos);
+  CHECK(!r.metrics.empty());
+}
+
+TEST_CASE("a target reached with at_target stops the run; without it the time is recorded") {
+  auto j = tiny_math_json();
+  j["stop"] = {{"virtual_time_s", 5.0}, {"target_accuracy", 0.8}};
+  const RunResult go_on = run(j);
+  REQUIRE(go_on.time_to_target_s.has_value());
+  CHECK(go_on.end_time.seconds() == doctest::Approx(5.0));
+  j["stop"]["at_target"] = true;
+  const RunResult stop = run(j);
+  CHECK(stop.stop_reason == "target_accuracy");
+  CHECK(stop.end_time.seconds() == doctest::Approx(*go_on.time_to_target_s));
+  CHECK(*stop.time_to_target_s == *go_on.time_to_target_s);
+}
+
+TEST_CASE("per-worker time adds up to the run's virtual time") {
+  auto j = tiny_math_json();
+  j["stop"] = {{"virtual_time_s", 0.5}};
+  const RunResult r = run(j);
+  CHECK(r.stop_reason == "virtual_time");
+  for (const auto& w : r.workers)
+    CHECK(w.compute_ns + w.wait_ns + w.communicate_ns == r.end_time.ns());
+}
+
+TEST_CASE("a batch larger than a worker's shard is refused with the field's path") {
+  auto j = tiny_math_json();
+  j["optimizer"]["batch_size"] = 151;  // 600 samples over 4 workers: shards of 150
+  const Scenario s = scenario(j);
+  const DataSplit d = load_data(s);
+  CHECK_THROWS_WITH_AS(Simulation(s, d),
+                       "/optimizer/batch_size: 151 is larger than worker 0's shard of 150 samples "
+                       "(600 training samples over 4 workers)",
+                       ScenarioError);
+}
