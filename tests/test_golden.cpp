@@ -77,3 +77,18 @@ TEST_CASE("every shipped scenario validates and runs") {
   }
   CHECK(count >= 1);
 }
+
+TEST_CASE("test case names avoid the characters that break CTest discovery") {
+  // doctest_discover_tests passes names through CMake lists: '[', ']' and ';' split or unbalance
+  // them, and CTest then fails to load every test.
+  for (const auto& entry : fs::directory_iterator(fs::path(STALESIM_SOURCE_DIR) / "tests")) {
+    if (entry.path().extension() != ".cpp") continue;
+    const std::string text = read_text(entry.path());
+    for (size_t at = text.find("TEST_CASE(\""); at != std::string::npos; at = text.find("TEST_CASE(\"", at + 1)) {
+      const size_t begin = at + 11, end = text.find('"', begin);
+      const std::string name = text.substr(begin, end - begin);
+      CAPTURE(name);
+      CHECK(name.find_first_of("[];") == std::string::npos);
+    }
+  }
+}

@@ -276,7 +276,7 @@ TEST_CASE("evaluate covers all samples in chunks and breaks arg-max ties to the 
   CHECK(m->evaluate(p, d.train, some).samples == 3);
 }
 
-TEST_CASE("the same seed gives identical parameters and gradients; another seed does not") {
+TEST_CASE("the same seed gives identical parameters and gradients, and another seed does not") {
   const DataSplit d = small_blobs(3, 10, 200, 1.0, 6);
   for (const char* init : {"he", "glorot"}) {
     const auto a = make_model(mlp_spec({16, 8}, init), 10, 3);

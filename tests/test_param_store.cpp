@@ -36,7 +36,7 @@ TEST_CASE("writing with no reader copies nothing") {
   CHECK(store.peek()[0] == 10.0f);
 }
 
-TEST_CASE("many readers of one version share one block; memory follows live versions") {
+TEST_CASE("many readers of one version share one block, and memory follows live versions") {
   ParamStore store(16);
   std::vector<Snapshot> readers;
   for (int i = 0; i < 1000; ++i) readers.push_back(store.read());

@@ -36,7 +36,7 @@ TEST_CASE("streams differ by purpose and entity, and adding an entity changes no
   CHECK(w3.next() == w3_again.next());
 }
 
-TEST_CASE("uniform draws lie in [0, 1) and have the right mean") {
+TEST_CASE("uniform draws lie between 0 inclusive and 1 exclusive and have the right mean") {
   Rng r(1);
   double sum = 0;
   for (int i = 0; i < 100000; ++i) {

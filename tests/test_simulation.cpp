@@ -175,7 +175,7 @@ TEST_CASE("a diverging run ends with status diverged and keeps its results") {
   CHECK(!r.metrics.empty());
 }
 
-TEST_CASE("a target reached with at_target stops the run; without it the time is recorded") {
+TEST_CASE("a target reached with at_target stops the run, and without it the time is recorded") {
   auto j = tiny_math_json();
   j["stop"] = {{"virtual_time_s", 5.0}, {"target_accuracy", 0.8}};
   const RunResult go_on = run(j);
