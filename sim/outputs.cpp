@@ -99,6 +99,7 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
       {"events", r.events},
       {"workers", workers},
   };
+  if (!r.policy_facts.is_null()) j["policy"] = r.policy_facts;
   if (r.status == RunStatus::kDiverged)
     j["divergence"] = {{"time_s", opt_json(r.diverged_at_s)},
                        {"worker", r.diverged_worker ? json(*r.diverged_worker) : json(nullptr)},
@@ -110,6 +111,7 @@ OutputFiles render_outputs(const Scenario& s, const RunResult& r) {
   OutputFiles f;
   f.metrics_csv = metrics_csv(r);
   f.staleness_csv = staleness_csv(r);
+  f.decisions_csv = r.decisions_csv;
   f.result_hash = result_hash(r, f.metrics_csv);
   f.summary_json = summary_json(s, r, f.result_hash).dump(2) + "\n";
   return f;
@@ -136,6 +138,7 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
     write_file(tmp / "summary.json", files.summary_json);
     write_file(tmp / "metrics.csv", files.metrics_csv);
     write_file(tmp / "staleness.csv", files.staleness_csv);
+    if (!files.decisions_csv.empty()) write_file(tmp / "decisions.csv", files.decisions_csv);
     if (done) write_file(tmp / "done", files.result_hash + "\n");
   } catch (...) {
     fs::remove_all(tmp, ec);

@@ -24,6 +24,7 @@ struct OutputFiles {
   std::string summary_json;
   std::string metrics_csv;
   std::string staleness_csv;
+  std::string decisions_csv;  // written as decisions.csv when not empty
   std::string result_hash;  // 32 hex digits of XXH3-128
 };
 

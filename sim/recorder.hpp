@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "models/dataset.hpp"
 #include "sim/sim_time.hpp"
 
@@ -75,6 +77,8 @@ struct RunResult {
   std::vector<WorkerStats> workers;
   std::vector<float> final_params;  // empty for the time-only model
   std::vector<DataFile> data_files;
+  nlohmann::json policy_facts;  // the policy's own facts (DSSP grants, ...), or null
+  std::string decisions_csv;    // the policy's decision log, or empty
   int64_t peak_live_versions = 0;
   uint64_t events = 0;
   // Divergence: when, which worker, and the last finite training loss seen.

@@ -49,8 +49,13 @@ struct OptimizerSpec {
 };
 
 struct PolicySpec {
-  std::string type = "ssp";  // "bsp" | "asp" | "ssp"
-  int64_t staleness = 3;     // ssp: s >= 0 (ignored by bsp and asp, resolved to 0 there)
+  std::string type = "ssp";  // "bsp" | "asp" | "ssp" | "essp" | "dssp" | "vap"
+  int64_t staleness = 3;     // ssp, essp: s; dssp: the lower bound s_L. Resolved to 0 elsewhere.
+  int64_t range = 12;        // dssp: r_max, the most extra clocks the controller may grant
+  std::string dssp_grant = "bounded";  // dssp: "bounded" (gap <= s_L + r_max) | "literal" (+1)
+  std::string cache = "pull-every-iteration";  // ssp: "pull-every-iteration" | "lazy" (Bosen)
+  double value_bound = 0.0;  // vap: v > 0, bound on the infinity norm of in-transit updates
+  bool uses_staleness() const { return type == "ssp" || type == "essp" || type == "dssp"; }
   bool operator==(const PolicySpec&) const = default;
 };
 

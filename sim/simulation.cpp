@@ -91,7 +91,7 @@ struct Simulation::Impl {
     const bool wants_data = s.model.type != "time-only";
     model = make_model(s.model, wants_data ? d.train.features : 0, wants_data ? d.train.classes : 0);
     math = model->has_math();
-    policy = make_policy(s.policy);
+    policy = make_policy(s.policy, n);
     rule = make_rule(s.optimizer, n, math ? model->parameter_count() : 0);
     store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
     message_bytes = model->wire_bytes();
@@ -225,13 +225,13 @@ struct Simulation::Impl {
       result.stop_reason = "max_updates";
       return stop();
     }
-    if (policy->may_start(w.id, clocks)) {
-      grant(w);
-    } else {
+    const bool go = policy->may_start(w.id, clocks);
+    if (go) grant(w);
+    if (!waiting.empty() && (min_rose || policy->recheck_every_push())) release_waiting();
+    if (!go) {  // after the release: the pusher is re-checked from the next push on
       set_state(w, WorkerState::kWaiting);
       waiting.push_back(w.id);
     }
-    if (!waiting.empty() && (min_rose || policy->recheck_every_push())) release_waiting();
     if (static_cast<int32_t>(waiting.size()) == clocks.workers()) deadlock();
   }
 
@@ -376,6 +376,8 @@ struct Simulation::Impl {
       result.final_params.assign(p.begin(), p.end());
     }
     result.data_files = data.files;
+    result.policy_facts = policy->facts();
+    result.decisions_csv = policy->decisions_csv();
     result.peak_live_versions = store->peak_live_blocks();
     result.events = engine.events_run();
   }

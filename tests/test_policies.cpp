@@ -28,7 +28,7 @@ TEST_CASE("the clock table keeps min and max right under random pushes") {
 
 TEST_CASE("BSP lets a worker start only when every worker has pushed its clock") {
   ClockTable t(3);
-  auto p = make_policy(PolicySpec{"bsp", 0});
+  auto p = make_policy(PolicySpec{"bsp", 0}, 3);
   CHECK(p->may_start(0, t));
   t.advance(0);
   CHECK_FALSE(p->may_start(0, t));
@@ -43,7 +43,7 @@ TEST_CASE("BSP lets a worker start only when every worker has pushed its clock")
 TEST_CASE("SSP lets a worker run at most s clocks ahead of the slowest") {
   for (int64_t s : {0, 1, 3, 8}) {
     ClockTable t(2);
-    auto p = make_policy(PolicySpec{"ssp", s});
+    auto p = make_policy(PolicySpec{"ssp", s}, 3);
     int64_t started = 0;
     while (p->may_start(0, t)) {
       t.advance(0);
@@ -58,7 +58,7 @@ TEST_CASE("SSP lets a worker run at most s clocks ahead of the slowest") {
 
 TEST_CASE("ASP never blocks and has no bound") {
   ClockTable t(2);
-  auto p = make_policy(PolicySpec{"asp", 0});
+  auto p = make_policy(PolicySpec{"asp", 0}, 3);
   for (int i = 0; i < 1000; ++i) {
     REQUIRE(p->may_start(0, t));
     t.advance(0);
@@ -67,5 +67,5 @@ TEST_CASE("ASP never blocks and has no bound") {
 }
 
 TEST_CASE("an unknown policy type is refused") {
-  CHECK_THROWS_AS(make_policy(PolicySpec{"nope", 0}), std::invalid_argument);
+  CHECK_THROWS_AS(make_policy(PolicySpec{"nope", 0}, 3), std::invalid_argument);
 }

@@ -335,7 +335,7 @@ TEST_CASE("the markdown field reference has a row for every path") {
     CHECK(md.find("| `" + f.path + "` |") != std::string::npos);
   }
   CHECK(md.find("| `/policy/staleness` | integer | clocks | `3` | >= 0 |") != std::string::npos);
-  CHECK(md.find("| `/policy/type` | string |  | `\"ssp\"` | \"bsp\", \"asp\", \"ssp\" |") !=
+  CHECK(md.find("| `/policy/type` | string |  | `\"ssp\"` | \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\" |") !=
         std::string::npos);
   CHECK(
       md.find("| `/model/hidden` | array of integers | units | `[200]` | non-empty; each in [1, 65536] |") !=
@@ -374,7 +374,7 @@ TEST_CASE("an unknown key names the closest allowed key at any depth") {
 
 TEST_CASE("an unknown key with no close match lists the allowed keys") {
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy/speed", 8)),
-                       "x.json: /policy/speed: unknown key; allowed: staleness, type", ScenarioError);
+                       "x.json: /policy/speed: unknown key; allowed: cache, dssp_grant, range, staleness, type, value_bound", ScenarioError);
 }
 
 TEST_CASE("a key at the wrong level points to where it belongs") {
@@ -472,7 +472,7 @@ TEST_CASE("integers must fit their C++ types") {
 
 TEST_CASE("a string that is not among the allowed values lists them") {
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy/type", "bspp")),
-                       "x.json: /policy/type: expected one of \"bsp\", \"asp\", \"ssp\", got \"bspp\"",
+                       "x.json: /policy/type: expected one of \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\", got \"bspp\"",
                        ScenarioError);
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/model/type", 3)),
                        "x.json: /model/type: expected one of \"softmax\", \"mlp\", \"time-only\", got 3",
@@ -563,7 +563,7 @@ TEST_CASE("a declared size is rejected for a model that has math") {
 TEST_CASE("staleness on bsp or asp is rejected") {
   CHECK_THROWS_WITH_AS(
       parse(with(with(minimal(), "/policy/type", "asp"), "/policy/staleness", 2)),
-      "x.json: /policy/staleness: staleness applies to ssp only (policy.type is \"asp\"); remove it",
+      "x.json: /policy/staleness: staleness applies to ssp, essp and dssp only (policy.type is \"asp\"); remove it",
       ScenarioError);
 }
 
@@ -690,7 +690,7 @@ TEST_CASE("an override that contradicts the file names the override") {
   const auto bsp = sets({"policy.type=bsp", "policy.staleness=2"});
   const std::string expected =
       file.path() +
-      " (after --set policy.staleness=2): /policy/staleness: staleness applies to ssp only "
+      " (after --set policy.staleness=2): /policy/staleness: staleness applies to ssp, essp and dssp only "
       "(policy.type is \"bsp\"); remove it";
   CHECK_THROWS_WITH_AS(stalesim::load_scenario_file(file.path(), bsp), expected.c_str(), ScenarioError);
   const auto range = sets({"seed=2", "cluster.workers.1.count=0"});
@@ -715,6 +715,6 @@ TEST_CASE("a --set that changes the policy drops the file's fields that no longe
   // Given explicitly on the command line, the inapplicable field is still an error.
   const std::vector<stalesim::Override> both{{"policy.type", "asp"}, {"policy.staleness", "2"}};
   CHECK_THROWS_WITH_AS(stalesim::load_scenario_file(p.string(), both),
-                       doctest::Contains("staleness applies to ssp only"), stalesim::ScenarioError);
+                       doctest::Contains("staleness applies to ssp, essp and dssp only"), stalesim::ScenarioError);
   fs::remove(p);
 }

@@ -16,6 +16,8 @@
 #include <deque>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/scenario.hpp"
 #include "sim/sim_time.hpp"
 
@@ -58,8 +60,13 @@ class SyncPolicy {
   // The largest gap (clock of a worker starting an iteration minus the minimum clock) the policy
   // allows; nullopt when unbounded (ASP).
   virtual std::optional<int64_t> clock_bound() const = 0;
+  // Policy-specific facts for summary.json's "policy" object (null when none).
+  virtual nlohmann::json facts() const { return nullptr; }
+  // Every decision the policy made, as CSV with a header line; empty when it keeps none.
+  virtual std::string decisions_csv() const { return {}; }
 };
 
-std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec);
+// `workers` sizes per-worker state.
+std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers);
 
 }  // namespace stalesim

@@ -1,0 +1,116 @@
+// Property tests of the dynamic and eager policies (design.md sections 4 and 6): each policy's
+// defining bound over many seeds and speed mixes, and the equalities that tie them to SSP.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "sim/policies/dssp.hpp"
+#include "tests/sim_test_util.hpp"
+
+using namespace stalesim;
+using namespace stalesim::testing;
+
+namespace {
+const std::pair<int, int> kMixes[] = {{1, 3}, {3, 1}, {2, 2}, {1, 1}};
+}
+
+TEST_CASE("the DSSP controller grants the extra clocks that end nearest the slowest's next push") {
+  // Worker 0 fast (pushes every 10 ms), worker 1 slow (every 35 ms). s_L = 1, r_max = 5.
+  DsspPolicy p(1, 5, false, 2);
+  ClockTable t(2);
+  auto push = [&](int32_t w, int64_t ms) {
+    t.advance(w);
+    p.on_push(w, SimTime::from_ns(ms * 1'000'000), t);
+    return p.may_start(w, t);
+  };
+  CHECK(push(1, 35));  // slow: clock 1, gap 0
+  CHECK(push(0, 10));
+  CHECK(push(0, 20));  // gap 1 = s_L: SSP lets it go
+  CHECK(push(1, 70));  // slow: last two pushes 35, 70: interval 35
+  // Fast at clock 3 (gap 1 after the slow push): still within s_L.
+  CHECK(push(0, 30));
+  // Fast at clock 4, gap 2 > s_L: the controller runs. F_k = 40 + 10k ms (k = 0..5),
+  // S_j = 70 + 35j ms (j = 1..5); the nearest pair is F_5 = 90 and S_1 = 105, 15 ms apart: r* = 5.
+  CHECK(push(0, 40));
+  REQUIRE(p.decisions().size() == 1);
+  CHECK(p.decisions()[0].granted == 5);
+  CHECK(p.decisions()[0].fastest_interval == SimTime::from_ns(10'000'000));
+  CHECK(p.decisions()[0].slowest_interval == SimTime::from_ns(35'000'000));
+  CHECK(p.decisions()[0].predicted_wait == SimTime::from_ns(15'000'000));
+  // Bounded: the grant was the first extra clock, so four more pushes go on without asking,
+  // reaching gap s_L + r_max = 6.
+  for (int64_t ms : {50, 60, 70, 80}) CHECK(push(0, ms));
+  CHECK(t.clock(0) - t.min_clock() == 6);
+  // The next push would start a clock 7 ahead: the capped controller may grant nothing; it waits.
+  CHECK_FALSE(push(0, 90));
+  CHECK(p.decisions().size() == 1);
+}
+
+TEST_CASE("DSSP never lets the gap exceed s_L + r_max (bounded) or s_L + r_max + 1 (literal)") {
+  bool literal_used_its_extra_clock = false;
+  bool bounded_used_its_range = false;
+  for (const char* grant : {"bounded", "literal"}) {
+    for (int64_t s : {0, 1, 3}) {
+      for (int64_t r : {1, 4, 12}) {
+        for (uint64_t seed : {1, 2, 3}) {
+          for (auto [slow, fast] : kMixes) {
+            auto j = time_only_json(slow, fast);
+            j["seed"] = seed;
+            j["policy"] = {{"type", "dssp"}, {"staleness", s}, {"range", r}, {"dssp_grant", grant}};
+            j["cluster"]["jitter"] = {{"type", "lognormal"}, {"sigma", 0.4}};
+            j["stop"] = {{"max_updates", 3000}};
+            const RunResult res = run(j);
+            CAPTURE(grant);
+            CAPTURE(s);
+            CAPTURE(r);
+            CAPTURE(seed);
+            REQUIRE(res.status == RunStatus::kCompleted);
+            const bool literal = std::string(grant) == "literal";
+            CHECK(res.max_clock_gap <= s + r + (literal ? 1 : 0));
+            CHECK(res.clock_staleness.max() <= s + r + (literal ? 1 : 0));
+            if (literal && res.max_clock_gap == s + r + 1) literal_used_its_extra_clock = true;
+            if (!literal && res.max_clock_gap == s + r) bounded_used_its_range = true;
+          }
+        }
+      }
+    }
+  }
+  // The bounds are reached, so the checks above are not vacuous.
+  CHECK(literal_used_its_extra_clock);
+  CHECK(bounded_used_its_range);
+}
+
+TEST_CASE("DSSP with r_max = 0 gives exactly SSP(s_L)'s result") {
+  for (int64_t s : {0, 2}) {
+    auto ssp = tiny_math_json();
+    ssp["policy"] = {{"type", "ssp"}, {"staleness", s}};
+    auto dssp = tiny_math_json();
+    dssp["policy"] = {{"type", "dssp"}, {"staleness", s}, {"range", 0}};
+    const Scenario a = scenario(ssp), b = scenario(dssp);
+    const RunResult ra = run_scenario(a), rb = run_scenario(b);
+    const OutputFiles fa = render_outputs(a, ra), fb = render_outputs(b, rb);
+    CHECK(fa.metrics_csv == fb.metrics_csv);
+    CHECK(fa.staleness_csv == fb.staleness_csv);
+    CHECK(fa.result_hash == fb.result_hash);
+    CHECK(ra.workers == rb.workers);
+  }
+}
+
+TEST_CASE("DSSP records every controller decision and its grants in the summary") {
+  auto j = time_only_json(2, 2);
+  j["policy"] = {{"type", "dssp"}, {"staleness", 1}, {"range", 6}};
+  const Scenario s = scenario(j);
+  const RunResult r = run_scenario(s);
+  REQUIRE(r.policy_facts.is_object());
+  const auto& hist = r.policy_facts.at("grants_histogram");
+  CHECK(hist.size() == 7);
+  int64_t total = 0;
+  for (const auto& h : hist) total += h.get<int64_t>();
+  CHECK(total == r.policy_facts.at("decisions").get<int64_t>());
+  CHECK(total > 0);
+  // One CSV line per decision after the header.
+  CHECK(std::count(r.decisions_csv.begin(), r.decisions_csv.end(), '\n') == total + 1);
+  CHECK(r.decisions_csv.rfind("virtual_time_s,worker,clock,granted,", 0) == 0);
+  const auto summary = nlohmann::json::parse(render_outputs(s, r).summary_json);
+  CHECK(summary.at("policy").at("type") == "dssp");
+}
