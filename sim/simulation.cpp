@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <fmt/format.h>
 
 #include "models/device_profile.hpp"
@@ -22,6 +23,7 @@ enum EventKind : uint32_t {
   kPushAtServer = 4,        // a push reaches the server's link
   kPushApplied = 5,         // the server has received the whole push: apply it
   kEvaluate = 6,            // evaluation point
+  kSnapshotArrives = 7,     // cache modes: parameters (fetched or pushed by the server) arrive
 };
 
 enum class WorkerState { kCommunicating, kComputing, kWaiting };
@@ -30,6 +32,22 @@ enum class WorkerState { kCommunicating, kComputing, kWaiting };
 SimTime transfer_time(int64_t bytes, double gbps) {
   return SimTime::from_ns(static_cast<int64_t>(std::llround(static_cast<double>(bytes) * 8.0 / gbps)));
 }
+
+// Cache modes: one of the worker's own pushes, kept until a snapshot that includes it arrives.
+struct OwnPush {
+  int64_t index = 0;  // the worker's clock when it computed it
+  std::vector<float> grad;
+  int64_t read_version = 0;
+  int64_t read_staleness = 0;
+  double loss = 0.0;
+};
+
+// Cache modes: parameters on their way to a worker.
+struct InFlight {
+  Snapshot params;
+  int64_t clock = 0;     // server clock they are stamped with
+  int64_t included = 0;  // the worker's own pushes they include
+};
 
 struct Worker {
   int32_t id = 0;
@@ -43,6 +61,17 @@ struct Worker {
   WorkerState state = WorkerState::kCommunicating;
   SimTime state_since;
   WorkerStats stats;
+  // Cache modes (lazy SSP, ESSP): the worker reads its own copy while it is fresh enough.
+  Snapshot cache;              // the last parameters received
+  int64_t cache_clock = -1;    // the server clock they were stamped with; -1 before the first
+  int64_t sent = 0;            // pushes sent: the worker's own clock
+  std::vector<float> local;    // cache plus own updates it does not include (when has_local)
+  bool has_local = false;
+  std::deque<OwnPush> own;     // own pushes not yet in an arrived snapshot, oldest first
+  std::deque<InFlight> inbox;  // parameters on their way, in arrival order
+  bool blocked = true;         // waiting for parameters fresh enough to start its next clock
+  bool fetch_wanted = false;   // lazy: a fetch request rides on the last push
+  SimTime link_free;           // when the worker's outgoing link is next idle
 };
 
 }  // namespace
@@ -74,7 +103,11 @@ struct Simulation::Impl {
   std::vector<float> grad;
   std::vector<int32_t> eval_indices;
   bool math;
+  bool cached;  // lazy SSP or ESSP: workers keep a cache and compute while pushes are in flight
+  bool eager;   // ESSP: the server pushes parameters to every worker when its clock advances
   int64_t message_bytes;
+  std::vector<int32_t> parked;  // lazy: fetches waiting for the server clock
+  std::vector<std::vector<float>> free_grads;  // reusable gradient buffers (cache modes)
   SimTime latency;
   SimTime server_free;  // when the server's link is next idle
   RunResult result;
@@ -92,6 +125,8 @@ struct Simulation::Impl {
     model = make_model(s.model, wants_data ? d.train.features : 0, wants_data ? d.train.classes : 0);
     math = model->has_math();
     policy = make_policy(s.policy, n);
+    eager = policy->cache_mode() == CacheMode::kEager;
+    cached = policy->cache_mode() != CacheMode::kPullEveryIteration;
     rule = make_rule(s.optimizer, n, math ? model->parameter_count() : 0);
     store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
     message_bytes = model->wire_bytes();
@@ -176,6 +211,7 @@ struct Simulation::Impl {
   }
 
   void on_compute_done(Worker& w) {
+    if (cached) return on_compute_done_cached(w);
     set_state(w, WorkerState::kCommunicating);
     result.bytes_push += message_bytes;
     ++result.messages_push;
@@ -199,6 +235,7 @@ struct Simulation::Impl {
   }
 
   void on_push_applied(Worker& w) {
+    if (cached) return on_push_applied_cached(w);
     GradientInfo info{w.id, w.read_version, store->version(), w.read_staleness};
     if (math) {
       const auto batch = w.sampler->next(sc.optimizer.batch_size);
@@ -233,6 +270,141 @@ struct Simulation::Impl {
       waiting.push_back(w.id);
     }
     if (static_cast<int32_t>(waiting.size()) == clocks.workers()) deadlock();
+  }
+
+  // ---- Cache modes: lazy SSP (Bosen) and ESSP (Bosen's SSPPush) -------------------------------
+  // The worker at clock c (pushes sent) may compute from its copy when that copy's server clock is
+  // >= c - s; else it waits: under lazy SSP for the fetch that rides on its last push, under ESSP
+  // for the server's next push. Its copy always includes its own updates.
+
+  int64_t staleness_bound() const { return sc.policy.staleness; }
+
+  // The server sends the current parameters to w, stamped with the server clock.
+  void send_snapshot(Worker& w) {
+    InFlight m{store->read(), clocks.min_clock(), clocks.clock(w.id)};
+    const SimTime start = max(engine.now(), server_free);
+    server_free = start + server_link(message_bytes);
+    result.bytes_pull += message_bytes;
+    ++result.messages_pull;
+    w.inbox.push_back(std::move(m));
+    engine.schedule(server_free + latency + worker_link(message_bytes), kSnapshotArrives, static_cast<uint32_t>(w.id));
+  }
+
+  void on_snapshot_arrives(Worker& w) {
+    InFlight m = std::move(w.inbox.front());
+    w.inbox.pop_front();
+    if (m.clock < w.cache_clock) return;  // an older copy overtaken by a newer one
+    w.cache = std::move(m.params);
+    w.cache_clock = m.clock;
+    while (!w.own.empty() && w.own.front().index < m.included) {
+      free_grads.push_back(std::move(w.own.front().grad));
+      w.own.pop_front();
+    }
+    w.has_local = math && !w.own.empty();
+    if (w.has_local) {  // own updates the server had not applied when it sent this copy
+      const auto v = w.cache.values();
+      w.local.assign(v.begin(), v.end());
+      for (const auto& o : w.own) apply_own(w, o.grad);
+    }
+    if (w.blocked && w.cache_clock >= w.sent - staleness_bound()) start_cached(w);
+  }
+
+  void apply_own(Worker& w, const std::vector<float>& g) {
+    const auto step = static_cast<float>(rule->worker_step());
+    for (size_t i = 0; i < g.size(); ++i) w.local[i] -= step * g[i];
+  }
+
+  void start_cached(Worker& w) {
+    w.blocked = false;
+    const int64_t gap = w.sent - clocks.min_clock();
+    result.max_clock_gap = std::max(result.max_clock_gap, gap);
+    w.read_staleness = w.sent - w.cache_clock;
+    w.read_version = w.cache.version();
+    set_state(w, WorkerState::kComputing);
+    engine.schedule_in(compute_time(w), kComputeDone, static_cast<uint32_t>(w.id));
+  }
+
+  void on_compute_done_cached(Worker& w) {
+    OwnPush o;
+    o.index = w.sent;
+    o.read_version = w.read_version;
+    o.read_staleness = w.read_staleness;
+    if (math) {
+      if (!free_grads.empty()) {
+        o.grad = std::move(free_grads.back());
+        free_grads.pop_back();
+      }
+      o.grad.resize(grad.size());
+      const std::span<const float> view = w.has_local ? std::span<const float>(w.local) : w.cache.values();
+      const auto batch = w.sampler->next(sc.optimizer.batch_size);
+      o.loss = model->loss_and_gradient(view, data.train, batch, o.grad);
+      if (!std::isfinite(o.loss)) return diverge(w, o.loss);
+      result.last_finite_loss = o.loss;
+      if (!w.has_local) {
+        w.local.assign(view.begin(), view.end());
+        w.has_local = true;
+      }
+      apply_own(w, o.grad);
+    }
+    w.own.push_back(std::move(o));
+    ++w.sent;
+    // The push leaves on the worker's own link, behind any push still being sent.
+    const SimTime start = max(engine.now(), w.link_free);
+    w.link_free = start + worker_link(message_bytes);
+    result.bytes_push += message_bytes;
+    ++result.messages_push;
+    engine.schedule(w.link_free + latency, kPushAtServer, static_cast<uint32_t>(w.id));
+    if (w.cache_clock >= w.sent - staleness_bound()) return start_cached(w);
+    w.blocked = true;
+    w.fetch_wanted = !eager;
+    set_state(w, WorkerState::kWaiting);
+  }
+
+  void on_push_applied_cached(Worker& w) {
+    const int64_t index = clocks.clock(w.id);
+    OwnPush& o = w.own[static_cast<size_t>(index - w.own.front().index)];
+    GradientInfo info{w.id, o.read_version, store->version(), o.read_staleness};
+    if (math) {
+      loss_sum += o.loss;
+      ++loss_count;
+      rule->apply(store->write(), o.grad, info);
+    }
+    store->commit();
+    ++result.server_updates;
+    ++w.stats.iterations;
+    result.clock_staleness.add(info.clock_staleness);
+    result.step_staleness.add(info.step_staleness());
+    staleness_sum += info.clock_staleness;
+    ++staleness_count;
+    const bool min_rose = clocks.advance(w.id);
+    policy->on_push(w.id, engine.now(), clocks);
+    if (sc.stop.max_updates && result.server_updates >= *sc.stop.max_updates) {
+      result.stop_reason = "max_updates";
+      return stop();
+    }
+    if (min_rose) {
+      if (eager) {
+        for (auto& other : workers) send_snapshot(other);
+      } else {
+        size_t keep = 0;
+        for (int32_t id : parked) {
+          Worker& p = workers[static_cast<size_t>(id)];
+          if (clocks.min_clock() >= p.sent - staleness_bound())
+            send_snapshot(p);
+          else
+            parked[keep++] = id;
+        }
+        parked.resize(keep);
+      }
+    }
+    // A lazy fetch rides on the worker's last push: the server answers once it is fresh enough.
+    if (w.fetch_wanted && index + 1 == w.sent) {
+      w.fetch_wanted = false;
+      if (clocks.min_clock() >= w.sent - staleness_bound())
+        send_snapshot(w);
+      else
+        parked.insert(std::upper_bound(parked.begin(), parked.end(), w.id), w.id);
+    }
   }
 
   // Grants every waiting worker the policy now allows, in worker order.
@@ -300,7 +472,8 @@ struct Simulation::Impl {
     }
     Worker& w = workers[e.target];
     switch (e.kind) {
-      case kPullRequestArrives: grant(w); break;
+      case kPullRequestArrives: cached ? send_snapshot(w) : grant(w); break;
+      case kSnapshotArrives: on_snapshot_arrives(w); break;
       case kParamsArrive: on_params_arrive(w); break;
       case kComputeDone: on_compute_done(w); break;
       case kPushAtServer: on_push_at_server(w); break;

@@ -5,6 +5,7 @@
 #include "sim/policies/asp.hpp"
 #include "sim/policies/bsp.hpp"
 #include "sim/policies/dssp.hpp"
+#include "sim/policies/essp.hpp"
 #include "sim/policies/ssp.hpp"
 
 namespace stalesim {
@@ -38,7 +39,10 @@ int32_t ClockTable::slowest() const {
 std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers) {
   if (spec.type == "bsp") return std::make_unique<BspPolicy>();
   if (spec.type == "asp") return std::make_unique<AspPolicy>();
-  if (spec.type == "ssp") return std::make_unique<SspPolicy>(spec.staleness);
+  if (spec.type == "ssp")
+    return std::make_unique<SspPolicy>(
+        spec.staleness, spec.cache == "lazy" ? CacheMode::kLazy : CacheMode::kPullEveryIteration);
+  if (spec.type == "essp") return std::make_unique<EsspPolicy>(spec.staleness);
   if (spec.type == "dssp")
     return std::make_unique<DsspPolicy>(spec.staleness, spec.range, spec.dssp_grant == "literal", workers);
   throw std::invalid_argument("unknown policy type '" + spec.type + "'");

@@ -44,9 +44,17 @@ class ClockTable {
   int64_t max_ = 0;
 };
 
+// How workers get parameters (design.md section 6).
+enum class CacheMode {
+  kPullEveryIteration,  // each clock starts with a fetch that rides on the previous push (MXNet)
+  kLazy,     // read the cached copy while its server clock >= c - s; fetch only when not (Bosen)
+  kEager,    // the server pushes parameters to every worker whenever its clock advances (ESSP)
+};
+
 class SyncPolicy {
  public:
   virtual ~SyncPolicy() = default;
+  virtual CacheMode cache_mode() const { return CacheMode::kPullEveryIteration; }
   virtual std::string name() const = 0;
   // May worker w (which has completed clocks.clock(w) iterations) start its next one?
   virtual bool may_start(int32_t w, const ClockTable& clocks) = 0;

@@ -32,6 +32,9 @@ class LearningRule {
   // (the scalar multiplying the gradient, for records). REQUIRES: equal sizes.
   virtual double apply(std::span<float> params, std::span<const float> grad,
                        const GradientInfo& info) = 0;
+  // The step a worker applies to its own cached copy for its own update, so that it sees its own
+  // writes before the server's copy comes back (lazy SSP and ESSP caches).
+  virtual double worker_step() const = 0;
 };
 
 // `workers` is the cluster size (for the mean aggregate); `parameters` sizes any state.

@@ -13,6 +13,7 @@ class SgdRule final : public LearningRule {
   std::string name() const override { return "sgd"; }
   double apply(std::span<float> params, std::span<const float> grad,
                const GradientInfo& info) override;
+  double worker_step() const override { return step_; }
 
  private:
   float step_;
