@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <fmt/format.h>
 
 #include "models/device_profile.hpp"
@@ -10,6 +11,7 @@
 #include "sim/engine.hpp"
 #include "sim/param_store.hpp"
 #include "sim/policies/sync_policy.hpp"
+#include "sim/policies/vap.hpp"
 #include "sim/rules/learning_rule.hpp"
 
 namespace stalesim {
@@ -24,6 +26,7 @@ enum EventKind : uint32_t {
   kPushApplied = 5,         // the server has received the whole push: apply it
   kEvaluate = 6,            // evaluation point
   kSnapshotArrives = 7,     // cache modes: parameters (fetched or pushed by the server) arrive
+  kRefreshArrives = 8,      // VAP: a holding worker's fresh copy arrives
 };
 
 enum class WorkerState { kCommunicating, kComputing, kWaiting };
@@ -36,6 +39,7 @@ SimTime transfer_time(int64_t bytes, double gbps) {
 // Cache modes: one of the worker's own pushes, kept until a snapshot that includes it arrives.
 struct OwnPush {
   int64_t index = 0;  // the worker's clock when it computed it
+  int64_t applied_version = -1;  // VAP: server version it was applied at (-1: not yet)
   std::vector<float> grad;
   int64_t read_version = 0;
   int64_t read_staleness = 0;
@@ -72,6 +76,14 @@ struct Worker {
   bool blocked = true;         // waiting for parameters fresh enough to start its next clock
   bool fetch_wanted = false;   // lazy: a fetch request rides on the last push
   SimTime link_free;           // when the worker's outgoing link is next idle
+  // VAP: `own` holds the updates sent but not yet received by every other worker, and
+  // in_transit their sum; `held` is an update waiting to be sent.
+  std::vector<float> in_transit;
+  OwnPush held;
+  bool holding = false;
+  int64_t refresh_version = 0; // the version of the fresh copy on its way to a holding worker
+  bool refresh_in_flight = false;
+  int64_t seen_version = 0;    // the newest version this worker has received
 };
 
 }  // namespace
@@ -107,6 +119,8 @@ struct Simulation::Impl {
   bool eager;   // ESSP: the server pushes parameters to every worker when its clock advances
   int64_t message_bytes;
   std::vector<int32_t> parked;  // lazy: fetches waiting for the server clock
+  VapPolicy* vap = nullptr;     // set when the policy is VAP
+  std::vector<int32_t> holders; // VAP: workers holding an update, ascending
   std::vector<std::vector<float>> free_grads;  // reusable gradient buffers (cache modes)
   SimTime latency;
   SimTime server_free;  // when the server's link is next idle
@@ -127,6 +141,7 @@ struct Simulation::Impl {
     policy = make_policy(s.policy, n);
     eager = policy->cache_mode() == CacheMode::kEager;
     cached = policy->cache_mode() != CacheMode::kPullEveryIteration;
+    vap = dynamic_cast<VapPolicy*>(policy.get());
     rule = make_rule(s.optimizer, n, math ? model->parameter_count() : 0);
     store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
     message_bytes = model->wire_bytes();
@@ -206,12 +221,20 @@ struct Simulation::Impl {
   }
 
   void on_params_arrive(Worker& w) {
+    w.seen_version = w.read_version;
     set_state(w, WorkerState::kComputing);
     engine.schedule_in(compute_time(w), kComputeDone, static_cast<uint32_t>(w.id));
+    if (vap) recheck_holders();  // this read may complete the receipt of others' updates
   }
 
   void on_compute_done(Worker& w) {
     if (cached) return on_compute_done_cached(w);
+    if (vap) return on_compute_done_vap(w);
+    send_push(w);
+  }
+
+  // Pull mode: the push leaves; the request for the next parameters rides on it.
+  void send_push(Worker& w) {
     set_state(w, WorkerState::kCommunicating);
     result.bytes_push += message_bytes;
     ++result.messages_push;
@@ -237,7 +260,15 @@ struct Simulation::Impl {
   void on_push_applied(Worker& w) {
     if (cached) return on_push_applied_cached(w);
     GradientInfo info{w.id, w.read_version, store->version(), w.read_staleness};
-    if (math) {
+    if (vap) {  // the gradient was computed when the compute ended, to judge its size
+      OwnPush& o = w.own.back();
+      info.version_read = o.read_version;
+      info.clock_staleness = o.read_staleness;
+      o.applied_version = store->version();
+      loss_sum += o.loss;
+      ++loss_count;
+      rule->apply(store->write(), o.grad, info);
+    } else if (math) {
       const auto batch = w.sampler->next(sc.optimizer.batch_size);
       const double loss = model->loss_and_gradient(w.params.values(), data.train, batch, grad);
       if (!std::isfinite(loss)) return diverge(w, loss);
@@ -407,6 +438,107 @@ struct Simulation::Impl {
     }
   }
 
+  // ---- VAP: value-bounded sends -----------------------------------------------------------
+
+  std::vector<float> take_grad_buffer() {
+    std::vector<float> g;
+    if (!free_grads.empty()) {
+      g = std::move(free_grads.back());
+      free_grads.pop_back();
+    }
+    g.resize(grad.size());
+    return g;
+  }
+
+  void on_compute_done_vap(Worker& w) {
+    OwnPush o;
+    o.index = clocks.clock(w.id);
+    o.read_version = w.read_version;
+    o.read_staleness = w.read_staleness;
+    o.grad = take_grad_buffer();
+    const auto batch = w.sampler->next(sc.optimizer.batch_size);
+    o.loss = model->loss_and_gradient(w.params.values(), data.train, batch, o.grad);
+    if (!std::isfinite(o.loss)) return diverge(w, o.loss);
+    result.last_finite_loss = o.loss;
+    w.params.reset();
+    w.held = std::move(o);
+    w.holding = true;
+    if (try_send_vap(w)) return;
+    vap->note_hold();
+    set_state(w, WorkerState::kWaiting);
+    holders.insert(std::upper_bound(holders.begin(), holders.end(), w.id), w.id);
+    request_refresh(w);
+    if (static_cast<int32_t>(holders.size()) == clocks.workers()) {
+      // Everyone holds: a fresh copy for each, taken after every applied update, lets each see
+      // all of the others' updates, so their in-transit sums empty.
+      for (int32_t id : holders) request_refresh(workers[static_cast<size_t>(id)]);
+    }
+  }
+
+  // Retires w's updates that every other worker has received, then recomputes their sum in a
+  // fixed order (no drift from repeated subtraction).
+  void retire_received(Worker& w) {
+    int64_t min_seen = std::numeric_limits<int64_t>::max();
+    for (const auto& q : workers)
+      if (q.id != w.id) min_seen = std::min(min_seen, q.seen_version);
+    bool retired = false;
+    while (!w.own.empty() && w.own.front().applied_version >= 0 && w.own.front().applied_version < min_seen) {
+      free_grads.push_back(std::move(w.own.front().grad));
+      w.own.pop_front();
+      retired = true;
+    }
+    if (!retired && !w.in_transit.empty()) return;
+    const auto step = static_cast<float>(rule->worker_step());
+    w.in_transit.assign(grad.size(), 0.0f);
+    for (const auto& o : w.own)
+      for (size_t i = 0; i < grad.size(); ++i) w.in_transit[i] -= step * o.grad[i];
+  }
+
+  bool try_send_vap(Worker& w) {
+    retire_received(w);
+    const auto step = static_cast<float>(rule->worker_step());
+    const auto& g = w.held.grad;
+    double norm = 0.0;
+    for (size_t i = 0; i < g.size(); ++i)
+      norm = std::max(norm, static_cast<double>(std::fabs(w.in_transit[i] - step * g[i])));
+    const bool alone = w.own.empty();
+    if (!alone && norm > vap->value_bound()) return false;
+    vap->note_send(norm, norm > vap->value_bound());
+    for (size_t i = 0; i < g.size(); ++i) w.in_transit[i] -= step * g[i];
+    w.own.push_back(std::move(w.held));
+    w.holding = false;
+    send_push(w);
+    return true;
+  }
+
+  void recheck_holders() {
+    size_t keep = 0;
+    for (int32_t id : holders)
+      if (!try_send_vap(workers[static_cast<size_t>(id)])) holders[keep++] = id;
+    holders.resize(keep);
+  }
+
+  void request_refresh(Worker& w) {
+    if (w.refresh_in_flight) return;
+    w.refresh_in_flight = true;
+    // The copy holds at least what the server has now (counted conservatively: updates applied
+    // while the request travels are not counted as received). The request takes the latency;
+    // the reply queues on the server link like any copy.
+    w.refresh_version = store->version();
+    const SimTime at_server = engine.now() + latency;
+    const SimTime start = max(at_server, server_free);
+    server_free = start + server_link(message_bytes);
+    result.bytes_pull += message_bytes;
+    ++result.messages_pull;
+    engine.schedule(server_free + latency + worker_link(message_bytes), kRefreshArrives, static_cast<uint32_t>(w.id));
+  }
+
+  void on_refresh_arrives(Worker& w) {
+    w.refresh_in_flight = false;
+    w.seen_version = std::max(w.seen_version, w.refresh_version);
+    recheck_holders();
+  }
+
   // Grants every waiting worker the policy now allows, in worker order.
   void release_waiting() {
     std::sort(waiting.begin(), waiting.end());
@@ -474,6 +606,7 @@ struct Simulation::Impl {
     switch (e.kind) {
       case kPullRequestArrives: cached ? send_snapshot(w) : grant(w); break;
       case kSnapshotArrives: on_snapshot_arrives(w); break;
+      case kRefreshArrives: on_refresh_arrives(w); break;
       case kParamsArrive: on_params_arrive(w); break;
       case kComputeDone: on_compute_done(w); break;
       case kPushAtServer: on_push_at_server(w); break;

@@ -718,3 +718,39 @@ TEST_CASE("a --set that changes the policy drops the file's fields that no longe
                        doctest::Contains("staleness applies to ssp, essp and dssp only"), stalesim::ScenarioError);
   fs::remove(p);
 }
+
+TEST_CASE("the dynamic and eager policies' fields are validated") {
+  const json dssp = with(minimal(), "/policy", json{{"type", "dssp"}, {"staleness", 3}, {"range", 12}});
+  const Scenario s = parse(dssp);
+  CHECK(s.policy.range == 12);
+  CHECK(s.policy.dssp_grant == "bounded");
+  CHECK(parse(with(minimal(), "/policy", json{{"type", "essp"}})).policy.staleness == 3);
+  CHECK_THROWS_WITH_AS(parse(with(dssp, "/policy/range", -1)),
+                       "x.json: /policy/range: expected an integer in [0, 1000000], got -1", ScenarioError);
+  CHECK_THROWS_WITH_AS(parse(with(dssp, "/policy/dssp_grant", "loose")),
+                       "x.json: /policy/dssp_grant: expected one of \"bounded\", \"literal\", got \"loose\"",
+                       ScenarioError);
+  CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy", json{{"type", "ssp"}, {"range", 2}})),
+                       "x.json: /policy/range: range applies to dssp only (policy.type is \"ssp\"); remove it",
+                       ScenarioError);
+  CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy", json{{"type", "essp"}, {"cache", "lazy"}})),
+                       "x.json: /policy/cache: cache applies to ssp only (policy.type is \"essp\"); remove it",
+                       ScenarioError);
+  CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy", json{{"type", "ssp"}, {"cache", "eager"}})),
+                       "x.json: /policy/cache: expected one of \"pull-every-iteration\", \"lazy\", got \"eager\"",
+                       ScenarioError);
+  CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy", json{{"type", "vap"}})),
+                       "x.json: /policy/value_bound: required when policy.type is \"vap\"", ScenarioError);
+  CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy", json{{"type", "vap"}, {"value_bound", 0}})),
+                       "x.json: /policy/value_bound: expected a number > 0, got 0", ScenarioError);
+}
+
+TEST_CASE("VAP is refused for the time-only model, which has no values to bound") {
+  const json j = json::parse(R"({ "model": { "type": "time-only", "parameters": 10, "flops_per_sample": 1 },
+    "policy": { "type": "vap", "value_bound": 0.1 },
+    "cluster": { "workers": [ { "profile": "gtx1060" } ] }, "stop": { "max_updates": 5 } })");
+  CHECK_THROWS_WITH_AS(parse(j),
+                       "x.json: /policy/type: vap bounds the values of updates, which the time-only model does "
+                       "not compute; use a softmax or mlp model, or another policy",
+                       ScenarioError);
+}
