@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "models/classifier_common.hpp"
+#include "models/cuda/cuda_model.hpp"
 
 namespace stalesim {
 namespace {
@@ -48,7 +49,24 @@ void check_dense(const std::string& type, int64_t features, int32_t classes,
 
 }  // namespace
 
-std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes) {
+std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes,
+                                  std::string_view backend) {
+  if (backend == "cuda") {  // validated as for the CPU; built by models/cuda/ (or its stub)
+    if (spec.type == "time-only") bad("time-only: has no math to run on the cuda backend (use backend cpu)");
+    if (spec.type == "softmax") {
+      check_dense(spec.type, features, classes, {});
+      return detail::make_cuda_dense(spec.type, features, classes, {},
+                                     parse_init(spec.init) == detail::WeightInit::kHe);
+    }
+    if (spec.type == "mlp") {
+      if (spec.hidden.empty()) bad("mlp: hidden must list at least one width (or use softmax)");
+      check_dense(spec.type, features, classes, spec.hidden);
+      return detail::make_cuda_dense(spec.type, features, classes, spec.hidden,
+                                     parse_init(spec.init) == detail::WeightInit::kHe);
+    }
+    bad("unknown type '" + spec.type + "' (allowed on the cuda backend: softmax, mlp)");
+  }
+  if (backend != "cpu") bad("unknown backend '" + std::string(backend) + "' (allowed: cpu, cuda)");
   if (spec.type == "softmax") {
     // spec.hidden is ignored: softmax regression has no hidden layer.
     check_dense(spec.type, features, classes, {});

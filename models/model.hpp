@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/dataset.hpp"
@@ -46,18 +48,29 @@ class Model {
   // Mean loss and accuracy over `indices` of `data` (all samples when indices is empty).
   virtual Evaluation evaluate(std::span<const float> params, const Dataset& data,
                               std::span<const int32_t> indices) = 0;
+  // Seconds the last loss_and_gradient took on the device, measured with CUDA events (the cuda
+  // backend: copies in, forward, backward, copies out), for compute.timing "measured"; nullopt
+  // for models that measure nothing (the CPU models) and before the first call.
+  virtual std::optional<double> last_measured_seconds() const { return std::nullopt; }
 };
 
 struct ModelSpec {
   std::string type = "mlp";           // "softmax" | "mlp" | "time-only"
   std::vector<int64_t> hidden{200};   // mlp: hidden layer widths
   std::string init = "he";            // "he" | "glorot": weight initialization
+  // "derived" (time and size from this model) or a cost architecture (models/cost_arch.hpp)
+  // whose FLOPs and parameter count time every iteration and size every message instead.
+  std::string cost = "derived";
   int64_t parameters = 0;             // time-only: declared parameter count
   double flops_per_sample = 0.0;      // time-only: declared forward+backward FLOPs per sample
   bool operator==(const ModelSpec&) const = default;
 };
 
 // Builds the model for inputs of `features` values and `classes` labels (ignored by time-only).
-std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes);
+// `backend` (compute.backend): "cpu" (Eigen) or "cuda" (the local GPU, softmax and mlp only:
+// models/cuda/cuda_model.hpp); "cuda" throws DeviceError when the build has no CUDA or there is
+// no GPU, and std::invalid_argument for the time-only model.
+std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes,
+                                  std::string_view backend = "cpu");
 
 }  // namespace stalesim

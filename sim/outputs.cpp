@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include "models/cuda/cuda_model.hpp"
 #include "sim/build_info.hpp"
 
 namespace stalesim {
@@ -65,6 +66,8 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
   json files = json::array();
   for (const auto& f : r.data_files) files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"xxh64", f.xxh64}});
   manifest["datasets"] = files;
+  // compute.backend "cuda": the GPU that ran the math, and whether a rerun can match bit for bit.
+  if (s.compute.backend == "cuda") manifest["compute"] = cuda_manifest(s.compute.timing == "measured");
 
   json workers = json::array();
   for (const auto& w : r.workers) {
@@ -94,7 +97,8 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
       {"step_staleness", {{"mean", r.step_staleness.mean()}, {"max", r.step_staleness.max()}}},
       {"max_clock_gap", r.max_clock_gap},
       {"bytes", {{"push", r.bytes_push}, {"pull", r.bytes_pull}}},
-      {"messages", {{"push", r.messages_push}, {"pull", r.messages_pull}}},
+      {"messages", {{"push", r.messages_push}, {"pull", r.messages_pull},
+                    {"skipped_fetch", r.skipped_fetch}, {"skipped_push", r.skipped_push}}},
       {"peak_live_versions", r.peak_live_versions},
       {"events", r.events},
       {"workers", workers},
@@ -112,6 +116,7 @@ OutputFiles render_outputs(const Scenario& s, const RunResult& r) {
   f.metrics_csv = metrics_csv(r);
   f.staleness_csv = staleness_csv(r);
   f.decisions_csv = r.decisions_csv;
+  f.gradients_csv = r.gradients_csv;
   f.result_hash = result_hash(r, f.metrics_csv);
   f.summary_json = summary_json(s, r, f.result_hash).dump(2) + "\n";
   return f;
@@ -139,6 +144,7 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
     write_file(tmp / "metrics.csv", files.metrics_csv);
     write_file(tmp / "staleness.csv", files.staleness_csv);
     if (!files.decisions_csv.empty()) write_file(tmp / "decisions.csv", files.decisions_csv);
+    if (!files.gradients_csv.empty()) write_file(tmp / "gradients.csv", files.gradients_csv);
     if (done) write_file(tmp / "done", files.result_hash + "\n");
   } catch (...) {
     fs::remove_all(tmp, ec);

@@ -25,6 +25,7 @@ struct OutputFiles {
   std::string metrics_csv;
   std::string staleness_csv;
   std::string decisions_csv;  // written as decisions.csv when not empty
+  std::string gradients_csv;  // written as gradients.csv when not empty (--record gradients)
   std::string result_hash;  // 32 hex digits of XXH3-128
 };
 

@@ -73,12 +73,15 @@ struct RunResult {
   int64_t bytes_pull = 0;
   int64_t messages_push = 0;
   int64_t messages_pull = 0;
+  int64_t skipped_fetch = 0;  // B-FASGD: fetches a worker chose not to make
+  int64_t skipped_push = 0;   // B-FASGD: pushes replaced by a re-application of the last one
   std::optional<double> time_to_target_s;
   std::vector<WorkerStats> workers;
   std::vector<float> final_params;  // empty for the time-only model
   std::vector<DataFile> data_files;
   nlohmann::json policy_facts;  // the policy's own facts (DSSP grants, ...), or null
   std::string decisions_csv;    // the policy's decision log, or empty
+  std::string gradients_csv;    // --record gradients: time, worker, versions, tau, step; or empty
   int64_t peak_live_versions = 0;
   uint64_t events = 0;
   // Divergence: when, which worker, and the last finite training loss seen.

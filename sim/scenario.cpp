@@ -17,8 +17,11 @@
 
 #include <fmt/format.h>
 
+#include "models/cuda/cuda_model.hpp"
 #include "models/device_profile.hpp"
 #include "sim/scenario_fields.hpp"
+
+#include "models/cost_arch.hpp"
 
 namespace stalesim {
 
@@ -243,6 +246,7 @@ std::string check_profile(const json& v) {
 }
 
 bool has_math(const Scenario& s) { return s.model.type != "time-only"; }
+bool is_fasgd(const Scenario& s) { return s.optimizer.rule == "fasgd" || s.optimizer.rule == "bfasgd"; }
 bool has_data(const Scenario& s) { return s.data.dataset != "none"; }
 
 // ---- The table ---------------------------------------------------------------------------
@@ -419,13 +423,30 @@ std::vector<FieldInfo> build_fields() {
        .applies = [](const Scenario& s) { return !has_math(s); },
        .set = set_m<&Scenario::model, &ModelSpec::flops_per_sample>,
        .get = get_m<&Scenario::model, &ModelSpec::flops_per_sample>},
+      {.path = "/model/cost",
+       .type = F::kString,
+       .allowed =
+           [] {
+             std::vector<std::string> names{"derived"};
+             for (const auto& a : cost_architectures()) names.push_back(a.name);
+             return names;
+           }(),
+       .default_value = d.model.cost,
+       .applies_to = "softmax and mlp models",
+       .applies_key = "/model/type",
+       .doc = "Time each iteration and size each message as this architecture would (FLOPs and "
+              "parameters from its paper; see README) while the math model trains; \"derived\": "
+              "from the math model.",
+       .applies = [](const Scenario& s) { return has_math(s); },
+       .set = set_m<&Scenario::model, &ModelSpec::cost>,
+       .get = get_m<&Scenario::model, &ModelSpec::cost>},
 
       {.path = "/optimizer", .type = F::kObject, .doc = "How gradients become updates."},
       {.path = "/optimizer/rule",
        .type = F::kString,
-       .allowed = {"sgd"},
+       .allowed = {"sgd", "sasgd", "fasgd", "bfasgd", "dcasgd"},
        .default_value = d.optimizer.rule,
-       .doc = "Learning rule applied by the server.",
+       .doc = "Learning rule applied by the server (see README, Learning rules).",
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::rule>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::rule>},
       {.path = "/optimizer/lr",
@@ -450,21 +471,133 @@ std::vector<FieldInfo> build_fields() {
        .type = F::kString,
        .allowed = {"sum", "mean"},
        .default_note = "\"mean\" when policy.type is \"bsp\", else \"sum\"",
-       .doc = "sum: each push applies lr * g; mean: each push applies (lr / workers) * g.",
+       .applies_to = "every policy but softsync (which averages its own way)",
+       .applies_key = "/policy/type",
+       .doc = "sum: each push applies lr * g; mean: each push applies (lr / workers) * g "
+              "(sgd and sasgd).",
+       .applies = [](const Scenario& s) { return s.policy.type != "softsync"; },
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::aggregate>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::aggregate>,
        .resolve =
            [](Scenario& s) {
              s.optimizer.aggregate = s.policy.type == "bsp" ? Aggregate::kMean : Aggregate::kSum;
            }},
+      {.path = "/optimizer/momentum",
+       .type = F::kNumber,
+       .minimum = 0,
+       .maximum = 1,
+       .exclusive_maximum = true,
+       .default_value = d.optimizer.momentum,
+       .doc = "Server-side heavy-ball momentum mu (v = mu v + u; w -= v), for every rule.",
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::momentum>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::momentum>},
+      {.path = "/optimizer/gamma",
+       .type = F::kNumber,
+       .minimum = 0,
+       .maximum = 1,
+       .exclusive_minimum = true,
+       .exclusive_maximum = true,
+       .default_value = d.optimizer.gamma,
+       .applies_to = "fasgd and bfasgd (paper variant)",
+       .applies_key = "/optimizer/rule",
+       .doc = "Decay of FASGD's moving averages of g and g^2.",
+       .applies = [](const Scenario& s) { return is_fasgd(s) && s.optimizer.variant == "paper"; },
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::gamma>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::gamma>},
+      {.path = "/optimizer/beta",
+       .type = F::kNumber,
+       .minimum = 0,
+       .maximum = 1,
+       .exclusive_minimum = true,
+       .exclusive_maximum = true,
+       .default_value = d.optimizer.beta,
+       .applies_to = "fasgd and bfasgd (paper variant)",
+       .applies_key = "/optimizer/rule",
+       .doc = "Decay of FASGD's moving average of sigma.",
+       .applies = [](const Scenario& s) { return is_fasgd(s) && s.optimizer.variant == "paper"; },
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::beta>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::beta>},
+      {.path = "/optimizer/epsilon",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.optimizer.epsilon,
+       .applies_to = "fasgd and bfasgd (paper variant)",
+       .applies_key = "/optimizer/rule",
+       .doc = "Added to the averaged sigma in FASGD's denominator.",
+       .applies = [](const Scenario& s) { return is_fasgd(s) && s.optimizer.variant == "paper"; },
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::epsilon>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::epsilon>},
+      {.path = "/optimizer/variant",
+       .type = F::kString,
+       .allowed = {"paper", "fred"},
+       .default_value = d.optimizer.variant,
+       .applies_to = "fasgd and bfasgd",
+       .applies_key = "/optimizer/rule",
+       .doc = "paper: alpha g / (max(tau,1)(sigma_bar + epsilon)); fred: the paper's code, "
+              "alpha g / ((tau+1)(EMA_0.9|g| + 0.001)).",
+       .applies = [](const Scenario& s) { return is_fasgd(s); },
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::variant>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::variant>},
+      {.path = "/optimizer/c_fetch",
+       .type = F::kNumber,
+       .minimum = 0,
+       .default_value = d.optimizer.c_fetch,
+       .applies_to = "bfasgd",
+       .applies_key = "/optimizer/rule",
+       .doc = "B-FASGD: a worker fetches with probability 1 / (1 + c_fetch / (v_bar + 1e-4)).",
+       .applies = [](const Scenario& s) { return s.optimizer.rule == "bfasgd"; },
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::c_fetch>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::c_fetch>},
+      {.path = "/optimizer/c_push",
+       .type = F::kNumber,
+       .minimum = 0,
+       .default_value = d.optimizer.c_push,
+       .applies_to = "bfasgd",
+       .applies_key = "/optimizer/rule",
+       .doc = "B-FASGD: a worker pushes with probability 1 / (1 + c_push / (v_bar + 1e-4)).",
+       .applies = [](const Scenario& s) { return s.optimizer.rule == "bfasgd"; },
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::c_push>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::c_push>},
+      {.path = "/optimizer/lambda",
+       .type = F::kNumber,
+       .minimum = 0,
+       .default_value = d.optimizer.lambda,
+       .applies_to = "dcasgd",
+       .applies_key = "/optimizer/rule",
+       .doc = "DC-ASGD's lambda_0, the strength of the delay compensation.",
+       .applies = [](const Scenario& s) { return s.optimizer.rule == "dcasgd"; },
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::lambda>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::lambda>},
+      {.path = "/optimizer/adaptive",
+       .type = F::kBool,
+       .default_value = d.optimizer.adaptive,
+       .applies_to = "dcasgd",
+       .applies_key = "/optimizer/rule",
+       .doc = "DC-ASGD-a: lambda_t = lambda_0 / sqrt(MS_t + 1e-7) per element; false: constant.",
+       .applies = [](const Scenario& s) { return s.optimizer.rule == "dcasgd"; },
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::adaptive>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::adaptive>},
+      {.path = "/optimizer/ms_decay",
+       .type = F::kNumber,
+       .minimum = 0,
+       .maximum = 1,
+       .exclusive_maximum = true,
+       .default_value = d.optimizer.ms_decay,
+       .applies_to = "dcasgd",
+       .applies_key = "/optimizer/rule",
+       .doc = "DC-ASGD-a: decay of the moving average MS of g^2.",
+       .applies = [](const Scenario& s) { return s.optimizer.rule == "dcasgd"; },
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::ms_decay>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::ms_decay>},
 
       {.path = "/policy", .type = F::kObject, .doc = "When a worker may start its next clock."},
       {.path = "/policy/type",
        .type = F::kString,
-       .allowed = {"bsp", "asp", "ssp", "essp", "dssp", "vap"},
+       .allowed = {"bsp", "asp", "ssp", "essp", "dssp", "vap", "softsync"},
        .default_value = d.policy.type,
-       .doc = "Bulk synchronous, asynchronous, stale synchronous, eager SSP, dynamic SSP, or "
-              "value-bounded parallel (see README, Policies).",
+       .doc = "Bulk synchronous, asynchronous, stale synchronous, eager SSP, dynamic SSP, "
+              "value-bounded parallel, or n-softsync (see README, Policies).",
        .set = set_m<&Scenario::policy, &PolicySpec::type>,
        .get = get_m<&Scenario::policy, &PolicySpec::type>},
       {.path = "/policy/staleness",
@@ -516,6 +649,18 @@ std::vector<FieldInfo> build_fields() {
        .applies = [](const Scenario& s) { return s.policy.type == "ssp"; },
        .set = set_m<&Scenario::policy, &PolicySpec::cache>,
        .get = get_m<&Scenario::policy, &PolicySpec::cache>},
+      {.path = "/policy/n",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = 1000000,
+       .default_value = d.policy.n,
+       .applies_to = "softsync",
+       .applies_key = "/policy/type",
+       .doc = "n-softsync: the server applies the mean of every floor(workers / n) gradients; "
+              "1 <= n <= workers.",
+       .applies = [](const Scenario& s) { return s.policy.type == "softsync"; },
+       .set = set_m<&Scenario::policy, &PolicySpec::n>,
+       .get = get_m<&Scenario::policy, &PolicySpec::n>},
       {.path = "/policy/value_bound",
        .type = F::kNumber,
        .minimum = 0,
@@ -553,6 +698,15 @@ std::vector<FieldInfo> build_fields() {
        .doc = "Workers in the group.",
        .set = set_worker<&WorkerGroup::count>,
        .get = get_worker<&WorkerGroup::count>},
+      {.path = "/cluster/order",
+       .type = F::kString,
+       .allowed = {"timed", "uniform"},
+       .default_value = d.cluster.order,
+       .doc = "timed: cost and network models time every step; uniform: order-only mode of the "
+              "FASGD paper's simulator (equal iteration times, next worker drawn uniformly among "
+              "those not blocked, no transfer time).",
+       .set = set_m<&Scenario::cluster, &ClusterSpec::order>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::order>},
       {.path = "/cluster/network", .type = F::kObject, .doc = "Links between workers and server."},
       {.path = "/cluster/network/latency_us",
        .type = F::kNumber,
@@ -602,6 +756,30 @@ std::vector<FieldInfo> build_fields() {
        .applies = [](const Scenario& s) { return s.cluster.jitter.type == "lognormal"; },
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::sigma>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::sigma>},
+
+      {.path = "/compute",
+       .type = F::kObject,
+       .applies_to = "softmax and mlp models",
+       .applies_key = "/model/type",
+       .doc = "Where the math runs and what times each iteration.",
+       .applies = has_math},
+      {.path = "/compute/backend",
+       .type = F::kString,
+       .allowed = {"cpu", "cuda"},
+       .default_value = d.compute.backend,
+       .doc = "cpu: Eigen on this CPU; cuda: cuBLAS on the local NVIDIA GPU (a build with CUDA), whose "
+              "results are bit-identical only on the same GPU model, driver and build.",
+       .set = set_m<&Scenario::compute, &ComputeSpec::backend>,
+       .get = get_m<&Scenario::compute, &ComputeSpec::backend>},
+      {.path = "/compute/timing",
+       .type = F::kString,
+       .allowed = {"modelled", "measured"},
+       .default_value = d.compute.timing,
+       .doc = "modelled: an iteration takes the time the worker's device profile gives; measured: the "
+              "time the latest gradient took on the local GPU (CUDA events), for every worker; needs "
+              "backend cuda and makes the run not bit-reproducible.",
+       .set = set_m<&Scenario::compute, &ComputeSpec::timing>,
+       .get = get_m<&Scenario::compute, &ComputeSpec::timing>},
 
       {.path = "/stop",
        .type = F::kObject,
@@ -914,6 +1092,25 @@ class Loader {
     if (has_math(s_) && !has_data(s_))
       fail("/data/dataset",
            fmt::format("\"none\" needs model.type \"time-only\" (model.type is \"{}\")", s_.model.type));
+    if (s_.compute.timing == "measured" && s_.compute.backend != "cuda")
+      fail("/compute/timing", fmt::format("\"measured\" times iterations on the GPU and needs compute.backend "
+                                          "\"cuda\" (compute.backend is \"{}\")",
+                                          s_.compute.backend));
+    if (s_.compute.backend == "cuda" && !cuda_built())
+      fail("/compute/backend", "\"cuda\" needs a stalesim built with CUDA, and this one was built without "
+                               "(configure with -DSTALESIM_CUDA=ON on a machine with the CUDA toolkit)");
+    if (s_.policy.type == "softsync" && s_.policy.n > s_.cluster.worker_count())
+      fail("/policy/n", fmt::format("expected an integer in [1, {}] (the number of workers), got {}",
+                                    s_.cluster.worker_count(), s_.policy.n));
+    const bool fetches_every_clock = s_.policy.type != "essp" && s_.policy.type != "vap" &&
+                                     !(s_.policy.type == "ssp" && s_.policy.cache == "lazy");
+    if (s_.cluster.order == "uniform" && !fetches_every_clock)
+      fail("/cluster/order", fmt::format("uniform order needs a policy that fetches every clock (bsp, "
+                                         "asp, ssp with pull-every-iteration, dssp, softsync), got {}{}",
+                                         s_.policy.type, s_.policy.type == "ssp" ? " with a lazy cache" : ""));
+    if (s_.optimizer.rule == "bfasgd" && !fetches_every_clock)
+      fail("/optimizer/rule", "bfasgd decides each fetch and push itself; use it with a policy that "
+                              "fetches every clock (bsp, asp, ssp with pull-every-iteration, dssp, softsync)");
     if (!has_math(s_) && s_.policy.type == "vap")
       fail("/policy/type", "vap bounds the values of updates, which the time-only model does not "
                            "compute; use a softmax or mlp model, or another policy");

@@ -38,23 +38,35 @@ struct DataSpec {
 enum class Aggregate { kSum, kMean };
 
 struct OptimizerSpec {
-  std::string rule = "sgd";   // "sgd"
+  std::string rule = "sgd";   // "sgd" | "sasgd" | "fasgd" | "bfasgd" | "dcasgd"
   double lr = 0.05;           // learning rate, > 0
   int32_t batch_size = 32;    // samples per worker iteration, >= 1
   // How the server combines pushes. kSum: each push applies w -= lr * g (additive updates, as in
   // SSP/Bosen). kMean: each push applies w -= (lr / workers) * g, so one clock of pushes moves by
   // lr times the mean gradient (BSP's averaging). Default: kMean for bsp, kSum otherwise.
   Aggregate aggregate = Aggregate::kSum;
+  double momentum = 0.0;        // server-side heavy-ball momentum mu in [0, 1), every rule
+  double gamma = 0.9;           // fasgd, bfasgd: decay of the moving averages of g and g^2
+  double beta = 0.9;            // fasgd, bfasgd: decay of the moving average of sigma
+  double epsilon = 1e-4;        // fasgd, bfasgd: added to the averaged sigma (paper variant)
+  std::string variant = "paper";  // fasgd, bfasgd: "paper" | "fred" (the FRED code's form)
+  double c_fetch = 0.01;        // bfasgd: fetch threshold c in 1 / (1 + c / (v + eps))
+  double c_push = 0.01;         // bfasgd: push threshold
+  double lambda = 2.0;          // dcasgd: lambda_0, the delay-compensation strength
+  bool adaptive = true;         // dcasgd: lambda_t = lambda_0 / sqrt(MS_t + eps) (DC-ASGD-a)
+  double ms_decay = 0.95;       // dcasgd: decay of the moving average MS of g^2
   bool operator==(const OptimizerSpec&) const = default;
 };
 
 struct PolicySpec {
-  std::string type = "ssp";  // "bsp" | "asp" | "ssp" | "essp" | "dssp" | "vap"
+  std::string type = "ssp";  // "bsp" | "asp" | "ssp" | "essp" | "dssp" | "vap" | "softsync"
   int64_t staleness = 3;     // ssp, essp: s; dssp: the lower bound s_L. Resolved to 0 elsewhere.
   int64_t range = 12;        // dssp: r_max, the most extra clocks the controller may grant
   std::string dssp_grant = "bounded";  // dssp: "bounded" (gap <= s_L + r_max) | "literal" (+1)
   std::string cache = "pull-every-iteration";  // ssp: "pull-every-iteration" | "lazy" (Bosen)
   double value_bound = 0.0;  // vap: v > 0, bound on the infinity norm of in-transit updates
+  int64_t n = 1;             // softsync: the server applies the mean of every floor(workers / n)
+                             // gradients (Zhang et al. 2016); 1 <= n <= workers
   bool uses_staleness() const { return type == "ssp" || type == "essp" || type == "dssp"; }
   bool operator==(const PolicySpec&) const = default;
 };
@@ -81,6 +93,11 @@ struct JitterSpec {
 
 struct ClusterSpec {
   std::vector<WorkerGroup> workers;
+  // "timed" (default): the cost and network models time every step. "uniform": the FASGD paper's
+  // own simulator: every iteration takes the same time (the cluster's mean iteration time / the
+  // number of workers per update), the next worker to push is drawn uniformly among those not
+  // blocked, and transfers take no time (bytes are still counted).
+  std::string order = "timed";
   NetworkSpec network;
   JitterSpec jitter;
   int32_t worker_count() const {
@@ -89,6 +106,14 @@ struct ClusterSpec {
     return n;
   }
   bool operator==(const ClusterSpec&) const = default;
+};
+
+// Where the math runs and what times it (issue 12).
+struct ComputeSpec {
+  std::string backend = "cpu";      // "cpu" (Eigen) | "cuda" (cuBLAS on the local GPU; softmax, mlp)
+  std::string timing = "modelled";  // "modelled" (device profiles) | "measured" (the GPU time of the
+                                    // latest gradient, every worker; needs "cuda"; not bit-reproducible)
+  bool operator==(const ComputeSpec&) const = default;
 };
 
 struct StopSpec {
@@ -114,6 +139,7 @@ struct Scenario {
   OptimizerSpec optimizer;
   PolicySpec policy;
   ClusterSpec cluster;
+  ComputeSpec compute;
   StopSpec stop;
   EvalSpec eval;
   bool operator==(const Scenario&) const = default;

@@ -6,13 +6,15 @@
 #include <limits>
 #include <fmt/format.h>
 
+#include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
 #include "models/model.hpp"
 #include "sim/engine.hpp"
 #include "sim/param_store.hpp"
 #include "sim/policies/sync_policy.hpp"
 #include "sim/policies/vap.hpp"
-#include "sim/rules/learning_rule.hpp"
+#include "sim/rules/bfasgd.hpp"
+#include "sim/rules/server_optimizer.hpp"
 
 namespace stalesim {
 
@@ -27,6 +29,7 @@ enum EventKind : uint32_t {
   kEvaluate = 6,            // evaluation point
   kSnapshotArrives = 7,     // cache modes: parameters (fetched or pushed by the server) arrive
   kRefreshArrives = 8,      // VAP: a holding worker's fresh copy arrives
+  kOrderStep = 9,           // uniform order: the next update
 };
 
 enum class WorkerState { kCommunicating, kComputing, kWaiting };
@@ -84,6 +87,14 @@ struct Worker {
   int64_t refresh_version = 0; // the version of the fresh copy on its way to a holding worker
   bool refresh_in_flight = false;
   int64_t seen_version = 0;    // the newest version this worker has received
+  // B-FASGD: the worker's own transmission decisions and the last gradient it pushed.
+  Rng transmit_rng{0};
+  bool skip_push = false;
+  bool skip_fetch = false;
+  std::vector<float> last_grad;
+  bool has_last_grad = false;
+  int64_t last_grad_version = 0;  // the version last_grad was computed on
+  int64_t read_server_clock = 0;  // server clock when the held parameters were read
 };
 
 }  // namespace
@@ -107,7 +118,7 @@ struct Simulation::Impl {
   Engine engine;
   std::unique_ptr<Model> model;
   std::unique_ptr<SyncPolicy> policy;
-  std::unique_ptr<LearningRule> rule;
+  std::unique_ptr<ServerOptimizer> opt;
   std::unique_ptr<ParamStore> store;
   ClockTable clocks;
   std::vector<Worker> workers;
@@ -120,6 +131,12 @@ struct Simulation::Impl {
   int64_t message_bytes;
   std::vector<int32_t> parked;  // lazy: fetches waiting for the server clock
   VapPolicy* vap = nullptr;     // set when the policy is VAP
+  const BfasgdRule* bfasgd = nullptr;  // set when the rule is B-FASGD
+  bool uniform;                  // cluster.order "uniform"
+  bool record_gradients = false; // RunOptions::record_gradients
+  Rng order_rng{0};
+  std::vector<int32_t> ready;    // uniform: workers holding parameters, ascending
+  SimTime order_step;            // uniform: virtual time per update
   std::vector<int32_t> holders; // VAP: workers holding an update, ascending
   std::vector<std::vector<float>> free_grads;  // reusable gradient buffers (cache modes)
   SimTime latency;
@@ -142,7 +159,10 @@ struct Simulation::Impl {
     eager = policy->cache_mode() == CacheMode::kEager;
     cached = policy->cache_mode() != CacheMode::kPullEveryIteration;
     vap = dynamic_cast<VapPolicy*>(policy.get());
-    rule = make_rule(s.optimizer, n, math ? model->parameter_count() : 0);
+    uniform = s.cluster.order == "uniform";
+    order_rng = Rng(s.seed, Purpose::kOrder, 0);
+    opt = std::make_unique<ServerOptimizer>(s, n, math ? model->parameter_count() : 0, math);
+    bfasgd = dynamic_cast<const BfasgdRule*>(&opt->rule());
     store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
     message_bytes = model->wire_bytes();
     latency = SimTime::from_us(s.cluster.network.latency_us);
@@ -155,7 +175,12 @@ struct Simulation::Impl {
       for (int64_t i = 0; i < m; ++i) eval_indices[static_cast<size_t>(i)] = static_cast<int32_t>(i);
     }
     auto shards = math ? shard_iid(d.train.size(), n, s.seed) : std::vector<std::vector<int32_t>>{};
-    const double flops_per_batch = model->flops_per_sample() * s.optimizer.batch_size;
+    double flops_per_sample = model->flops_per_sample();
+    if (const auto cost = find_cost_architecture(s.model.cost)) {  // time and size as `cost`
+      flops_per_sample = cost->training_flops();
+      message_bytes = static_cast<int64_t>(std::llround(cost->parameters * 4.0));
+    }
+    const double flops_per_batch = flops_per_sample * s.optimizer.batch_size;
     workers.resize(static_cast<size_t>(n));
     int32_t id = 0;
     for (size_t g = 0; g < s.cluster.workers.size(); ++g) {
@@ -169,6 +194,7 @@ struct Simulation::Impl {
         w.base_compute_ns = flops_per_batch / (profile->peak_fp32_tflops * 1e3 * profile->efficiency) +
                             profile->overhead_us * 1e3;
         w.jitter_rng = Rng(s.seed, Purpose::kJitter, static_cast<uint64_t>(id));
+        w.transmit_rng = Rng(s.seed, Purpose::kTransmit, static_cast<uint64_t>(id));
         if (math) {
           auto& shard = shards[static_cast<size_t>(id)];
           if (static_cast<int64_t>(shard.size()) < s.optimizer.batch_size)
@@ -209,7 +235,16 @@ struct Simulation::Impl {
   void grant(Worker& w) {
     const int64_t gap = clocks.clock(w.id) - clocks.min_clock();
     result.max_clock_gap = std::max(result.max_clock_gap, gap);
+    if (w.skip_fetch && w.params) {  // B-FASGD: keep computing on the old copy
+      w.read_staleness = clocks.clock(w.id) - w.read_server_clock;
+      set_state(w, WorkerState::kCommunicating);
+      ++result.skipped_fetch;
+      if (uniform) return mark_ready(w);
+      engine.schedule_in(latency, kParamsArrive, static_cast<uint32_t>(w.id));  // "go on": no data
+      return;
+    }
     w.read_staleness = gap;
+    w.read_server_clock = clocks.min_clock();
     w.params = store->read();
     w.read_version = store->version();
     set_state(w, WorkerState::kCommunicating);
@@ -217,7 +252,24 @@ struct Simulation::Impl {
     server_free = start + server_link(message_bytes);
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
+    if (uniform) return mark_ready(w);
     engine.schedule(server_free + latency + worker_link(message_bytes), kParamsArrive, static_cast<uint32_t>(w.id));
+  }
+
+  // Uniform order: w holds parameters and is one of the workers the next step may draw.
+  void mark_ready(Worker& w) {
+    w.seen_version = w.read_version;
+    set_state(w, WorkerState::kComputing);
+    ready.insert(std::upper_bound(ready.begin(), ready.end(), w.id), w.id);
+  }
+
+  void on_order_step(uint64_t k) {
+    if (ready.empty()) return deadlock();
+    const auto pick = static_cast<size_t>(order_rng.below(ready.size()));
+    Worker& w = workers[static_cast<size_t>(ready[pick])];
+    ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(pick));
+    send_push(w);
+    if (!stopped) engine.schedule(SimTime::from_ns(static_cast<int64_t>(k + 1) * order_step.ns()), kOrderStep, 0, k + 1);
   }
 
   void on_params_arrive(Worker& w) {
@@ -235,9 +287,23 @@ struct Simulation::Impl {
 
   // Pull mode: the push leaves; the request for the next parameters rides on it.
   void send_push(Worker& w) {
-    set_state(w, WorkerState::kCommunicating);
+    if (bfasgd) {  // both draws every time, in a fixed order, from the worker's own stream
+      const bool push = w.transmit_rng.uniform() < bfasgd->push_probability();
+      const bool fetch = w.transmit_rng.uniform() < bfasgd->fetch_probability();
+      w.skip_push = !push && w.has_last_grad;
+      w.skip_fetch = !fetch;
+      if (w.skip_push) {  // only a notice goes: the server re-applies the last gradient
+        ++result.skipped_push;
+        if (uniform) return on_push_applied(w);
+        set_state(w, WorkerState::kCommunicating);
+        engine.schedule_in(latency, kPushApplied, static_cast<uint32_t>(w.id));
+        return;
+      }
+    }
     result.bytes_push += message_bytes;
     ++result.messages_push;
+    if (uniform) return on_push_applied(w);
+    set_state(w, WorkerState::kCommunicating);
     engine.schedule_in(worker_link(message_bytes) + latency, kPushAtServer, static_cast<uint32_t>(w.id));
   }
 
@@ -260,6 +326,7 @@ struct Simulation::Impl {
   void on_push_applied(Worker& w) {
     if (cached) return on_push_applied_cached(w);
     GradientInfo info{w.id, w.read_version, store->version(), w.read_staleness};
+    double step = 0.0;
     if (vap) {  // the gradient was computed when the compute ended, to judge its size
       OwnPush& o = w.own.back();
       info.version_read = o.read_version;
@@ -267,7 +334,11 @@ struct Simulation::Impl {
       o.applied_version = store->version();
       loss_sum += o.loss;
       ++loss_count;
-      rule->apply(store->write(), o.grad, info);
+      step = opt->add(*store, o.grad, info, read_params(w.params));
+    } else if (math && w.skip_push) {  // B-FASGD: the server re-applies the last gradient
+      w.sampler->next(sc.optimizer.batch_size);  // the batch the worker used, sent nowhere
+      info.version_read = w.last_grad_version;
+      step = opt->add(*store, w.last_grad, info, {});
     } else if (math) {
       const auto batch = w.sampler->next(sc.optimizer.batch_size);
       const double loss = model->loss_and_gradient(w.params.values(), data.train, batch, grad);
@@ -275,10 +346,17 @@ struct Simulation::Impl {
       result.last_finite_loss = loss;
       loss_sum += loss;
       ++loss_count;
-      rule->apply(store->write(), grad, info);
+      step = opt->add(*store, grad, info, read_params(w.params));
+      if (bfasgd) {
+        w.last_grad = grad;
+        w.has_last_grad = true;
+        w.last_grad_version = w.read_version;
+      }
+    } else {
+      step = opt->add(*store, {}, info, {});
     }
-    store->commit();
-    w.params.reset();
+    note_gradient(info, step);
+    if (!(bfasgd && w.skip_fetch)) w.params.reset();
     ++result.server_updates;
     ++w.stats.iterations;
     result.clock_staleness.add(info.clock_staleness);
@@ -341,7 +419,7 @@ struct Simulation::Impl {
   }
 
   void apply_own(Worker& w, const std::vector<float>& g) {
-    const auto step = static_cast<float>(rule->worker_step());
+    const auto step = static_cast<float>(opt->rule().worker_step());
     for (size_t i = 0; i < g.size(); ++i) w.local[i] -= step * g[i];
   }
 
@@ -398,9 +476,8 @@ struct Simulation::Impl {
     if (math) {
       loss_sum += o.loss;
       ++loss_count;
-      rule->apply(store->write(), o.grad, info);
     }
-    store->commit();
+    note_gradient(info, opt->add(*store, o.grad, info, read_params(w.cache)));
     ++result.server_updates;
     ++w.stats.iterations;
     result.clock_staleness.add(info.clock_staleness);
@@ -438,6 +515,18 @@ struct Simulation::Impl {
     }
   }
 
+  // --record gradients: one row per applied gradient.
+  void note_gradient(const GradientInfo& info, double step) {
+    if (!record_gradients) return;
+    result.gradients_csv += fmt::format("{},{},{},{},{},{}\n", engine.now().seconds(), info.worker,
+                                        info.version_read, info.version_apply, info.step_staleness(), step);
+  }
+
+  // The parameters a gradient was computed on, for rules that need them (DC-ASGD's w_bak).
+  std::span<const float> read_params(const Snapshot& s) const {
+    return opt->rule().needs_read_params() && s ? s.values() : std::span<const float>();
+  }
+
   // ---- VAP: value-bounded sends -----------------------------------------------------------
 
   std::vector<float> take_grad_buffer() {
@@ -460,7 +549,7 @@ struct Simulation::Impl {
     o.loss = model->loss_and_gradient(w.params.values(), data.train, batch, o.grad);
     if (!std::isfinite(o.loss)) return diverge(w, o.loss);
     result.last_finite_loss = o.loss;
-    w.params.reset();
+    if (!opt->rule().needs_read_params()) w.params.reset();  // else kept for the apply
     w.held = std::move(o);
     w.holding = true;
     if (try_send_vap(w)) return;
@@ -488,7 +577,7 @@ struct Simulation::Impl {
       retired = true;
     }
     if (!retired && !w.in_transit.empty()) return;
-    const auto step = static_cast<float>(rule->worker_step());
+    const auto step = static_cast<float>(opt->rule().worker_step());
     w.in_transit.assign(grad.size(), 0.0f);
     for (const auto& o : w.own)
       for (size_t i = 0; i < grad.size(); ++i) w.in_transit[i] -= step * o.grad[i];
@@ -496,7 +585,7 @@ struct Simulation::Impl {
 
   bool try_send_vap(Worker& w) {
     retire_received(w);
-    const auto step = static_cast<float>(rule->worker_step());
+    const auto step = static_cast<float>(opt->rule().worker_step());
     const auto& g = w.held.grad;
     double norm = 0.0;
     for (size_t i = 0; i < g.size(); ++i)
@@ -597,6 +686,7 @@ struct Simulation::Impl {
   }
 
   void handle(const Event& e) {
+    if (e.kind == kOrderStep) return on_order_step(e.payload);
     if (e.kind == kEvaluate) {
       record_metrics(engine.now());
       if (!stopped) engine.schedule(SimTime::from_ns(static_cast<int64_t>(e.payload + 1) * eval_every().ns()), kEvaluate, 0, e.payload + 1);
@@ -618,8 +708,20 @@ struct Simulation::Impl {
   SimTime eval_every() const { return SimTime::from_seconds(sc.eval.every_s); }
 
   RunResult run(const RunOptions& opt) {
+    record_gradients = opt.record_gradients;
+    if (record_gradients) result.gradients_csv = "virtual_time_s,worker,version_read,version_apply,tau,step\n";
     const SimTime limit = sc.stop.virtual_time_s ? SimTime::from_seconds(*sc.stop.virtual_time_s) : SimTime::max();
-    for (auto& w : workers) engine.schedule(latency, kPullRequestArrives, static_cast<uint32_t>(w.id));
+    if (uniform) {
+      // Every worker reads the initial parameters at time 0; then one update per step.
+      double mean_ns = 0;
+      for (const auto& w : workers) mean_ns += w.base_compute_ns;
+      mean_ns /= static_cast<double>(workers.size());
+      order_step = SimTime::from_ns(std::max<int64_t>(1, std::llround(mean_ns / static_cast<double>(workers.size()))));
+      for (auto& w : workers) grant(w);
+      engine.schedule(order_step, kOrderStep, 0, 1);
+    } else {
+      for (auto& w : workers) engine.schedule(latency, kPullRequestArrives, static_cast<uint32_t>(w.id));
+    }
     engine.schedule(SimTime::zero(), kEvaluate, 0, 0);
     Progress progress;
     progress.virtual_time_limit_s = sc.stop.virtual_time_s.value_or(0.0);

@@ -40,6 +40,8 @@ struct RunOptions {
   uint64_t progress_every = 1u << 14;
   // When set and true, the run stops at the next event with status "interrupted".
   const std::atomic<bool>* interrupt = nullptr;
+  // Keep one record per applied gradient (RunResult::gradients_csv; --record gradients).
+  bool record_gradients = false;
 };
 
 // Loads the data a scenario names (Fashion-MNIST, blobs, or none); applies train_samples.

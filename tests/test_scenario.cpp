@@ -335,7 +335,7 @@ TEST_CASE("the markdown field reference has a row for every path") {
     CHECK(md.find("| `" + f.path + "` |") != std::string::npos);
   }
   CHECK(md.find("| `/policy/staleness` | integer | clocks | `3` | >= 0 |") != std::string::npos);
-  CHECK(md.find("| `/policy/type` | string |  | `\"ssp\"` | \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\" |") !=
+  CHECK(md.find("| `/policy/type` | string |  | `\"ssp\"` | \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\", \"softsync\" |") !=
         std::string::npos);
   CHECK(
       md.find("| `/model/hidden` | array of integers | units | `[200]` | non-empty; each in [1, 65536] |") !=
@@ -374,13 +374,13 @@ TEST_CASE("an unknown key names the closest allowed key at any depth") {
 
 TEST_CASE("an unknown key with no close match lists the allowed keys") {
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy/speed", 8)),
-                       "x.json: /policy/speed: unknown key; allowed: cache, dssp_grant, range, staleness, type, value_bound", ScenarioError);
+                       "x.json: /policy/speed: unknown key; allowed: cache, dssp_grant, n, range, staleness, type, value_bound", ScenarioError);
 }
 
 TEST_CASE("a key at the wrong level points to where it belongs") {
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/staleness", 8)),
                        "x.json: /staleness: unknown key here; did you mean /policy/staleness? (allowed here: "
-                       "cluster, comment, data, eval, model, name, optimizer, policy, seed, stop)",
+                       "cluster, comment, compute, data, eval, model, name, optimizer, policy, seed, stop)",
                        ScenarioError);
 }
 
@@ -388,7 +388,7 @@ TEST_CASE("a key found at several other levels names them all") {
   CHECK_THROWS_WITH_AS(
       parse(with(minimal(), "/type", "bsp")),
       "x.json: /type: unknown key here; did you mean /model/type, /policy/type or "
-      "/cluster/jitter/type? (allowed here: cluster, comment, data, eval, model, name, optimizer, "
+      "/cluster/jitter/type? (allowed here: cluster, comment, compute, data, eval, model, name, optimizer, "
       "policy, seed, stop)",
       ScenarioError);
 }
@@ -472,7 +472,7 @@ TEST_CASE("integers must fit their C++ types") {
 
 TEST_CASE("a string that is not among the allowed values lists them") {
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy/type", "bspp")),
-                       "x.json: /policy/type: expected one of \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\", got \"bspp\"",
+                       "x.json: /policy/type: expected one of \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\", \"softsync\", got \"bspp\"",
                        ScenarioError);
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/model/type", 3)),
                        "x.json: /model/type: expected one of \"softmax\", \"mlp\", \"time-only\", got 3",

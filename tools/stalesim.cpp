@@ -3,14 +3,23 @@
 //
 // Exit codes: 0 success (a diverged run included: its outputs say so), 2 bad input (usage,
 // scenario, data, output folder), 3 failed simulation (deadlock), 130 interrupted.
+// sweep: 3 when any point failed. reproduce: 3 on MISMATCH.
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <numeric>
+#include <optional>
+#include <span>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -18,12 +27,16 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "models/cuda/cuda_model.hpp"
 #include "models/device_profile.hpp"
 #include "sim/build_info.hpp"
 #include "sim/outputs.hpp"
+#include "sim/reproduce.hpp"
 #include "sim/scenario.hpp"
 #include "sim/scenario_fields.hpp"
 #include "sim/simulation.hpp"
+#include "sim/sweep.hpp"
+#include "sim/sweep_mpi.hpp"
 
 namespace po = boost::program_options;
 using namespace stalesim;
@@ -50,12 +63,16 @@ Usage: stalesim COMMAND [options]
 Commands:
   run SCENARIO       run a scenario and write its outputs
   validate SCENARIO  check a scenario and print it with every default resolved
+  sweep SCENARIO     run a grid of variants and seeds of a scenario, one folder each (resumable)
+  reproduce SUMMARY  rerun a finished run from its summary.json and compare its files byte for byte
   profiles           list the built-in device profiles
+  calibrate          time a model on this machine's GPU and write its device profile (CUDA builds)
   fields             print the scenario field reference (Markdown)
   version            print the version and build
 
 Run 'stalesim COMMAND --help' for a command's options.
 Exit codes: 0 success, 2 bad input, 3 failed simulation (deadlock), 130 interrupted.
+            sweep: 3 when a point failed; reproduce: 3 on MISMATCH.
 )";
 
 struct Parsed {
@@ -104,6 +121,8 @@ int cmd_run(const std::vector<std::string>& args) {
     ("out", po::value<std::string>(), "output folder (default: results/<scenario name>)")
     ("force", "replace the output folder if it exists and is not empty")
     ("quiet", "no progress line and no closing summary on stderr")
+    ("record", po::value<std::vector<std::string>>()->composing(),
+     "extra records: 'gradients' writes gradients.csv (one row per applied gradient)")
     ("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
@@ -112,6 +131,12 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cout << o << "\nWrites summary.json, metrics.csv, staleness.csv and a done marker; see README.\n";
     return kExitOk;
   }
+  bool record_gradients = false;
+  if (p.vm.count("record"))
+    for (const auto& r : p.vm["record"].as<std::vector<std::string>>()) {
+      if (r != "gradients") throw UsageError(fmt::format("--record '{}': allowed: gradients", r));
+      record_gradients = true;
+    }
   const Scenario sc = load(p.vm);
   const std::string out = p.vm.count("out") ? p.vm["out"].as<std::string>() : "results/" + sc.name;
   const bool quiet = p.vm.count("quiet") > 0;
@@ -128,6 +153,7 @@ int cmd_run(const std::vector<std::string>& args) {
   const bool tty = !quiet && ::isatty(STDERR_FILENO);
   RunOptions ro;
   ro.interrupt = &g_interrupt;
+  ro.record_gradients = record_gradients;
   auto last_print = wall0;
   if (tty) {
     ro.on_progress = [&](const Progress& pr) {
@@ -217,6 +243,484 @@ int cmd_fields(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// ---- sweep and reproduce (README "Sweeps and reproduction") ----------------------------------
+
+// "45s", "1m12s", "2h03m".
+std::string fmt_duration(double s) {
+  const auto t = static_cast<int64_t>(s + 0.5);
+  if (t < 60) return fmt::format("{}s", t);
+  if (t < 3600) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60);
+}
+
+// The sweep on this process: one rank of an mpirun (mpi != nullptr) or the whole machine.
+int sweep_body(const std::vector<std::string>& args, const MpiSession* mpi) {
+  const int rank = mpi ? mpi->rank() : 0;
+  const int ranks = mpi ? mpi->size() : 1;
+  po::options_description o(
+      "Usage: stalesim sweep SCENARIO [--grid PATH=V1,V2,...]... [--zip PATH=V1,V2,...]... "
+      "[options]\n\nOptions");
+  o.add_options()
+    ("scenario", po::value<std::string>()->required(), "base scenario JSON file")
+    ("grid", po::value<std::vector<std::string>>()->composing(),
+     "sweep a field over values, e.g. --grid policy.staleness=0,1,2,4 (repeatable: the cartesian product, "
+     "the first --grid varying slowest)")
+    ("zip", po::value<std::vector<std::string>>()->composing(),
+     "values advanced together, e.g. --zip optimizer.lr=0.1,0.05 --zip optimizer.batch_size=32,64 "
+     "(equal lengths; vary faster than the grid)")
+    ("seeds", po::value<std::string>(),
+     "seeds of every point, varying fastest: 1..5 or 1,3,9 (default: the scenario's seed)")
+    ("jobs,j", po::value<int>()->default_value(1), "points run at once on this machine (threads)")
+    ("out", po::value<std::string>(), "sweep folder (default: results/<scenario name>-sweep)")
+    ("set", po::value<std::vector<std::string>>()->composing(),
+     "override a field of every point, e.g. --set stop.max_updates=1000 (repeatable)")
+    ("force", "replace the sweep folder whole: every point runs again")
+    ("quiet", "no progress bar, notes or wall time on stderr")
+    ("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  const auto p = parse(args, o, pos);
+  if (p.help) {
+    if (rank == 0)
+      std::cout << o << R"(
+Each point (the scenario + --set + its grid values and seed, fully resolved) runs into
+DIR/<hash>/ with the files of a lone 'stalesim run'; identical points share a folder. A folder
+that already holds the point's finished run is skipped, so rerunning a sweep resumes it.
+DIR/sweep.csv has one row per point in grid order. A failed point does not stop the others.
+Under 'mpirun -n K stalesim sweep ...' (a build with MPI) the ranks split the points.
+Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
+)";
+    return kExitOk;
+  }
+  const auto strings = [&](const char* key) {
+    return p.vm.count(key) ? p.vm[key].as<std::vector<std::string>>() : std::vector<std::string>{};
+  };
+  SweepSpec spec;
+  spec.scenario_path = p.vm["scenario"].as<std::string>();
+  for (const auto& s : strings("set")) spec.sets.push_back(parse_override(s));
+  const int jobs = p.vm["jobs"].as<int>();
+  if (jobs < 1) throw UsageError(fmt::format("--jobs: expected an integer >= 1, got {}", jobs));
+  const bool quiet = p.vm.count("quiet") > 0;
+  const bool force = p.vm.count("force") > 0;
+  SweepPlan plan;
+  try {
+    for (const auto& g : strings("grid")) spec.grid.push_back(parse_sweep_key(g, "--grid"));
+    for (const auto& z : strings("zip")) spec.zip.push_back(parse_sweep_key(z, "--zip"));
+    if (p.vm.count("seeds")) spec.seeds = parse_seeds(p.vm["seeds"].as<std::string>());
+    plan = plan_sweep(spec);
+  } catch (const SweepError& e) {
+    throw UsageError(e.what());
+  }
+  const std::string dir = p.vm.count("out") ? p.vm["out"].as<std::string>() : default_sweep_dir(plan);
+
+  // Rank 0 prepares the folder; every rank follows its verdict.
+  std::string prepare_error;
+  int verdict = kExitOk;
+  if (rank == 0) {
+    try {
+      prepare_sweep_dir(dir, plan, force);
+    } catch (const IoError& e) {
+      prepare_error = e.what();
+      verdict = kExitBadInput;
+    }
+  }
+  if (mpi) verdict = mpi->broadcast(verdict);
+  if (verdict != kExitOk) {
+    if (rank == 0) throw IoError(prepare_error);
+    return verdict;
+  }
+  if (rank == 0 && !quiet)
+    for (const auto& n : plan.notes) fmt::print(stderr, "stalesim: note: {}\n", n);
+
+  pin_eigen_cache_sizes();
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const auto wall0 = std::chrono::steady_clock::now();
+  const bool tty = rank == 0 && !quiet && ::isatty(STDERR_FILENO);
+
+  // Progress of this rank's points (rank 0's share under mpirun).
+  size_t total = 0, done = 0, failed = 0, ran = 0;
+  for (size_t j = 0; j < plan.runs.size(); ++j)
+    if (static_cast<int>(j % static_cast<size_t>(ranks)) == rank) total += plan.runs[j].points.size();
+  const auto bar = [&] {
+    if (!tty) return;
+    constexpr size_t kWidth = 20;
+    const size_t filled = total ? done * kWidth / total : kWidth;
+    std::string eta = "--";
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    if (ran > 0 && done < total)
+      eta = fmt_duration(wall / static_cast<double>(ran) * static_cast<double>(total - done));
+    fmt::print(stderr, "\r\033[K[{}{}] {}/{} points, {} failed, ETA {}{}", std::string(filled, '#'),
+               std::string(kWidth - filled, '.'), done, total, failed, eta,
+               ranks > 1 ? fmt::format(" (rank 0 of {})", ranks) : "");
+    std::fflush(stderr);
+  };
+  const auto report = [&](const std::string& line) {
+    if (tty) fmt::print(stderr, "\r\033[K");
+    fmt::print(stderr, "stalesim: {}\n", line);
+    bar();
+  };
+  if (rank == 0) {
+    for (const auto& pt : plan.points)
+      if (!pt.scenario) {
+        total += 1;
+        done += 1;
+        failed += 1;
+        report(fmt::format("point {} ({}): {}", pt.index, describe_point(plan, pt.index), pt.error));
+      }
+  }
+  bar();
+
+  SweepOptions so;
+  so.jobs = jobs;
+  so.rank = rank;
+  so.ranks = ranks;
+  so.interrupt = &g_interrupt;
+  so.on_run_done = [&](const SweepRun& run, const RunRecord& rec) {
+    done += run.points.size();
+    if (!rec.skipped) ran += run.points.size();
+    if (!sweep_status_ok(rec.status)) {
+      failed += run.points.size();
+      if (rec.status != "not_run" && rec.status != "interrupted") {
+        const std::string shared =
+            run.points.size() > 1 ? fmt::format(" and {} identical point(s)", run.points.size() - 1) : "";
+        report(fmt::format("point {} ({}){}: {}{}", run.points.front(),
+                           describe_point(plan, run.points.front()), shared,
+                           rec.status == "failed" ? "" : rec.status + ": ", rec.message));
+      }
+    }
+    bar();
+  };
+  std::vector<RunRecord> records;
+  try {
+    records = run_sweep(plan, dir, so);
+    if (mpi && ranks > 1) {
+      nlohmann::json mine = nlohmann::json::array();
+      for (size_t j = 0; j < records.size(); ++j)
+        if (static_cast<int>(j % static_cast<size_t>(ranks)) == rank)
+          mine.push_back({j, to_json(records[j])});
+      for (const auto& text : mpi->gather(mine.dump()))
+        for (const auto& item : nlohmann::json::parse(text))
+          records.at(item[0].get<size_t>()) = run_record_from_json(item[1]);
+    }
+  } catch (const std::exception& e) {
+    if (mpi && ranks > 1) {
+      fmt::print(stderr, "stalesim: rank {}: internal error: {}\n", rank, e.what());
+      mpi->abort(kExitFailed);
+    }
+    throw;
+  }
+  if (tty) fmt::print(stderr, "\r\033[K");
+
+  int code = kExitOk;
+  if (rank == 0) {
+    write_file_atomically((std::filesystem::path(dir) / "sweep.csv").string(), sweep_csv(plan, records));
+    size_t n_ran = 0, n_skipped = 0, n_failed = 0, n_interrupted = 0, n_not_run = 0;
+    for (size_t i = 0; i < plan.points.size(); ++i) {
+      const std::string status = point_status(plan, records, i);
+      if (status == "interrupted")
+        ++n_interrupted;
+      else if (status == "not_run")
+        ++n_not_run;
+      else if (!sweep_status_ok(status))
+        ++n_failed;
+      else if (records[plan.points[i].run].skipped)
+        ++n_skipped;
+      else
+        ++n_ran;
+    }
+    std::string stopped;
+    if (n_interrupted + n_not_run > 0)
+      stopped = fmt::format(", {} interrupted, {} not run", n_interrupted, n_not_run);
+    fmt::print(
+        "{}: {} points in {} folders: {} run, {} skipped (done before), {} failed{}; wrote {}/sweep.csv\n",
+        plan.base.name, plan.points.size(), plan.runs.size(), n_ran, n_skipped, n_failed, stopped,
+        std::filesystem::path(dir).lexically_normal().string());
+    if (!quiet)
+      fmt::print(stderr, "wall time {:.2f} s ({} job{}{})\n",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(), jobs,
+                 jobs == 1 ? "" : "s", ranks > 1 ? fmt::format(" on each of {} ranks", ranks) : "");
+    if (g_interrupt.load()) {
+      fmt::print(stderr, "stalesim: interrupted; rerun the same command to resume\n");
+      code = kExitInterrupted;
+    } else if (n_failed + n_interrupted + n_not_run > 0) {
+      code = kExitFailed;
+    }
+  }
+  if (mpi) code = mpi->broadcast(code);
+  return code;
+}
+
+int cmd_sweep(const std::vector<std::string>& args) {
+  const int launched = mpi_launch_size();
+  if (launched > 1 && !mpi_built())
+    throw UsageError(fmt::format(
+        "started by mpirun with {} processes, but this stalesim was built without MPI (configure with "
+        "-DSTALESIM_MPI=ON and OpenMPI installed: tools/install-deps.sh --all); run it without mpirun, "
+        "with --jobs N",
+        launched));
+  std::optional<MpiSession> mpi;
+  if (launched > 0 && mpi_built()) mpi.emplace();
+  try {
+    return sweep_body(args, mpi ? &*mpi : nullptr);
+  } catch (const std::runtime_error& e) {
+    // Bad input is the same on every rank: rank 0 alone says so.
+    const bool input = dynamic_cast<const UsageError*>(&e) || dynamic_cast<const ScenarioError*>(&e) ||
+                       dynamic_cast<const IoError*>(&e) || dynamic_cast<const DataError*>(&e);
+    if (mpi && mpi->rank() != 0 && input) return kExitBadInput;
+    throw;
+  }
+}
+
+int cmd_reproduce(const std::vector<std::string>& args) {
+  po::options_description o("Usage: stalesim reproduce RUN_DIR/summary.json [options]\n\nOptions");
+  o.add_options()
+    ("summary", po::value<std::string>()->required(), "a finished run's summary.json (or its folder)")
+    ("quiet", "no progress line and no wall time on stderr")
+    ("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("summary", 1);
+  const auto p = parse(args, o, pos);
+  if (p.help) {
+    std::cout << o << R"(
+Rebuilds the scenario from the manifest in summary.json, reruns it, and compares every file the run
+writes (summary.json, metrics.csv, staleness.csv, done) with the folder's, byte for byte. Prints
+MATCH (exit 0), or one 'MISMATCH: FILE: first difference at line N (COLUMN): ...' line per
+differing file (exit 3). Warns when this binary was built differently from the run's, or when a
+dataset file changed since the run.
+)";
+    return kExitOk;
+  }
+  const Reproduction r = prepare_reproduction(p.vm["summary"].as<std::string>());
+  const bool quiet = p.vm.count("quiet") > 0;
+  if (!r.build_differences.empty()) {
+    std::string list;
+    for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + d;
+    fmt::print(stderr, "warning: built differently ({}): a mismatch may come from the build\n", list);
+  }
+  for (const auto& c : r.dataset_changes)
+    fmt::print(stderr, "warning: dataset file {}: a mismatch may come from the data\n", c);
+
+  pin_eigen_cache_sizes();
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const auto wall0 = std::chrono::steady_clock::now();
+  const bool tty = !quiet && ::isatty(STDERR_FILENO);
+  RunOptions ro;
+  ro.interrupt = &g_interrupt;
+  auto last_print = wall0;
+  if (tty) {
+    ro.on_progress = [&](const Progress& pr) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_print < std::chrono::milliseconds(200)) return;
+      last_print = now;
+      fmt::print(stderr, "\r\033[Kreproducing {}: t={:.1f} s  updates {}", r.scenario.name, pr.virtual_time_s,
+                 pr.server_updates);
+      std::fflush(stderr);
+    };
+  }
+  const ReproduceResult res = reproduce(r, ro);
+  if (tty) fmt::print(stderr, "\r\033[K");
+  if (res.status == RunStatus::kInterrupted) {
+    fmt::print(stderr, "stalesim: interrupted; nothing compared\n");
+    return kExitInterrupted;
+  }
+  if (!quiet)
+    fmt::print(stderr, "wall time {:.2f} s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count());
+  if (res.differences.empty()) {
+    std::string list;
+    for (const auto& f : res.compared) list += (list.empty() ? "" : ", ") + f;
+    fmt::print("MATCH: {}/ ({} identical; result_hash {})\n", r.dir, list, res.result_hash);
+    return kExitOk;
+  }
+  for (const auto& d : res.differences) fmt::print("MISMATCH: {}\n", describe(d));
+  return kExitFailed;
+}
+
+// ---- calibrate: a device profile for the local GPU (models/cuda/cuda_model.hpp) ---------------
+
+// Median, 10th and 90th percentiles, minimum and maximum of a sample.
+struct Spread {
+  double median = 0, p10 = 0, p90 = 0, min = 0, max = 0;
+};
+Spread spread_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const auto at = [&v](double q) {
+    return v[static_cast<size_t>(std::llround(q * static_cast<double>(v.size() - 1)))];
+  };
+  const size_t n = v.size();
+  return {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), at(0.1), at(0.9), v.front(), v.back()};
+}
+
+// x to 4 significant digits, for a profile a person reads.
+double significant(double x) { return std::stod(fmt::format("{:.4g}", x)); }
+
+// "NVIDIA GeForce GTX 1080 Ti" -> "gtx1080ti", "NVIDIA H200" -> "h200": the built-in profiles' style.
+std::string profile_name_for(const std::string& device) {
+  std::string out;
+  for (char c : device) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* word : {"nvidia", "geforce"})
+    if (const size_t at = out.find(word); at != std::string::npos) out.erase(at, std::strlen(word));
+  std::erase_if(out, [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); });
+  return out.empty() ? "gpu" : out;
+}
+
+int cmd_calibrate(const std::vector<std::string>& args) {
+  po::options_description o("Usage: stalesim calibrate [options]\n\nOptions");
+  o.add_options()
+    ("model", po::value<std::string>()->default_value("mlp"), "softmax or mlp")
+    ("hidden", po::value<std::string>()->default_value("200"), "mlp hidden widths, e.g. 200 or 256,128")
+    ("features", po::value<int64_t>()->default_value(784), "inputs per sample (784: Fashion-MNIST)")
+    ("classes", po::value<int32_t>()->default_value(10), "classes")
+    ("batch", po::value<int32_t>()->default_value(32), "samples per iteration, >= 2")
+    ("warmup", po::value<int32_t>()->default_value(20), "untimed iterations before each measurement")
+    ("repeats", po::value<int32_t>()->default_value(200), "timed iterations per batch size")
+    ("out", po::value<std::string>(), "write the profile JSON to this file (default: stdout)")
+    ("name", po::value<std::string>(), "profile name (default: from the GPU's name, e.g. h200)")
+    ("help,h", "show this help");
+  const auto p = parse(args, o, {});
+  if (p.help) {
+    std::cout << o << R"(
+Times loss_and_gradient of the model on this machine's GPU (the cuda backend; CUDA events around
+copying the parameters and batch in, forward, backward and copying the gradient out) and writes a
+device profile in the format of models/profiles/*.json:
+  peak_fp32_tflops      SMs x FP32 lanes per SM (by compute capability) x 2 FLOP x peak SM clock
+  memory_bandwidth_gbs  2 x memory clock x bus width / 8
+  overhead_us           the median time of a batch-1 iteration (launches, copies, latency)
+  efficiency            (batch x FLOPs per sample / (median time at --batch - overhead)) / peak
+so that the profile reproduces the median at --batch exactly (the batch-1 iteration's own sample
+is counted as overhead). Each median is taken over --repeats iterations after --warmup untimed ones.
+Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA).
+)";
+    return kExitOk;
+  }
+  const auto& vm = p.vm;
+  ModelSpec spec;
+  spec.type = vm["model"].as<std::string>();
+  if (spec.type != "mlp" && spec.type != "softmax")
+    throw UsageError(fmt::format("--model: expected softmax or mlp, got '{}'", spec.type));
+  spec.hidden.clear();
+  if (spec.type == "mlp") {
+    const std::string text = vm["hidden"].as<std::string>();
+    for (size_t begin = 0; begin <= text.size();) {
+      const size_t comma = std::min(text.find(',', begin), text.size());
+      const std::string item = text.substr(begin, comma - begin);
+      char* end = nullptr;
+      const long long width = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || width < 1 || width > 65536)
+        throw UsageError(
+            fmt::format("--hidden: expected widths in [1, 65536] separated by commas, got '{}'", text));
+      spec.hidden.push_back(width);
+      begin = comma + 1;
+    }
+  }
+  const int64_t features = vm["features"].as<int64_t>();
+  const int32_t classes = vm["classes"].as<int32_t>();
+  const int32_t batch = vm["batch"].as<int32_t>();
+  const int32_t warmup = vm["warmup"].as<int32_t>();
+  const int32_t repeats = vm["repeats"].as<int32_t>();
+  if (features < 1 || features > 1'000'000)
+    throw UsageError(fmt::format("--features: expected 1 to 1000000, got {}", features));
+  if (classes < 2 || classes > 100'000)
+    throw UsageError(fmt::format("--classes: expected 2 to 100000, got {}", classes));
+  if (batch < 2 || batch > 65536)
+    throw UsageError(fmt::format("--batch: expected 2 to 65536 (1 is the overhead probe), got {}", batch));
+  if (warmup < 0) throw UsageError(fmt::format("--warmup: expected an integer >= 0, got {}", warmup));
+  if (repeats < 1) throw UsageError(fmt::format("--repeats: expected an integer >= 1, got {}", repeats));
+
+  const CudaDevice dev = require_cuda_device();  // DeviceError "no CUDA device: ..." -> exit 2
+  auto model = make_model(spec, features, classes, "cuda");
+  BlobsSpec data_spec;  // the values do not matter for the time; the shapes do
+  data_spec.classes = classes;
+  data_spec.features = features;
+  data_spec.train = 4 * static_cast<int64_t>(batch);
+  data_spec.test = 1;
+  const DataSplit data = make_blobs(data_spec, 1);
+  std::vector<float> params(static_cast<size_t>(model->parameter_count())), grad(params.size());
+  Rng rng(1, Purpose::kInit, 0);
+  model->init(params, rng);
+  std::vector<int32_t> indices(static_cast<size_t>(data_spec.train));
+  std::iota(indices.begin(), indices.end(), 0);
+  // GPU seconds of `repeats` iterations on batches of n (after `warmup` untimed ones).
+  const auto measure = [&](int32_t n) {
+    std::vector<double> t;
+    for (int32_t i = 0; i < warmup + repeats; ++i) {
+      const std::span<const int32_t> b(indices.data() + (i % 4) * n, static_cast<size_t>(n));
+      model->loss_and_gradient(params, data.train, b, grad);
+      if (i >= warmup) t.push_back(*model->last_measured_seconds());
+    }
+    return spread_of(std::move(t));
+  };
+  const Spread at_batch = measure(batch);
+  const Spread at_one = measure(1);
+
+  const double flops = model->flops_per_sample();
+  const double compute_s = at_batch.median - at_one.median;
+  double efficiency = compute_s > 0 ? batch * flops / compute_s / (dev.peak_fp32_tflops * 1e12) : 0.0;
+  std::string caveat;
+  if (!(efficiency > 0 && efficiency <= 1)) {
+    caveat = fmt::format(
+        " The batch-{} median was not above the batch-1 median by at least the time peak FLOP/s allows "
+        "(fitted efficiency {:.3g}), so efficiency is set to 1: at this batch the iteration is "
+        "overhead-bound.",
+        batch, efficiency);
+    fmt::print(stderr,
+               "stalesim: warning: efficiency not measurable at --batch {} (fit gave {:.3g}); set to 1. "
+               "A larger --batch gives a meaningful figure.\n",
+               batch, efficiency);
+    efficiency = 1.0;
+  }
+  const std::string name = vm.count("name") ? vm["name"].as<std::string>() : profile_name_for(dev.name);
+  std::string shape = std::to_string(features);
+  for (int64_t h : spec.hidden) shape += "-" + std::to_string(h);
+  shape += "-" + std::to_string(classes);
+  const auto us = [](double s) { return fmt::format("{:.1f}", s * 1e6); };
+  const std::string source = fmt::format(
+      "Measured by stalesim calibrate (stalesim {}, {}) on {}. Peak FP32 = {} SMs x {} FP32 lanes per SM "
+      "(compute capability {}.{}{}) x 2 FLOP x {:.0f} MHz peak SM clock (cudaDevAttrClockRate); memory "
+      "bandwidth = "
+      "2 x memory clock x bus width / 8 (cudaDevAttrMemoryClockRate, memoryBusWidth). Iteration = "
+      "loss_and_gradient of a {} {} on the cuda backend, timed with CUDA events (parameters and batch "
+      "copied in, forward, backward, gradient copied out); medians over {} iterations after {} untimed: "
+      "batch {} "
+      "{} us (p10 {}, p90 {}), batch 1 {} us (p10 {}, p90 {}). overhead_us = the batch-1 median; efficiency "
+      "= "
+      "(batch x {:.0f} FLOP per sample / (batch-{} median - overhead)) / peak, so the profile reproduces the "
+      "batch-{} median; other batch sizes and models are extrapolated.{}",
+      build_info().version, build_info().git_revision, dev.describe(), dev.sm_count, dev.fp32_lanes_per_sm,
+      dev.cc_major, dev.cc_minor, dev.lanes_known ? "" : ", not in stalesim's table: 128 assumed",
+      dev.clock_mhz, shape, spec.type, repeats, warmup, batch, us(at_batch.median), us(at_batch.p10),
+      us(at_batch.p90), us(at_one.median), us(at_one.p10), us(at_one.p90), flops, batch, batch, caveat);
+  nlohmann::ordered_json profile = {
+      {"name", name},
+      {"description", fmt::format("{} (compute capability {}.{}, {} SMs, {:.0f} MHz)", dev.name, dev.cc_major,
+                                  dev.cc_minor, dev.sm_count, dev.clock_mhz)},
+      {"peak_fp32_tflops", significant(dev.peak_fp32_tflops)},
+      {"memory_bandwidth_gbs", significant(dev.memory_bandwidth_gbs)},
+      {"efficiency", significant(efficiency)},
+      {"overhead_us", significant(at_one.median * 1e6)},
+      {"source", source}};
+  const std::string text = profile.dump(2) + "\n";
+  const std::string summary = fmt::format(
+      "calibrate: {} on {}: batch {} median {} us (p10 {}, p90 {}, min {}, max {}); batch 1 median {} us "
+      "(p10 {}, p90 {}); peak {:.2f} TFLOP/s; efficiency {:.4g}, overhead {} us",
+      shape, dev.describe(), batch, us(at_batch.median), us(at_batch.p10), us(at_batch.p90), us(at_batch.min),
+      us(at_batch.max), us(at_one.median), us(at_one.p10), us(at_one.p90), dev.peak_fp32_tflops, efficiency,
+      us(at_one.median));
+  if (!vm.count("out")) {
+    std::cout << text;
+    fmt::print(stderr, "{}\n", summary);
+    return kExitOk;
+  }
+  const std::string out = vm["out"].as<std::string>();
+  std::ofstream f(out, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) throw IoError(fmt::format("{}: cannot write", out));
+  fmt::print("{}; wrote {}\n", summary, out);
+  return kExitOk;
+}
 int dispatch(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << kMainHelp;
@@ -232,11 +736,14 @@ int dispatch(int argc, char** argv) {
   if (cmd == "validate") return cmd_validate(args);
   if (cmd == "profiles") return cmd_profiles(args);
   if (cmd == "fields") return cmd_fields(args);
+  if (cmd == "calibrate") return cmd_calibrate(args);
+  if (cmd == "sweep") return cmd_sweep(args);
+  if (cmd == "reproduce") return cmd_reproduce(args);
   if (cmd == "version" || cmd == "--version") {
     std::cout << build_info_json().dump(2) << "\n";
     return kExitOk;
   }
-  throw UsageError(fmt::format("unknown command '{}' (commands: run, validate, profiles, fields, version)", cmd));
+  throw UsageError(fmt::format("unknown command '{}' (commands: run, validate, profiles, fields, sweep, reproduce, version)", cmd));
 }
 
 }  // namespace
@@ -251,6 +758,8 @@ int main(int argc, char** argv) {
   } catch (const DataError& e) {
     fmt::print(stderr, "stalesim: {}\n", e.what());
   } catch (const IoError& e) {
+    fmt::print(stderr, "stalesim: {}\n", e.what());
+  } catch (const DeviceError& e) {  // no GPU, or a build without CUDA
     fmt::print(stderr, "stalesim: {}\n", e.what());
   } catch (const std::exception& e) {
     fmt::print(stderr, "stalesim: internal error: {}\n", e.what());

@@ -6,6 +6,7 @@
 #include "sim/policies/bsp.hpp"
 #include "sim/policies/dssp.hpp"
 #include "sim/policies/essp.hpp"
+#include "sim/policies/softsync.hpp"
 #include "sim/policies/ssp.hpp"
 #include "sim/policies/vap.hpp"
 
@@ -45,6 +46,7 @@ std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers)
         spec.staleness, spec.cache == "lazy" ? CacheMode::kLazy : CacheMode::kPullEveryIteration);
   if (spec.type == "essp") return std::make_unique<EsspPolicy>(spec.staleness);
   if (spec.type == "vap") return std::make_unique<VapPolicy>(spec.value_bound);
+  if (spec.type == "softsync") return std::make_unique<SoftsyncPolicy>(spec.n);
   if (spec.type == "dssp")
     return std::make_unique<DsspPolicy>(spec.staleness, spec.range, spec.dssp_grant == "literal", workers);
   throw std::invalid_argument("unknown policy type '" + spec.type + "'");

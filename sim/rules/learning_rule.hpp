@@ -1,8 +1,9 @@
 #pragma once
 // LearningRule: turns a pushed gradient (with its staleness) into a parameter update
 // (design.md sections 5 and 6). *When* a worker proceeds is the policy's business; *how far* a
-// step goes is the rule's. Rules may keep per-parameter state (moving averages, momentum), sized
-// at construction.
+// step goes is the rule's. Rules may keep per-parameter state (moving averages), sized at
+// construction. Momentum and n-softsync averaging are applied around the rule by ServerOptimizer,
+// so every rule gets them.
 //
 // Adding a rule: one header/source pair in sim/rules/, one case in make_rule().
 
@@ -28,12 +29,20 @@ class LearningRule {
  public:
   virtual ~LearningRule() = default;
   virtual std::string name() const = 0;
-  // Applies the update for `grad` to `params` in place and returns the effective step size
-  // (the scalar multiplying the gradient, for records). REQUIRES: equal sizes.
-  virtual double apply(std::span<float> params, std::span<const float> grad,
-                       const GradientInfo& info) = 0;
-  // The step a worker applies to its own cached copy for its own update, so that it sees its own
-  // writes before the server's copy comes back (lazy SSP and ESSP caches).
+  // Writes the update for `grad` into `update` (the server subtracts it from the parameters) and
+  // returns the step's scalar factor, for records: lr scaled by what staleness implies (per-element
+  // normalizations of FASGD excluded). `params` are the server's current parameters and
+  // `read_params` those the gradient was computed on (empty unless needs_read_params()).
+  // REQUIRES: equal sizes.
+  virtual double compute_update(std::span<float> update, std::span<const float> grad,
+                                const GradientInfo& info, std::span<const float> params,
+                                std::span<const float> read_params) = 0;
+  // True when compute_update needs the parameters the gradient was computed on (DC-ASGD).
+  virtual bool needs_read_params() const { return false; }
+  // The step a worker applies to its own copy for its own update, so that it sees its own writes
+  // before the server's copy comes back (lazy SSP and ESSP caches, VAP's in-transit sums): lr
+  // (the mean aggregate's lr / workers for SGD). Exact for SGD; for the staleness- and
+  // statistics-aware rules the worker cannot know the server's scaling, and uses lr.
   virtual double worker_step() const = 0;
 };
 

@@ -1,16 +1,13 @@
 #include "sim/rules/sgd.hpp"
 
-#include <Eigen/Core>
-
 namespace stalesim {
 
 SgdRule::SgdRule(double lr, Aggregate aggregate, int32_t workers)
     : step_(static_cast<float>(aggregate == Aggregate::kMean ? lr / workers : lr)) {}
 
-double SgdRule::apply(std::span<float> params, std::span<const float> grad, const GradientInfo&) {
-  Eigen::Map<Eigen::VectorXf> w(params.data(), static_cast<Eigen::Index>(params.size()));
-  Eigen::Map<const Eigen::VectorXf> g(grad.data(), static_cast<Eigen::Index>(grad.size()));
-  w.noalias() -= step_ * g;
+double SgdRule::compute_update(std::span<float> update, std::span<const float> grad, const GradientInfo&,
+                               std::span<const float>, std::span<const float>) {
+  for (size_t i = 0; i < grad.size(); ++i) update[i] = step_ * grad[i];
   return step_;
 }
 

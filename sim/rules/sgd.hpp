@@ -11,8 +11,8 @@ class SgdRule final : public LearningRule {
  public:
   SgdRule(double lr, Aggregate aggregate, int32_t workers);
   std::string name() const override { return "sgd"; }
-  double apply(std::span<float> params, std::span<const float> grad,
-               const GradientInfo& info) override;
+  double compute_update(std::span<float> update, std::span<const float> grad, const GradientInfo& info,
+                        std::span<const float> params, std::span<const float> read_params) override;
   double worker_step() const override { return step_; }
 
  private:

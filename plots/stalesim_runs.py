@@ -1,0 +1,335 @@
+"""Reading stalesim run folders and sweep.csv files, and the plumbing the plots/ scripts share.
+
+A run folder (README, "Outputs") holds summary.json, metrics.csv, staleness.csv, decisions.csv
+(DSSP only) and `done` (written last). A sweep folder holds sweep.csv (key columns, seed,
+folder, status, result columns; see sim/sweep.hpp kResultColumns) and one run folder per point.
+
+The scripts import this module from their own folder; it needs only Debian's python3-matplotlib.
+Every figure is written as PNG and SVG with fixed metadata, so the same inputs give the same bytes.
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+
+PROG = os.path.basename(sys.argv[0]) or "plots"
+
+# Statuses whose numbers are results (as for `stalesim sweep`): the others are skipped in sweeps.
+RESULT_STATUSES = ("completed", "diverged")
+
+
+# ---- Messages ----------------------------------------------------------------------------------
+
+
+def fail(message):
+    """Print `PROG: error: message` and exit 2 (bad input, as stalesim itself)."""
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def warn(message):
+    """Print `PROG: warning: message` on stderr and go on."""
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+# ---- Cells and CSV files ---------------------------------------------------------------------
+
+
+def number(cell):
+    """A CSV cell or JSON value as a float; None for an empty cell, null or text."""
+    if cell is None or cell == "" or isinstance(cell, bool):
+        return None
+    try:
+        return float(cell)
+    except (TypeError, ValueError):
+        return None
+
+
+def finite(x):
+    """Whether x is a number that can be drawn (not None, NaN or infinite)."""
+    return x is not None and math.isfinite(x)
+
+
+def read_csv(path):
+    """The rows of a CSV file as dicts of strings ([] when the file is missing or empty)."""
+    if not os.path.isfile(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def columns(rows, *names):
+    """{name: [float or None per row]} for the named columns (all None when a column is absent)."""
+    return {n: [number(r.get(n)) for r in rows] for n in names}
+
+
+def dig(obj, dotted):
+    """obj["a"]["b"][0] for "a.b.0"; None when any step is missing."""
+    for key in dotted.split("."):
+        if isinstance(obj, list) and key.isdigit() and int(key) < len(obj):
+            obj = obj[int(key)]
+        elif isinstance(obj, dict) and key in obj:
+            obj = obj[key]
+        else:
+            return None
+    return obj
+
+
+def flatten(obj, prefix=""):
+    """{"policy.staleness": 3, ...}: every leaf of a JSON value by its dotted path."""
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, list):
+        items = enumerate(obj)
+    else:
+        return {prefix: obj}
+    out = {}
+    for k, v in items:
+        out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+# ---- Run folders -------------------------------------------------------------------------------
+
+
+def policy_label(policy):
+    """'dssp(s=3,r=12)', 'ssp(s=3,lazy)', 'bsp', 'vap(v=0.5)' from a scenario's policy object."""
+    kind = policy.get("type", "?")
+    args = []
+    if "staleness" in policy and kind in ("ssp", "essp", "dssp"):
+        args.append(f"s={policy['staleness']}")
+    if kind == "dssp" and "range" in policy:
+        args.append(f"r={policy['range']}")
+    if kind == "dssp" and policy.get("dssp_grant") == "literal":
+        args.append("literal")
+    if kind == "ssp" and policy.get("cache") == "lazy":
+        args.append("lazy")
+    if kind == "vap" and "value_bound" in policy:
+        args.append(f"v={policy['value_bound']:g}")
+    return f"{kind}({','.join(args)})" if args else kind
+
+
+def worker_label(worker, index):
+    """'w3 gtx1080ti' for an entry of summary.json's workers[]."""
+    return f"w{worker.get('id', index)} {worker.get('profile', '?')}"
+
+
+class Run:
+    """One run folder: its summary.json, scenario, name, policy label and CSV files."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        if not os.path.isdir(folder):
+            fail(f"{folder}: no such folder")
+        path = os.path.join(folder, "summary.json")
+        if not os.path.isfile(path):
+            hint = " (a sweep folder? give its run folders, or use time_to_target.py)" if os.path.isfile(
+                os.path.join(folder, "sweep.csv")) else ""
+            fail(f"{folder}: not a run folder (no summary.json){hint}")
+        try:
+            with open(path) as f:
+                self.summary = json.load(f)
+        except (OSError, ValueError) as e:
+            fail(f"{path}: cannot read: {e}")
+        if not isinstance(self.summary, dict):
+            fail(f"{path}: not a stalesim summary (expected a JSON object)")
+        self.scenario = dig(self.summary, "manifest.scenario") or {}
+        self.name = self.scenario.get("name") or os.path.basename(os.path.normpath(folder))
+        self.policy = policy_label(self.scenario.get("policy") or {})
+        self.status = self.summary.get("status", "unknown")
+        self.done = os.path.isfile(os.path.join(folder, "done"))
+        self.label = self.policy  # set by load_runs()
+        self._tables = {}
+
+    def table(self, filename):
+        """The rows of one of the run's CSV files (cached; [] when the file is missing)."""
+        if filename not in self._tables:
+            self._tables[filename] = read_csv(os.path.join(self.folder, filename))
+        return self._tables[filename]
+
+    def metrics(self):
+        """metrics.csv as {column: [float or None]}."""
+        return columns(self.table("metrics.csv"), "virtual_time_s", "server_version", "test_loss",
+                       "test_accuracy", "train_loss", "mean_staleness", "bytes")
+
+    def get(self, dotted):
+        """A value of summary.json by dotted path ("final.test_loss"), None when absent."""
+        return dig(self.summary, dotted)
+
+    @property
+    def workers(self):
+        """summary.json's workers[] (each: id, profile, compute_s, communicate_s, wait_s, ...)."""
+        return self.summary.get("workers") or []
+
+    @property
+    def target_accuracy(self):
+        """stop.target_accuracy of the run's scenario, None when unset."""
+        return number(dig(self.scenario, "stop.target_accuracy"))
+
+
+def label_runs(runs):
+    """Give each run a legend label: its policy, with the scenario name when names differ,
+    '[diverged]' / '(unfinished)' where so, and the fields that tell apart runs that would
+    still share a label (their folder names when no field does)."""
+    names = {r.name for r in runs}
+    for r in runs:
+        r.label = r.policy if len(names) == 1 else f"{r.name} {r.policy}"
+        if r.status not in ("completed", "interrupted"):
+            r.label += f" [{r.status}]"
+        if not r.done:
+            r.label += " (unfinished)"
+    groups = {}
+    for r in runs:
+        groups.setdefault(r.label, []).append(r)
+    for same in groups.values():
+        if len(same) < 2:
+            continue
+        flat = [flatten(dict(r.scenario, seed=r.get("manifest.seed"))) for r in same]
+        keys = sorted({k for f in flat for k in f if k != "comment" and len({repr(g.get(k)) for g in flat}) > 1})
+        for r, f in zip(same, flat):
+            extra = ",".join(f"{k}={f.get(k)}" for k in keys[:2]) or os.path.basename(os.path.normpath(r.folder))
+            r.label += f" [{extra}]"
+    return runs
+
+
+def load_runs(folders):
+    """Run objects for the given folders, labelled; exits 2 on a folder without summary.json and
+    warns on one without `done` (an unfinished run is still drawn, labelled 'unfinished')."""
+    runs = [Run(f) for f in folders]
+    for r in runs:
+        if not r.done:
+            warn(f"{r.folder}: unfinished run (no 'done' marker, status {r.status}); plotting it labelled 'unfinished'")
+    return label_runs(runs)
+
+
+def common_title(runs, what):
+    """'what: name' when every run has the same scenario name, else just 'what'."""
+    names = {r.name for r in runs}
+    return f"{what}: {names.pop()}" if len(names) == 1 else what
+
+
+# ---- Sweeps ------------------------------------------------------------------------------------
+
+# Where a result column of sweep.csv lives in a run's summary.json, for sweep.csv files without it.
+SUMMARY_OF_COLUMN = {
+    "status": "status", "result_hash": "result_hash", "virtual_time_s": "virtual_time_s",
+    "server_updates": "server_updates", "final_test_accuracy": "final.test_accuracy",
+    "final_test_loss": "final.test_loss", "time_to_target_s": "time_to_target_s",
+    "staleness_mean": "staleness.mean", "staleness_max": "staleness.max",
+    "step_staleness_mean": "step_staleness.mean", "bytes_push": "bytes.push", "bytes_pull": "bytes.pull",
+}
+
+
+class Sweep:
+    """A sweep folder's sweep.csv: rows of strings, with each cell also readable from the point's
+    run folder (manifest.scenario for key columns, summary.json for results) when the CSV lacks it."""
+
+    def __init__(self, path):
+        csv_path = os.path.join(path, "sweep.csv") if os.path.isdir(path) else path
+        if not os.path.isfile(csv_path):
+            hint = " (a run folder? use the run scripts)" if os.path.isfile(os.path.join(path, "summary.json")) else ""
+            fail(f"{path}: not a sweep folder or sweep.csv (no {csv_path}){hint}")
+        self.dir = os.path.dirname(csv_path) or "."
+        with open(csv_path, newline="") as f:
+            reader = csv.DictReader(f)
+            self.rows = list(reader)
+            self.columns = list(reader.fieldnames or [])
+        if not self.rows:
+            fail(f"{csv_path}: no rows")
+        self.name = os.path.basename(os.path.normpath(self.dir))
+        self._summaries = {}
+
+    def summary(self, row):
+        """The summary.json of a row's run folder ({} when there is none)."""
+        folder = row.get("folder") or ""
+        if folder not in self._summaries:
+            path = os.path.join(self.dir, folder, "summary.json")
+            try:
+                with open(path) as f:
+                    self._summaries[folder] = json.load(f) if folder else {}
+            except (OSError, ValueError):
+                self._summaries[folder] = {}
+        return self._summaries[folder]
+
+    def cell(self, row, column):
+        """The row's value of a column: the CSV cell when present and not empty, else the run
+        folder's (a scenario field for a dotted key column); None when neither has it."""
+        value = row.get(column)
+        if value not in (None, ""):
+            return value
+        summary = self.summary(row)
+        if column in SUMMARY_OF_COLUMN:
+            value = dig(summary, SUMMARY_OF_COLUMN[column])
+        elif column == "seed":
+            value = dig(summary, "manifest.seed")
+        else:
+            value = dig(summary, "manifest.scenario." + column)
+        return None if value in (None, "") else value
+
+    def ok(self, row):
+        """Whether the row's run holds results (status completed or diverged)."""
+        return self.cell(row, "status") in RESULT_STATUSES
+
+
+# ---- Figures -----------------------------------------------------------------------------------
+
+
+def parser(description, inputs="RUN", inputs_help="run folders (each with summary.json)", nargs="+"):
+    """An ArgumentParser with the positional inputs and the shared --out and --name options."""
+    p = argparse.ArgumentParser(prog=PROG, description=description.strip(),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(inputs.lower(), metavar=inputs, nargs=nargs, help=inputs_help)
+    p.add_argument("--out", default=".", metavar="DIR", help="folder for the PNG and SVG (default: current folder)")
+    p.add_argument("--name", default="", metavar="PREFIX",
+                   help="prefix of the file names: PREFIX-<figure>.png/.svg (default: none)")
+    return p
+
+
+def style():
+    """Fixed rcParams: deterministic SVG (hash salt, text kept as text) and a readable look."""
+    plt.rcParams.update({
+        "svg.hashsalt": "stalesim",
+        "svg.fonttype": "none",
+        "font.size": 9,
+        "axes.titlesize": 10,
+        "axes.grid": True,
+        "axes.axisbelow": True,
+        "grid.alpha": 0.3,
+        "legend.fontsize": 8,
+        "legend.framealpha": 0.9,
+    })
+
+
+def save(fig, args, stem):
+    """Write OUT/[PREFIX-]stem.png and .svg (no dates in the metadata) and print their paths."""
+    os.makedirs(args.out, exist_ok=True)
+    base = os.path.join(args.out, f"{args.name}-{stem}" if args.name else stem)
+    # bbox_inches="tight" takes in a legend placed under the panels (legend_below).
+    fig.savefig(base + ".png", dpi=150, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(base + ".svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    print(f"wrote {base}.png {base}.svg")
+
+
+def series_style(i):
+    """Colour and line style of the i-th series: ten colours, then the next line style."""
+    return {"color": f"C{i % 10}", "linestyle": ("-", "--", "-.", ":")[(i // 10) % 4]}
+
+
+def legend_below(fig, handles, labels, ncol=3):
+    """One legend for the whole figure, under the panels, so it never covers data."""
+    if handles:
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(ncol, len(handles)))
+
+
+def note(ax, text):
+    """A grey note in the middle of a panel that has nothing to draw."""
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.4", wrap=True)

@@ -1,0 +1,51 @@
+#include "sim/rules/server_optimizer.hpp"
+
+#include <algorithm>
+
+namespace stalesim {
+
+ServerOptimizer::ServerOptimizer(const Scenario& s, int32_t workers, int64_t parameters, bool math)
+    : rule_(make_rule(s.optimizer, workers, parameters)),
+      math_(math),
+      momentum_(static_cast<float>(s.optimizer.momentum)) {
+  if (s.policy.type == "softsync") c_ = std::max<int64_t>(1, workers / s.policy.n);
+  const auto n = static_cast<size_t>(math ? parameters : 0);
+  update_.resize(n);
+  if (c_ > 1) sum_.resize(n);
+  if (momentum_ > 0) velocity_.assign(n, 0.0f);
+}
+
+double ServerOptimizer::add(ParamStore& store, std::span<const float> grad, const GradientInfo& info,
+                            std::span<const float> read_params) {
+  double step = 0.0;
+  std::span<const float> delta;
+  if (math_) {
+    step = rule_->compute_update(update_, grad, info, store.peek(), read_params);
+    delta = update_;
+    if (c_ > 1) {
+      if (pending_ == 0)
+        std::copy(update_.begin(), update_.end(), sum_.begin());
+      else
+        for (size_t i = 0; i < sum_.size(); ++i) sum_[i] += update_[i];
+    }
+  }
+  if (c_ > 1) {
+    if (++pending_ < c_) return step;
+    pending_ = 0;
+    const float inv = 1.0f / static_cast<float>(c_);
+    for (auto& x : sum_) x *= inv;
+    delta = sum_;
+  }
+  if (math_) {
+    if (momentum_ > 0) {
+      for (size_t i = 0; i < velocity_.size(); ++i) velocity_[i] = momentum_ * velocity_[i] + delta[i];
+      delta = velocity_;
+    }
+    auto w = store.write();
+    for (size_t i = 0; i < w.size(); ++i) w[i] -= delta[i];
+  }
+  store.commit();
+  return step;
+}
+
+}  // namespace stalesim

@@ -1,0 +1,186 @@
+#pragma once
+// Sweeps (design.md section 7; README "Sweeps and reproduction"): a base scenario (a file plus
+// --set overrides), a grid of overrides and a list of seeds make a list of points. Each point is
+// a fully resolved scenario that runs into its own folder DIR/<hash>/, where <hash> is the first
+// 16 hex digits of XXH3-64 over the resolved scenario's JSON: identical points share a folder, a
+// point's folder holds exactly the files of a lone `stalesim run` of that scenario, and a folder
+// that already holds a finished run of the same scenario is not run again (resume).
+//
+// Points are numbered in grid order: the first --grid key varies slowest, then the next ones,
+// then the --zip keys (advanced together), then the seeds (fastest). A --grid or --zip value that
+// does not apply to a point (policy.staleness when the point's policy.type is "asp") is dropped
+// for that point, exactly as `--set policy.type=asp` drops a file's policy.staleness: the point
+// runs without it, its cell in sweep.csv is empty, and points that become identical share a folder.
+//
+// Runs (folders) are spread over threads (`jobs`) and MPI ranks (run j goes to rank j % ranks).
+// Every run is self-contained (design.md section 2), so a point's files do not depend on either.
+// Nothing here prints: progress and failures are reported through callbacks and return values.
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/scenario.hpp"
+
+namespace stalesim {
+
+// Bad sweep arguments: a --grid, --zip or --seeds argument that does not parse, names an unknown
+// field, or does not fit the others. what() names the argument and what is allowed.
+class SweepError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One swept key: a dotted scenario path (as in --set) and its value texts (read as --set reads
+// them: JSON when they parse as JSON, else a string).
+struct SweepKey {
+  std::string path;                 // e.g. "policy.staleness"
+  std::vector<std::string> values;  // e.g. {"0", "1", "2"}
+  bool operator==(const SweepKey&) const = default;
+};
+
+// Parses a --grid or --zip argument "PATH=V1,V2,...". Commas inside [], {} or a JSON string do not
+// split values ("model.hidden=[100],[200,100]" has two values). `option` ("--grid", "--zip")
+// prefixes messages. Throws SweepError for a missing '=', an empty path or value, a repeated
+// value, and a path that is not a scenario field (with a "did you mean").
+SweepKey parse_sweep_key(std::string_view arg, std::string_view option);
+
+// Parses --seeds: "A..B" (A <= B, both included), "S1,S2,..." or "S". Seeds are integers >= 0,
+// each listed once, at most kMaxSweepPoints of them. Throws SweepError.
+std::vector<uint64_t> parse_seeds(std::string_view arg);
+
+inline constexpr size_t kMaxSweepPoints = 1000000;
+
+struct SweepSpec {
+  std::string scenario_path;    // the base scenario file
+  std::vector<Override> sets;   // --set, applied to every point before the point's own values
+  std::vector<SweepKey> grid;   // cartesian product, the first key varying slowest
+  std::vector<SweepKey> zip;    // advanced together: equal lengths; vary faster than the grid
+  std::vector<uint64_t> seeds;  // vary fastest; empty = the scenario's own seed
+};
+
+// One point of the sweep.
+struct SweepPoint {
+  size_t index = 0;                  // in grid order, from 0
+  std::vector<Override> overrides;   // the point's own values: grid keys, then zip keys
+  std::optional<uint64_t> seed;      // from --seeds
+  std::vector<std::string> dropped;  // paths of the point's values that do not apply to it
+  std::optional<Scenario> scenario;  // resolved; empty when the point does not resolve
+  nlohmann::json scenario_json;      // scenario_to_json(*scenario), or null
+  std::string folder;                // 16 hex digits (see above); "" when unresolved
+  std::string error;                 // why the point does not resolve; "" when it does
+  size_t run = 0;                    // index into SweepPlan::runs (resolved points only)
+};
+
+// One folder to run: the points that resolve to the same scenario share it.
+struct SweepRun {
+  std::string folder;
+  std::vector<size_t> points;  // ascending; points[0] is the first point with this scenario
+};
+
+struct SweepPlan {
+  SweepSpec spec;
+  Scenario base;                         // the file with --set applied, the scenario's own seed
+  nlohmann::json manifest;               // DIR/sweep.json
+  std::vector<std::string> key_columns;  // grid paths, then zip paths
+  std::vector<SweepPoint> points;        // in grid order
+  std::vector<SweepRun> runs;            // in order of first point
+  // Swept keys that do not apply to some points, in words, for the user (not errors).
+  std::vector<std::string> notes;
+};
+
+// Expands and resolves every point (no I/O but reading the scenario file). Throws ScenarioError
+// when the base scenario (file + --set) is invalid, SweepError for unequal --zip lengths, a key
+// given twice (in --grid, --zip or --set), "seed" swept by --grid or --zip (use --seeds), a swept
+// key that applies to no point, or more than kMaxSweepPoints points. A point that does not
+// resolve (a value out of range) is not an error here: it keeps its message in `error`.
+SweepPlan plan_sweep(const SweepSpec& spec);
+
+// "results/<base name>-sweep".
+std::string default_sweep_dir(const SweepPlan& plan);
+
+// Makes `dir` ready: creates it, or checks that it holds a sweep of the same base scenario (its
+// sweep.json has the same "base"), then writes sweep.json (atomically). With `force` an existing
+// `dir` is replaced whole (every point runs again). Throws IoError naming the folder, what it
+// holds and how to proceed (--force, or another --out).
+void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force);
+
+// What happened to one run (folder).
+struct RunRecord {
+  // The run's status from its summary.json ("completed", "diverged", "deadlock", "interrupted"),
+  // "failed" when it could not run (data error, a scenario that does not fit its data, an
+  // exception), or "not_run" when the sweep was interrupted before it started.
+  std::string status = "not_run";
+  bool skipped = false;            // its folder already held this finished run: read back, not run
+  bool wrote = false;              // its folder holds outputs
+  std::string message;             // why it failed ("" otherwise)
+  std::vector<std::string> cells;  // the kResultColumns after "status"; empty when none
+  bool operator==(const RunRecord&) const = default;
+};
+nlohmann::json to_json(const RunRecord& r);
+RunRecord run_record_from_json(const nlohmann::json& j);
+
+// Whether a status counts as success: "completed" or "diverged" (a diverged run is a result, as
+// for `stalesim run`). Everything else makes the sweep exit 3.
+bool sweep_status_ok(std::string_view status);
+
+// The columns of sweep.csv after the key columns and "seed".
+inline constexpr std::array<const char*, 14> kResultColumns = {"folder",
+                                                               "status",
+                                                               "result_hash",
+                                                               "virtual_time_s",
+                                                               "server_updates",
+                                                               "final_test_accuracy",
+                                                               "final_test_loss",
+                                                               "time_to_target_s",
+                                                               "staleness_mean",
+                                                               "staleness_max",
+                                                               "step_staleness_mean",
+                                                               "bytes_push",
+                                                               "bytes_pull",
+                                                               "mean_wait_fraction"};
+
+// The result cells of a run (kResultColumns from "result_hash" on) read from its summary.json.
+std::vector<std::string> result_cells(const nlohmann::json& summary);
+
+struct SweepOptions {
+  int jobs = 1;  // threads running points concurrently, >= 1
+  int rank = 0;  // this process's share: run j is executed when j % ranks == rank
+  int ranks = 1;
+  // When set and true, running points stop (status "interrupted", no done marker) and no new
+  // point starts (status "not_run").
+  const std::atomic<bool>* interrupt = nullptr;
+  // Called after each run of this rank finishes or is skipped, one call at a time, from the
+  // thread that ran it. For progress and failure reports only.
+  std::function<void(const SweepRun&, const RunRecord&)> on_run_done;
+};
+
+// Runs this rank's share of plan.runs into dir/<folder>/ (a finished run of the same scenario is
+// skipped and read back). Returns one record per run of the plan; runs of other ranks keep the
+// default record. Never throws for a failing point: its record says why. REQUIRES:
+// prepare_sweep_dir(dir, plan, ...) and pin_eigen_cache_sizes() were called.
+std::vector<RunRecord> run_sweep(const SweepPlan& plan, const std::string& dir, const SweepOptions& options);
+
+// sweep.csv: a header (key columns, "seed", kResultColumns) and one row per point in grid order.
+// `records` has one entry per run.
+std::string sweep_csv(const SweepPlan& plan, const std::vector<RunRecord>& records);
+
+// The status of a point: its run's status, or "failed" when it does not resolve.
+std::string point_status(const SweepPlan& plan, const std::vector<RunRecord>& records, size_t point);
+
+// "policy.staleness=4, policy.type=ssp, seed=2": a point's values, for messages.
+std::string describe_point(const SweepPlan& plan, size_t point);
+
+// Writes `text` to `path` through a temporary file in the same folder and a rename. Throws IoError.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace stalesim

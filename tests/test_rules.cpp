@@ -1,0 +1,216 @@
+// The learning rules on hand-computed cases (design.md sections 5 and 6), and the equalities that
+// tie them to one another in whole runs.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "sim/param_store.hpp"
+#include "sim/rules/bfasgd.hpp"
+#include "sim/rules/server_optimizer.hpp"
+#include "tests/sim_test_util.hpp"
+
+using namespace stalesim;
+using namespace stalesim::testing;
+
+namespace {
+
+GradientInfo at_staleness(int64_t tau) { return GradientInfo{0, 10, 10 + tau, 0}; }
+
+// One element through a rule: returns the update.
+double update_of(LearningRule& r, float g, int64_t tau, float w = 0, float w_read = 0) {
+  std::vector<float> u(1), grad{g}, now{w}, read{w_read};
+  r.compute_update(u, grad, at_staleness(tau), now, read);
+  return u[0];
+}
+
+OptimizerSpec spec(const char* rule) {
+  OptimizerSpec s;
+  s.rule = rule;
+  s.lr = 0.1;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("SGD steps by lr, or lr over the workers with the mean aggregate") {
+  auto sum = make_rule(spec("sgd"), 4, 1);
+  CHECK(update_of(*sum, 2.0f, 7) == doctest::Approx(0.2));
+  auto s = spec("sgd");
+  s.aggregate = Aggregate::kMean;
+  CHECK(update_of(*make_rule(s, 4, 1), 2.0f, 0) == doctest::Approx(0.05));
+}
+
+TEST_CASE("SASGD divides the step by the staleness and leaves fresh gradients alone") {
+  auto r = make_rule(spec("sasgd"), 4, 1);
+  CHECK(update_of(*r, 2.0f, 0) == doctest::Approx(0.2));
+  CHECK(update_of(*r, 2.0f, 1) == doctest::Approx(0.2));
+  CHECK(update_of(*r, 2.0f, 4) == doctest::Approx(0.05));
+  CHECK(update_of(*r, 2.0f, 10) == doctest::Approx(0.02));
+  // tau = 0 gives SGD's update bit for bit.
+  auto sgd = make_rule(spec("sgd"), 4, 1);
+  CHECK(update_of(*r, 1.2345f, 0) == update_of(*sgd, 1.2345f, 0));
+}
+
+TEST_CASE("FASGD (paper form) damps by max(tau, 1) times the averaged standard deviation") {
+  auto r = make_rule(spec("fasgd"), 1, 1);  // gamma = beta = 0.9, epsilon = 1e-4
+  // g = 2: b = 0.2, n = 0.4, sigma = sqrt(0.4 - 0.04) = 0.6, sigma_bar = 0.06.
+  CHECK(update_of(*r, 2.0f, 0) == doctest::Approx(0.1 * 2 / (1 * (0.06 + 1e-4))).epsilon(1e-5));
+  // g = -1, tau = 3: b = 0.08, n = 0.46, sigma = sqrt(0.4536), sigma_bar = 0.054 + 0.1 sigma.
+  const double sbar = 0.054 + 0.1 * std::sqrt(0.4536);
+  CHECK(update_of(*r, -1.0f, 3) == doctest::Approx(0.1 * -1 / (3 * (sbar + 1e-4))).epsilon(1e-5));
+  CHECK(dynamic_cast<FasgdRule&>(*r).mean_statistic() == doctest::Approx(sbar).epsilon(1e-6));
+}
+
+TEST_CASE("FASGD's epsilon keeps a zero gradient history finite") {
+  auto r = make_rule(spec("fasgd"), 1, 1);
+  CHECK(update_of(*r, 0.0f, 0) == 0.0);  // 0 / (0 + epsilon), not 0 / 0
+  // A constant gradient: sigma tends to 0 and the step to lr g / (sigma_bar + epsilon), finite.
+  double u = 0;
+  for (int i = 0; i < 200; ++i) u = update_of(*r, 1.0f, 0);
+  CHECK(std::isfinite(u));
+  CHECK(u > 0);
+}
+
+TEST_CASE("FASGD's FRED variant divides by (tau + 1) and an average of |g| plus 0.001") {
+  auto s = spec("fasgd");
+  s.variant = "fred";
+  auto r = make_rule(s, 1, 1);
+  // a = 0.1 |2| = 0.2: 0.1 * 2 / (1 * 0.201).
+  CHECK(update_of(*r, 2.0f, 0) == doctest::Approx(0.2 / 0.201).epsilon(1e-5));
+  // a = 0.18 + 0.1 = 0.28, tau = 3: 0.1 * -1 / (4 * 0.281).
+  CHECK(update_of(*r, -1.0f, 3) == doctest::Approx(-0.1 / (4 * 0.281)).epsilon(1e-5));
+}
+
+TEST_CASE("B-FASGD transmits with probability 1 / (1 + c / (v_bar + 1e-4))") {
+  auto s = spec("bfasgd");
+  s.c_fetch = 0.01;
+  s.c_push = 0.5;
+  BfasgdRule r(s, 1);
+  CHECK(r.fetch_probability() == doctest::Approx(1.0 / (1.0 + 0.01 / 1e-4)));  // nothing seen yet
+  update_of(r, 2.0f, 0);  // sigma_bar = 0.06
+  CHECK(r.fetch_probability() == doctest::Approx(1.0 / (1.0 + 0.01 / (0.06 + 1e-4))).epsilon(1e-5));
+  CHECK(r.push_probability() == doctest::Approx(1.0 / (1.0 + 0.5 / (0.06 + 1e-4))).epsilon(1e-5));
+}
+
+TEST_CASE("DC-ASGD compensates with lambda g g (w - w_bak), constant or adaptive") {
+  auto s = spec("dcasgd");
+  s.adaptive = false;
+  s.lambda = 2.0;
+  auto c = make_rule(s, 1, 1);
+  CHECK(c->needs_read_params());
+  // 0.1 (0.5 + 2 * 0.25 * (1 - 0.5)).
+  CHECK(update_of(*c, 0.5f, 3, 1.0f, 0.5f) == doctest::Approx(0.1 * 0.75).epsilon(1e-6));
+  CHECK(update_of(*c, 0.5f, 3, 0.5f, 0.5f) == doctest::Approx(0.05).epsilon(1e-6));  // no delay
+  s.adaptive = true;
+  auto a = make_rule(s, 1, 1);
+  // MS = 0.05 * 0.25 = 0.0125; lambda = 2 / sqrt(0.0125 + 1e-7).
+  const double lambda = 2.0 / std::sqrt(0.0125 + 1e-7);
+  CHECK(update_of(*a, 0.5f, 3, 1.0f, 0.5f) == doctest::Approx(0.1 * (0.5 + lambda * 0.25 * 0.5)).epsilon(1e-5));
+}
+
+TEST_CASE("server momentum accumulates updates and softsync averages c gradients into one version") {
+  Scenario sc = scenario(tiny_math_json());
+  sc.optimizer.lr = 0.1;
+  sc.optimizer.momentum = 0.5;
+  ParamStore store(1);
+  ServerOptimizer m(sc, 4, 1, true);
+  const std::vector<float> g{1.0f};
+  m.add(store, g, at_staleness(0), {});
+  CHECK(store.peek()[0] == doctest::Approx(-0.1));
+  m.add(store, g, at_staleness(0), {});  // v = 0.5 * 0.1 + 0.1
+  CHECK(store.peek()[0] == doctest::Approx(-0.25));
+  CHECK(store.version() == 2);
+
+  sc.optimizer.momentum = 0;
+  sc.policy.type = "softsync";
+  sc.policy.n = 2;  // 4 workers: c = 2
+  ParamStore soft(1);
+  ServerOptimizer s(sc, 4, 1, true);
+  CHECK(s.gradients_per_version() == 2);
+  s.add(soft, std::vector<float>{1.0f}, at_staleness(0), {});
+  CHECK(soft.version() == 0);
+  CHECK(soft.peek()[0] == 0.0f);
+  s.add(soft, std::vector<float>{3.0f}, at_staleness(0), {});
+  CHECK(soft.version() == 1);
+  CHECK(soft.peek()[0] == doctest::Approx(-0.2));  // the mean of 0.1 and 0.3
+}
+
+TEST_CASE("SASGD with every tau = 0 trains exactly as SGD") {
+  auto sgd = tiny_math_json();
+  sgd["cluster"]["workers"] = {{{"profile", "gtx1080ti"}, {"count", 1}}};  // alone: tau is always 0
+  auto sasgd = sgd;
+  sasgd["optimizer"]["rule"] = "sasgd";
+  const RunResult a = run(sgd), b = run(sasgd);
+  CHECK(b.step_staleness.max() == 0);
+  CHECK(a.final_params == b.final_params);
+  CHECK(a.metrics == b.metrics);
+}
+
+TEST_CASE("n-softsync with n = workers is ASP, and with n = 1 makes one version per workers gradients") {
+  auto asp = tiny_math_json();
+  asp["policy"] = {{"type", "asp"}};
+  auto soft = tiny_math_json();
+  soft["policy"] = {{"type", "softsync"}, {"n", 4}};
+  const RunResult a = run(asp), b = run(soft);
+  CHECK(a.final_params == b.final_params);
+  CHECK(a.metrics == b.metrics);
+  soft["policy"]["n"] = 1;
+  const RunResult one = run(soft);
+  CHECK(one.metrics.back().server_version == one.server_updates / 4);
+  CHECK(*one.metrics.back().test_accuracy > 0.8);
+}
+
+TEST_CASE("B-FASGD that never skips is FASGD, and one that skips saves bytes truthfully") {
+  auto fasgd = tiny_math_json();
+  fasgd["policy"] = {{"type", "asp"}};
+  fasgd["optimizer"] = {{"rule", "fasgd"}, {"lr", 0.005}, {"batch_size", 8}};
+  auto never = fasgd;
+  never["optimizer"]["rule"] = "bfasgd";
+  never["optimizer"]["c_fetch"] = 0;
+  never["optimizer"]["c_push"] = 0;
+  const RunResult a = run(fasgd), b = run(never);
+  CHECK(a.final_params == b.final_params);
+  CHECK(b.skipped_fetch == 0);
+  CHECK(b.skipped_push == 0);
+  auto skips = never;
+  skips["optimizer"]["c_fetch"] = 1.0;
+  skips["optimizer"]["c_push"] = 0.05;
+  const RunResult c = run(skips);
+  CHECK(c.skipped_fetch > 0);
+  CHECK(c.skipped_push > 0);
+  // Bytes count only what was sent.
+  CHECK(c.bytes_pull == c.messages_pull * b.bytes_pull / b.messages_pull);
+  CHECK(c.messages_push + c.skipped_push == c.server_updates);
+  CHECK(c.bytes_pull < b.bytes_pull);
+  // A skipped fetch computes on an older copy: staleness grows, and is counted.
+  CHECK(c.step_staleness.mean() > b.step_staleness.mean());
+}
+
+TEST_CASE("order-only mode draws workers uniformly: mean staleness is workers - 1") {
+  auto j = tiny_math_json();
+  j["cluster"]["workers"] = {{{"profile", "gtx1060"}, {"count", 16}}};
+  j["cluster"]["order"] = "uniform";
+  j["policy"] = {{"type", "asp"}};
+  j["data"]["blobs"]["train"] = 1600;
+  j["stop"] = {{"max_updates", 4000}};
+  const RunResult r = run(j);
+  CHECK(r.status == RunStatus::kCompleted);
+  CHECK(r.server_updates == 4000);
+  // A worker pushes after a geometric number of other workers' pushes: mean 15.
+  CHECK(r.step_staleness.mean() == doctest::Approx(15.0).epsilon(0.06));
+  int64_t lo = INT64_MAX, hi = 0;
+  for (const auto& w : r.workers) lo = std::min(lo, w.iterations), hi = std::max(hi, w.iterations);
+  CHECK(lo > 4000 / 16 / 2);
+  CHECK(hi < 4000 / 16 * 2);
+}
+
+TEST_CASE("--record gradients keeps one row per applied gradient") {
+  const Scenario s = scenario(tiny_math_json());
+  RunOptions o;
+  o.record_gradients = true;
+  const RunResult r = run_scenario(s, o);
+  CHECK(std::count(r.gradients_csv.begin(), r.gradients_csv.end(), '\n') == r.server_updates + 1);
+  CHECK(r.gradients_csv.rfind("virtual_time_s,worker,version_read,version_apply,tau,step\n", 0) == 0);
+  CHECK(run_scenario(s).gradients_csv.empty());
+}
