@@ -13,10 +13,10 @@
 namespace stalesim {
 
 struct CostArchitecture {
-  std::string name;         // the key scenarios use in model.cost
-  std::string description;  // e.g. "ResNet-110 for CIFAR-10 (32x32)"
-  double parameters = 0;    // float32 parameters: message bytes = 4 x parameters
-  double forward_flops = 0; // per sample
+  std::string name;          // the key scenarios use in model.cost
+  std::string description;   // e.g. "ResNet-110 for CIFAR-10 (32x32)"
+  double parameters = 0;     // float32 parameters: message bytes = 4 x parameters
+  double forward_flops = 0;  // per sample
   std::string source;
   double training_flops() const { return 3.0 * forward_flops; }
 };

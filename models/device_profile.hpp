@@ -11,13 +11,13 @@
 namespace stalesim {
 
 struct DeviceProfile {
-  std::string name;                 // e.g. "gtx1060"; the key scenarios use
-  std::string description;          // e.g. "NVIDIA GeForce GTX 1060 6GB (Pascal GP106)"
-  double peak_fp32_tflops = 0.0;    // peak FP32 throughput, TFLOP/s
-  double memory_bandwidth_gbs = 0.0;// GB/s
-  double efficiency = 0.0;          // fraction of peak that training kernels sustain, (0, 1]
-  double overhead_us = 0.0;         // fixed per-iteration cost (launches, framework), microseconds
-  std::string source;               // where the figures come from
+  std::string name;                   // e.g. "gtx1060"; the key scenarios use
+  std::string description;            // e.g. "NVIDIA GeForce GTX 1060 6GB (Pascal GP106)"
+  double peak_fp32_tflops = 0.0;      // peak FP32 throughput, TFLOP/s
+  double memory_bandwidth_gbs = 0.0;  // GB/s
+  double efficiency = 0.0;            // fraction of peak that training kernels sustain, (0, 1]
+  double overhead_us = 0.0;           // fixed per-iteration cost (launches, framework), microseconds
+  std::string source;                 // where the figures come from
   bool operator==(const DeviceProfile&) const = default;
 };
 

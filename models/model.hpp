@@ -55,14 +55,14 @@ class Model {
 };
 
 struct ModelSpec {
-  std::string type = "mlp";           // "softmax" | "mlp" | "time-only"
-  std::vector<int64_t> hidden{200};   // mlp: hidden layer widths
-  std::string init = "he";            // "he" | "glorot": weight initialization
+  std::string type = "mlp";          // "softmax" | "mlp" | "time-only"
+  std::vector<int64_t> hidden{200};  // mlp: hidden layer widths
+  std::string init = "he";           // "he" | "glorot": weight initialization
   // "derived" (time and size from this model) or a cost architecture (models/cost_arch.hpp)
   // whose FLOPs and parameter count time every iteration and size every message instead.
   std::string cost = "derived";
-  int64_t parameters = 0;             // time-only: declared parameter count
-  double flops_per_sample = 0.0;      // time-only: declared forward+backward FLOPs per sample
+  int64_t parameters = 0;         // time-only: declared parameter count
+  double flops_per_sample = 0.0;  // time-only: declared forward+backward FLOPs per sample
   bool operator==(const ModelSpec&) const = default;
 };
 

@@ -15,7 +15,7 @@ struct BuildInfo {
   std::string compiler;
   std::string build_type;
   std::string flags;
-  std::string isa;           // -march level
+  std::string isa;  // -march level
   std::string eigen_version;
   int64_t eigen_l1 = 0, eigen_l2 = 0, eigen_l3 = 0;  // pinned cache sizes, bytes
   bool operator==(const BuildInfo&) const = default;

@@ -1,10 +1,10 @@
 #include "sim/outputs.hpp"
 
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <xxhash.h>
@@ -19,7 +19,9 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string opt(const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string(); }
-nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+nlohmann::json opt_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
 
 std::string metrics_csv(const RunResult& r) {
   std::string out = "virtual_time_s,server_version,test_loss,test_accuracy,train_loss,mean_staleness,bytes\n";
@@ -64,7 +66,8 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
   manifest["scenario"] = scenario_to_json(s);
   manifest["seed"] = s.seed;
   json files = json::array();
-  for (const auto& f : r.data_files) files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"xxh64", f.xxh64}});
+  for (const auto& f : r.data_files)
+    files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"xxh64", f.xxh64}});
   manifest["datasets"] = files;
   // compute.backend "cuda": the GPU that ran the math, and whether a rerun can match bit for bit.
   if (s.compute.backend == "cuda") manifest["compute"] = cuda_manifest(s.compute.timing == "measured");
@@ -89,16 +92,20 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
       {"result_hash", hash},
       {"virtual_time_s", r.end_time.seconds()},
       {"server_updates", r.server_updates},
-      {"final", {{"test_accuracy", last ? opt_json(last->test_accuracy) : json(nullptr)},
-                 {"test_loss", last ? opt_json(last->test_loss) : json(nullptr)},
-                 {"train_loss", last ? opt_json(last->train_loss) : json(nullptr)}}},
+      {"final",
+       {{"test_accuracy", last ? opt_json(last->test_accuracy) : json(nullptr)},
+        {"test_loss", last ? opt_json(last->test_loss) : json(nullptr)},
+        {"train_loss", last ? opt_json(last->train_loss) : json(nullptr)}}},
       {"time_to_target_s", opt_json(r.time_to_target_s)},
       {"staleness", {{"mean", r.clock_staleness.mean()}, {"max", r.clock_staleness.max()}}},
       {"step_staleness", {{"mean", r.step_staleness.mean()}, {"max", r.step_staleness.max()}}},
       {"max_clock_gap", r.max_clock_gap},
       {"bytes", {{"push", r.bytes_push}, {"pull", r.bytes_pull}}},
-      {"messages", {{"push", r.messages_push}, {"pull", r.messages_pull},
-                    {"skipped_fetch", r.skipped_fetch}, {"skipped_push", r.skipped_push}}},
+      {"messages",
+       {{"push", r.messages_push},
+        {"pull", r.messages_pull},
+        {"skipped_fetch", r.skipped_fetch},
+        {"skipped_push", r.skipped_push}}},
       {"peak_live_versions", r.peak_live_versions},
       {"events", r.events},
       {"workers", workers},

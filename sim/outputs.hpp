@@ -26,7 +26,7 @@ struct OutputFiles {
   std::string staleness_csv;
   std::string decisions_csv;  // written as decisions.csv when not empty
   std::string gradients_csv;  // written as gradients.csv when not empty (--record gradients)
-  std::string result_hash;  // 32 hex digits of XXH3-128
+  std::string result_hash;    // 32 hex digits of XXH3-128
 };
 
 // Renders the outputs of a run. Pure: no I/O.

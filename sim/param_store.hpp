@@ -40,12 +40,17 @@ class Snapshot {
   explicit operator bool() const { return block_ != nullptr; }
   std::span<const float> values() const { return block_->values; }
   int64_t version() const { return block_->version; }
-  void reset() { release(); block_ = nullptr; }
+  void reset() {
+    release();
+    block_ = nullptr;
+  }
 
  private:
   friend class ParamStore;
   Snapshot(ParamStore* store, detail::Block* block) : store_(store), block_(block) { retain(); }
-  void retain() { if (block_) ++block_->refs; }
+  void retain() {
+    if (block_) ++block_->refs;
+  }
   inline void release();
   ParamStore* store_ = nullptr;
   detail::Block* block_ = nullptr;

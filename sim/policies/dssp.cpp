@@ -96,10 +96,12 @@ nlohmann::json DsspPolicy::facts() const {
 }
 
 std::string DsspPolicy::decisions_csv() const {
-  std::string out = "virtual_time_s,worker,clock,granted,fastest_interval_s,slowest_interval_s,predicted_wait_s\n";
+  std::string out =
+      "virtual_time_s,worker,clock,granted,fastest_interval_s,slowest_interval_s,predicted_wait_s\n";
   for (const auto& d : decisions_)
-    out += fmt::format("{},{},{},{},{},{},{}\n", d.time.seconds(), d.worker, d.clock, d.granted,
-                       d.fastest_interval.seconds(), d.slowest_interval.seconds(), d.predicted_wait.seconds());
+    out +=
+        fmt::format("{},{},{},{},{},{},{}\n", d.time.seconds(), d.worker, d.clock, d.granted,
+                    d.fastest_interval.seconds(), d.slowest_interval.seconds(), d.predicted_wait.seconds());
   return out;
 }
 

@@ -50,10 +50,10 @@ class DsspPolicy final : public SyncPolicy {
 
  private:
   struct WorkerState {
-    int64_t extra = 0;      // granted clocks still to spend
+    int64_t extra = 0;  // granted clocks still to spend
     int64_t pushes = 0;
-    SimTime last, prev;     // the last two push times (valid when pushes >= 1, >= 2)
-    bool fresh = false;     // `decision` was made by on_push for the may_start that follows
+    SimTime last, prev;  // the last two push times (valid when pushes >= 1, >= 2)
+    bool fresh = false;  // `decision` was made by on_push for the may_start that follows
     bool decision = false;
   };
   bool decide(int32_t w, const ClockTable& clocks);
