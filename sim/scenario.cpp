@@ -1096,6 +1096,13 @@ class Loader {
       fail("/compute/timing", fmt::format("\"measured\" times iterations on the GPU and needs compute.backend "
                                           "\"cuda\" (compute.backend is \"{}\")",
                                           s_.compute.backend));
+    if (s_.compute.timing == "measured" && s_.model.cost != "derived")
+      fail("/compute/timing", fmt::format("\"measured\" times the math model on the GPU, and model.cost \"{}\" "
+                                          "times it as another architecture: use one or the other",
+                                          s_.model.cost));
+    if (s_.compute.timing == "measured" && s_.cluster.order == "uniform")
+      fail("/compute/timing", "\"measured\" times each iteration on the GPU, which cluster.order \"uniform\" "
+                              "(every iteration takes the same time) does not use: use cluster.order \"timed\"");
     if (s_.compute.backend == "cuda" && !cuda_built())
       fail("/compute/backend", "\"cuda\" needs a stalesim built with CUDA, and this one was built without "
                                "(configure with -DSTALESIM_CUDA=ON on a machine with the CUDA toolkit)");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <numeric>
 #include <fmt/format.h>
 
 #include "models/cost_arch.hpp"
@@ -148,12 +149,14 @@ struct Simulation::Impl {
   int64_t staleness_sum = 0;
   int64_t staleness_count = 0;
   bool stopped = false;
+  bool measured = false;  // compute.timing "measured": the model's GPU times replace the profiles'
 
   Impl(const Scenario& s, const DataSplit& d)
       : sc(s), data(d), clocks(s.cluster.worker_count()) {
     const int32_t n = s.cluster.worker_count();
     const bool wants_data = s.model.type != "time-only";
-    model = make_model(s.model, wants_data ? d.train.features : 0, wants_data ? d.train.classes : 0);
+    model = make_model(s.model, wants_data ? d.train.features : 0, wants_data ? d.train.classes : 0,
+                       s.compute.backend);
     math = model->has_math();
     policy = make_policy(s.policy, n);
     eager = policy->cache_mode() == CacheMode::kEager;
@@ -173,6 +176,13 @@ struct Simulation::Impl {
       const int64_t m = s.eval.test_samples > 0 ? std::min(s.eval.test_samples, d.test.size()) : d.test.size();
       eval_indices.resize(static_cast<size_t>(m));
       for (int64_t i = 0; i < m; ++i) eval_indices[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+      measured = s.compute.timing == "measured";
+      if (measured) {  // warm-up, and the time of the first iterations: a batch of the first samples
+        std::vector<int32_t> probe(
+            static_cast<size_t>(std::min<int64_t>(s.optimizer.batch_size, d.train.size())));
+        std::iota(probe.begin(), probe.end(), 0);
+        for (int i = 0; i < 5; ++i) model->loss_and_gradient(store->read().values(), d.train, probe, grad);
+      }
     }
     auto shards = math ? shard_iid(d.train.size(), n, s.seed) : std::vector<std::vector<int32_t>>{};
     double flops_per_sample = model->flops_per_sample();
@@ -210,6 +220,8 @@ struct Simulation::Impl {
   }
 
   SimTime compute_time(Worker& w) {
+    if (measured)  // hardware in the loop: the GPU time of the latest gradient (any worker's)
+      return SimTime::from_ns(std::max<int64_t>(1, std::llround(*model->last_measured_seconds() * 1e9)));
     double factor = 1.0;
     if (sc.cluster.jitter.type == "lognormal" && sc.cluster.jitter.sigma > 0) {
       const double s = sc.cluster.jitter.sigma;

@@ -98,6 +98,20 @@ TEST_CASE("CUDA compute section: defaults, measured timing needs the cuda backen
                        "test.json: /compute/timing: \"measured\" times iterations on the GPU and needs "
                        "compute.backend \"cuda\" (compute.backend is \"cpu\")",
                        ScenarioError);
+  auto measured_cost = cuda_scenario_json("measured");
+  measured_cost["model"]["cost"] = "resnet50";
+  CHECK_THROWS_WITH_AS(testing::scenario(measured_cost),
+                       "test.json: /compute/timing: \"measured\" times the math model on the GPU, and model.cost "
+                       "\"resnet50\" times it as another architecture: use one or the other",
+                       ScenarioError);
+  auto measured_uniform = cuda_scenario_json("measured");
+  measured_uniform["cluster"]["order"] = "uniform";
+  measured_uniform["policy"] = {{"type", "asp"}};
+  CHECK_THROWS_WITH_AS(testing::scenario(measured_uniform),
+                       "test.json: /compute/timing: \"measured\" times each iteration on the GPU, which "
+                       "cluster.order \"uniform\" (every iteration takes the same time) does not use: use "
+                       "cluster.order \"timed\"",
+                       ScenarioError);
   auto bad = testing::tiny_math_json();
   bad["compute"] = {{"backend", "gpu"}};
   CHECK_THROWS_WITH_AS(testing::scenario(bad),

@@ -743,7 +743,7 @@ int dispatch(int argc, char** argv) {
     std::cout << build_info_json().dump(2) << "\n";
     return kExitOk;
   }
-  throw UsageError(fmt::format("unknown command '{}' (commands: run, validate, profiles, fields, sweep, reproduce, version)", cmd));
+  throw UsageError(fmt::format("unknown command '{}' (commands: run, validate, profiles, fields, sweep, reproduce, calibrate, version)", cmd));
 }
 
 }  // namespace
