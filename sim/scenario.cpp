@@ -315,6 +315,18 @@ std::vector<FieldInfo> build_fields() {
        .applies = has_data,
        .set = set_m<&Scenario::data, &DataSpec::train_samples>,
        .get = get_m<&Scenario::data, &DataSpec::train_samples>},
+      {.path = "/data/partition",
+       .type = F::kString,
+       .allowed = {"iid", "shared"},
+       .default_value = d.data.partition,
+       .applies_to = "the fashion-mnist and blobs datasets",
+       .applies_key = "/data/dataset",
+       .doc = "iid: each worker owns a disjoint random shard and goes through it epoch by epoch; shared: "
+              "every batch is drawn uniformly with replacement from the whole training set, as in the "
+              "FASGD paper's simulator (Odena 2016), so batches may exceed a shard's size.",
+       .applies = has_data,
+       .set = set_m<&Scenario::data, &DataSpec::partition>,
+       .get = get_m<&Scenario::data, &DataSpec::partition>},
       {.path = "/data/blobs",
        .type = F::kObject,
        .applies_to = "the blobs dataset",

@@ -31,6 +31,7 @@ struct DataSpec {
   std::string dataset = "fashion-mnist";  // "fashion-mnist" | "blobs" | "none" (time-only)
   std::string path = kFashionMnistDefaultDir;  // fashion-mnist: folder with the IDX files
   int64_t train_samples = 0;  // use the first N training samples; 0 = all
+  std::string partition = "iid";  // "iid" (disjoint shards) | "shared" (all draw from all)
   BlobsSpec blobs;            // dataset "blobs" only
   bool operator==(const DataSpec&) const = default;
 };

@@ -184,7 +184,8 @@ struct Simulation::Impl {
         for (int i = 0; i < 5; ++i) model->loss_and_gradient(store->read().values(), d.train, probe, grad);
       }
     }
-    auto shards = math ? shard_iid(d.train.size(), n, s.seed) : std::vector<std::vector<int32_t>>{};
+    const bool shared_data = s.data.partition == "shared";
+    auto shards = math && !shared_data ? shard_iid(d.train.size(), n, s.seed) : std::vector<std::vector<int32_t>>{};
     double flops_per_sample = model->flops_per_sample();
     if (const auto cost = find_cost_architecture(s.model.cost)) {  // time and size as `cost`
       flops_per_sample = cost->training_flops();
@@ -205,7 +206,13 @@ struct Simulation::Impl {
                             profile->overhead_us * 1e3;
         w.jitter_rng = Rng(s.seed, Purpose::kJitter, static_cast<uint64_t>(id));
         w.transmit_rng = Rng(s.seed, Purpose::kTransmit, static_cast<uint64_t>(id));
-        if (math) {
+        if (math && shared_data) {
+          if (d.train.size() < s.optimizer.batch_size)
+            throw ScenarioError(fmt::format("/optimizer/batch_size: {} is larger than the {} training samples",
+                                            s.optimizer.batch_size, d.train.size()));
+          w.sampler = std::make_unique<BatchSampler>(
+              BatchSampler::shared(d.train.size(), s.seed, static_cast<uint32_t>(id)));
+        } else if (math) {
           auto& shard = shards[static_cast<size_t>(id)];
           if (static_cast<int64_t>(shard.size()) < s.optimizer.batch_size)
             throw ScenarioError(fmt::format(
