@@ -29,7 +29,8 @@ def best_table(sweep, x_col, group_col, over_col, metric, higher):
         if not sr.finite(value):
             skipped += 1
             continue
-        group = str(sweep.cell(row, group_col)) if group_col else "all"
+        group = "/".join(str(v) for v in (sweep.cell(row, c) for c in group_col.split(",")) if v not in (None, "")) \
+            if group_col else "all"
         x = sr.number(sweep.cell(row, x_col))
         if x is None:  # asp has no policy.staleness, say
             no_x += 1
@@ -56,7 +57,8 @@ def main():
     p.add_argument("--x", default="cluster.workers.0.count", metavar="COLUMN",
                    help="the x axis, a numeric column or scenario field (default: cluster.workers.0.count)")
     p.add_argument("--group", default="optimizer.rule", metavar="COLUMN",
-                   help="one line per value of this column (default: optimizer.rule)")
+                   help="one line per value of this column, or of several joined by commas "
+                        "(e.g. optimizer.rule,optimizer.variant) (default: optimizer.rule)")
     p.add_argument("--over", default="optimizer.lr", metavar="COLUMN",
                    help="the knob tuned per group and x: the best of its values is drawn (default: optimizer.lr)")
     p.add_argument("--metric", default="final_test_loss", metavar="COLUMN",

@@ -64,7 +64,11 @@ def dssp(path, name):
 
 def fasgd_lambda(path, name):
     sweep = sr.Sweep(path)
-    by = groups(sweep, lambda r: (sweep.cell(r, "optimizer.rule"), num(sweep, r, "cluster.workers.0.count")))
+    def rule(r):
+        name, variant = sweep.cell(r, "optimizer.rule"), sweep.cell(r, "optimizer.variant")
+        return f"{name} ({variant})" if name in ("fasgd", "bfasgd") and variant else name
+
+    by = groups(sweep, lambda r: (rule(r), num(sweep, r, "cluster.workers.0.count")))
     best = {}
     for (rule, lam), rows in by.items():
         r = min(rows, key=lambda r: num(sweep, r, "final_test_loss") if sr.finite(num(sweep, r, "final_test_loss")) else 1e300)
@@ -73,17 +77,19 @@ def fasgd_lambda(path, name):
     lams = sorted({lam for _, lam in best})
     rules = list(dict.fromkeys(rule for rule, _ in best))
     print(f"### {name}: best final test loss over each rule's learning-rate grid\n")
-    print("| lambda | " + " | ".join(f"{r} loss (lr, accuracy)" for r in rules) + " | SASGD - FASGD |")
-    print("|---" * (len(rules) + 2) + "|")
+    fasgds = [r for r in rules if r.startswith("fasgd")]
+    print("| lambda | " + " | ".join(f"{r} loss (lr, accuracy)" for r in rules) + " | " +
+          " | ".join(f"SASGD - {r}" for r in fasgds) + " |")
+    print("|---" * (len(rules) + len(fasgds) + 1) + "|")
     for lam in lams:
         cells = []
         for r in rules:
             b = best.get((r, lam))
             edge = ", grid edge" if b and len(b[3]) > 1 and b[1] in (b[3][0], b[3][-1]) else ""
             cells.append("n/a" if not b else f"{b[0]:.4f} (lr {b[1]}{edge}, {b[2]:.4f})")
-        s, f = best.get(("sasgd", lam)), best.get(("fasgd", lam))
-        margin = fmt(s[0] - f[0], "+.4f") if s and f else "n/a"
-        print(f"| {lam:g} | " + " | ".join(cells) + f" | {margin} |")
+        s = best.get(("sasgd", lam))
+        margins = [fmt(s[0] - best[(f, lam)][0], "+.4f") if s and (f, lam) in best else "n/a" for f in fasgds]
+        print(f"| {lam:g} | " + " | ".join(cells + margins) + " |")
     print()
 
 
