@@ -1,5 +1,6 @@
 #include "sim/policies/sync_policy.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "sim/policies/asp.hpp"
@@ -32,9 +33,32 @@ bool ClockTable::advance(int32_t w) {
   return false;
 }
 
+bool ClockTable::drop(int32_t w) {
+  if (dropped_.empty()) dropped_.assign(clocks_.size(), false);
+  dropped_[static_cast<size_t>(w)] = true;
+  --at_clock_[static_cast<size_t>(clocks_[static_cast<size_t>(w)] - min_)];
+  bool rose = false;
+  while (at_clock_.size() > 1 && at_clock_.front() == 0) {
+    at_clock_.pop_front();
+    ++min_;
+    rose = true;
+  }
+  return rose;
+}
+
+void ClockTable::rejoin(int32_t w) {
+  dropped_[static_cast<size_t>(w)] = false;
+  int64_t& c = clocks_[static_cast<size_t>(w)];
+  c = std::max(c, min_);
+  max_ = std::max(max_, c);
+  const auto index = static_cast<size_t>(c - min_);
+  if (index >= at_clock_.size()) at_clock_.resize(index + 1, 0);
+  ++at_clock_[index];
+}
+
 int32_t ClockTable::slowest() const {
   for (size_t w = 0; w < clocks_.size(); ++w)
-    if (clocks_[w] == min_) return static_cast<int32_t>(w);
+    if (clocks_[w] == min_ && !dropped(static_cast<int32_t>(w))) return static_cast<int32_t>(w);
   return 0;
 }
 

@@ -36,12 +36,19 @@ class ClockTable {
   bool advance(int32_t w);
   // The lowest-numbered worker at the minimum clock (the "slowest"), for explanations.
   int32_t slowest() const;
+  // Crash handling "drop" (issue 5): worker w leaves the minimum-clock computation until rejoin().
+  // Returns true when the minimum clock rose. REQUIRES: w is live and not the last live worker.
+  bool drop(int32_t w);
+  // Worker w counts again, at max(its clock, the minimum clock). REQUIRES: w was dropped.
+  void rejoin(int32_t w);
+  bool dropped(int32_t w) const { return !dropped_.empty() && dropped_[static_cast<size_t>(w)]; }
 
  private:
   std::vector<int64_t> clocks_;
   std::deque<int64_t> at_clock_;   // at_clock_[c - min_] = workers whose clock is c
   int64_t min_ = 0;
   int64_t max_ = 0;
+  std::vector<bool> dropped_;  // sized on the first drop
 };
 
 // How workers get parameters (design.md section 6).
