@@ -13,6 +13,7 @@
 #include "sim/cluster_schedule.hpp"
 #include "sim/engine.hpp"
 #include "sim/jitter.hpp"
+#include "sim/lazy_deque.hpp"
 #include "sim/param_store.hpp"
 #include "sim/policies/sync_policy.hpp"
 #include "sim/policies/vap.hpp"
@@ -85,8 +86,8 @@ struct Worker {
   int64_t sent = 0;            // pushes sent: the worker's own clock
   std::vector<float> local;    // cache plus own updates it does not include (when has_local)
   bool has_local = false;
-  std::deque<OwnPush> own;     // own pushes not yet in an arrived snapshot, oldest first
-  std::deque<InFlight> inbox;  // parameters on their way, in arrival order
+  LazyDeque<OwnPush> own;      // own pushes not yet in an arrived snapshot, oldest first
+  LazyDeque<InFlight> inbox;   // parameters on their way, in arrival order
   bool blocked = true;         // waiting for parameters fresh enough to start its next clock
   bool fetch_wanted = false;   // lazy: a fetch request rides on the last push
   SimTime link_free;           // when the worker's outgoing link is next idle

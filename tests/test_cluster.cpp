@@ -11,6 +11,7 @@
 #include "models/device_profile.hpp"
 #include "sim/cluster_schedule.hpp"
 #include "sim/jitter.hpp"
+#include "sim/policies/sync_policy.hpp"
 #include "tests/sim_test_util.hpp"
 
 using namespace stalesim;
@@ -330,4 +331,34 @@ TEST_CASE("fp16 uses the profile's Tensor Core peak, and AlexNet's figures match
   j["stop"] = {{"virtual_time_s", 0.1}};
   const RunResult r = run(j);
   CHECK(r.workers[1].iterations > r.workers[0].iterations);
+}
+
+TEST_CASE("the slowest worker is found in O(log n) and agrees with a scan, with drops and rejoins") {
+  const int32_t n = 37;
+  ClockTable t(n);
+  Rng rng(9, Purpose::kSchedule, 0);
+  std::vector<bool> down(n, false);
+  auto scan = [&] {
+    int32_t best = -1;
+    for (int32_t w = 0; w < n; ++w)
+      if (!down[static_cast<size_t>(w)] && (best < 0 || t.clock(w) < t.clock(best))) best = w;
+    return best;
+  };
+  int live = n;
+  for (int step = 0; step < 5000; ++step) {
+    const auto w = static_cast<int32_t>(rng.below(n));
+    if (down[static_cast<size_t>(w)]) {
+      t.rejoin(w);
+      down[static_cast<size_t>(w)] = false;
+      ++live;
+    } else if (live > 1 && rng.uniform() < 0.02) {
+      t.drop(w);
+      down[static_cast<size_t>(w)] = true;
+      --live;
+    } else {
+      t.advance(w);
+    }
+    REQUIRE(t.slowest() == scan());
+    REQUIRE(t.min_clock() == t.clock(scan()));
+  }
 }
