@@ -245,6 +245,18 @@ TEST_CASE("a crash under BSP with drop finishes, and with wait resumes after the
     CHECK(r.workers[0].iterations == 11 + 49);
     CHECK(r.workers[0].wait_ns == 40'000'000);  // held from 11 ms to 51 ms
   }
+  SUBCASE("SSP(2): the others run 2 clocks ahead, then wait or, with drop, go on") {
+    j["policy"] = {{"type", "ssp"}, {"staleness", 2}};
+    j["cluster"]["schedule"] = {{{"kind", "crash"}, {"workers", {2}}, {"at_s", 0.0105}}};
+    const RunResult waited = run(j);
+    CHECK(waited.status == RunStatus::kDeadlock);
+    CHECK(waited.workers[0].iterations == 13);  // clocks 11 and 12 within the bound, 13 pushed
+    j["cluster"]["on_crash"] = "drop";
+    const RunResult dropped = run(j);
+    CHECK(dropped.status == RunStatus::kCompleted);
+    CHECK(dropped.workers[0].iterations == 100);
+    CHECK(dropped.max_clock_gap <= 2);
+  }
   SUBCASE("drop, rejoining: it comes back at the minimum clock") {
     j["cluster"]["on_crash"] = "drop";
     j["cluster"]["schedule"] = {{{"kind", "crash"}, {"group", 0}, {"workers", nlohmann::json::array()},
