@@ -50,7 +50,8 @@ SimTime ClusterSchedule::compute_end(int32_t w, SimTime start, double work_ns) c
   // Drift: the multiplier at the iteration's start, 1 at `from` rising linearly to `factor` at `to`.
   for (auto it = lo; it != hi; ++it) {
     if (it->kind != kDrift || start.ns() < it->from) continue;
-    const double f = std::min(1.0, static_cast<double>(start.ns() - it->from) / static_cast<double>(it->to - it->from));
+    const double f =
+        std::min(1.0, static_cast<double>(start.ns() - it->from) / static_cast<double>(it->to - it->from));
     remaining *= 1.0 + (it->factor - 1.0) * f;
   }
   int64_t t = start.ns();

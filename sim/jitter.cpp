@@ -17,7 +17,8 @@ constexpr double kMinNormalFactor = 1e-3;  // normal draws are clipped here (des
 
 std::vector<double> read_iteration_trace(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw ScenarioError(fmt::format("{}: cannot read the jitter trace: {}", path, std::strerror(errno)));
+  if (!in)
+    throw ScenarioError(fmt::format("{}: cannot read the jitter trace: {}", path, std::strerror(errno)));
   std::vector<double> out;
   std::string line;
   for (int lineno = 1; std::getline(in, line); ++lineno) {
@@ -34,8 +35,8 @@ std::vector<double> read_iteration_trace(const std::string& path) {
         used = 0;
       }
       if (used != word.size() || !std::isfinite(v) || !(v > 0))
-        throw ScenarioError(fmt::format("{}:{}: expected an iteration time in ms (a number > 0), got \"{}\"", path,
-                                        lineno, word));
+        throw ScenarioError(fmt::format("{}:{}: expected an iteration time in ms (a number > 0), got \"{}\"",
+                                        path, lineno, word));
       out.push_back(v);
     }
   }

@@ -139,7 +139,8 @@ TEST_CASE("schedule events happen at their times: slow and pause over an interva
   j["cluster"]["schedule"][0]["kind"] = "slow";
   CHECK(run(j).workers[0].iterations == 25);
   // Drift to 3x over [0, 30) ms, judged at each iteration's start.
-  j["cluster"]["schedule"] = {{{"kind", "drift"}, {"workers", {0}}, {"at_s", 0}, {"until_s", 0.03}, {"factor", 3}}};
+  j["cluster"]["schedule"] = {
+      {{"kind", "drift"}, {"workers", {0}}, {"at_s", 0}, {"until_s", 0.03}, {"factor", 3}}};
   const ClusterSchedule sched(scenario(j).cluster);
   CHECK(sched.compute_end(0, SimTime::from_ns(0), 1e6).ns() == 1'000'000);
   CHECK(sched.compute_end(0, SimTime::from_ns(15'000'000), 1e6).ns() == 15'000'000 + 2'000'000);
@@ -259,10 +260,14 @@ TEST_CASE("a crash under BSP with drop finishes, and with wait resumes after the
   }
   SUBCASE("drop, rejoining: it comes back at the minimum clock") {
     j["cluster"]["on_crash"] = "drop";
-    j["cluster"]["schedule"] = {{{"kind", "crash"}, {"group", 0}, {"workers", nlohmann::json::array()},
-                                 {"at_s", 0.02}, {"until_s", 0.0205}}};
+    j["cluster"]["schedule"] = {{{"kind", "crash"},
+                                 {"group", 0},
+                                 {"workers", nlohmann::json::array()},
+                                 {"at_s", 0.02},
+                                 {"until_s", 0.0205}}};
     j["cluster"]["schedule"][0].erase("workers");
-    j["cluster"]["schedule"].push_back({{"kind", "crash"}, {"workers", {1}}, {"at_s", 0.0405}, {"until_s", 0.06}});
+    j["cluster"]["schedule"].push_back(
+        {{"kind", "crash"}, {"workers", {1}}, {"at_s", 0.0405}, {"until_s", 0.06}});
     const RunResult r = run(j);
     CHECK(r.status == RunStatus::kCompleted);
     CHECK(r.max_clock_gap == 0);
@@ -277,12 +282,15 @@ TEST_CASE("scenario checks for the cluster's new fields name the path and what i
                        "(a group index), not both or neither",
                        ScenarioError);
   j["cluster"]["schedule"] = {{{"kind", "slow"}, {"workers", {3}}, {"at_s", 0}}};
-  CHECK_THROWS_WITH_AS(scenario(j), "test.json: /cluster/schedule/0/workers/0: expected a worker id in [0, 2], got 3",
+  CHECK_THROWS_WITH_AS(scenario(j),
+                       "test.json: /cluster/schedule/0/workers/0: expected a worker id in [0, 2], got 3",
                        ScenarioError);
   j["cluster"]["schedule"] = {{{"kind", "pause"}, {"workers", {1}}, {"at_s", 1}}};
-  CHECK_THROWS_WITH_AS(scenario(j), "test.json: /cluster/schedule/0/until_s: required for a pause", ScenarioError);
+  CHECK_THROWS_WITH_AS(scenario(j), "test.json: /cluster/schedule/0/until_s: required for a pause",
+                       ScenarioError);
   j["cluster"]["schedule"] = {{{"kind", "slow"}, {"workers", {1}}, {"at_s", 1}, {"until_s", 0.5}}};
-  CHECK_THROWS_WITH_AS(scenario(j), "test.json: /cluster/schedule/0/until_s: expected a time after at_s (1), got 0.5",
+  CHECK_THROWS_WITH_AS(scenario(j),
+                       "test.json: /cluster/schedule/0/until_s: expected a time after at_s (1), got 0.5",
                        ScenarioError);
   j["cluster"]["schedule"] = {{{"kind", "crash"}, {"workers", {1}}, {"at_s", 1}}};
   j["policy"] = {{"type", "ssp"}, {"cache", "lazy"}};
@@ -294,9 +302,10 @@ TEST_CASE("scenario checks for the cluster's new fields name the path and what i
   j["cluster"].erase("schedule");
   j["cluster"]["workers"][0]["profile"] = "gtx1060";
   j["cluster"]["workers"][0]["precision"] = "fp16";
-  CHECK_THROWS_WITH_AS(scenario(j),
-                       "test.json: /cluster/workers/0/precision: profile \"gtx1060\" has no fp16 peak; use \"fp32\"",
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      scenario(j),
+      "test.json: /cluster/workers/0/precision: profile \"gtx1060\" has no fp16 peak; use \"fp32\"",
+      ScenarioError);
 }
 
 TEST_CASE("new cluster fields round-trip through the resolved scenario") {
@@ -323,7 +332,8 @@ TEST_CASE("fp16 uses the profile's Tensor Core peak, and AlexNet's figures match
   CHECK(peak_tflops(*a100, "fp16") == 312.0);
   CHECK(peak_tflops(*a100, "bf16") == 312.0);
   CHECK(peak_tflops(*a100, "fp32") == 19.5);
-  for (const char* name : {"p100", "v100", "t4", "a100", "h100", "h200", "cpu-core", "gtx1060", "gtx1080ti"}) {
+  for (const char* name :
+       {"p100", "v100", "t4", "a100", "h100", "h200", "cpu-core", "gtx1060", "gtx1080ti"}) {
     CAPTURE(name);
     const auto p = find_profile(name);
     REQUIRE(p);
@@ -333,12 +343,14 @@ TEST_CASE("fp16 uses the profile's Tensor Core peak, and AlexNet's figures match
   const auto alex = find_cost_architecture("alexnet-cifar");
   REQUIRE(alex);
   // conv 5x5x3->32 on 32x32, conv 5x5x32->32 on 16x16, conv 5x5x32->64 on 8x8, fc 1024->10.
-  CHECK(alex->parameters == (5 * 5 * 3 * 32 + 32) + (5 * 5 * 32 * 32 + 32) + (5 * 5 * 32 * 64 + 64) + (1024 * 10 + 10));
+  CHECK(alex->parameters ==
+        (5 * 5 * 3 * 32 + 32) + (5 * 5 * 32 * 32 + 32) + (5 * 5 * 32 * 64 + 64) + (1024 * 10 + 10));
   CHECK(alex->forward_flops == 2.0 * (32 * 32 * 32 * 75 + 16 * 16 * 32 * 800 + 8 * 8 * 64 * 800 + 10240));
   // An fp16 group computes faster than an fp32 one on the same device.
   auto j = time_only_json(0, 0);
   j["policy"] = {{"type", "asp"}};
-  j["cluster"]["workers"] = {{{"profile", "a100"}, {"count", 1}}, {{"profile", "a100"}, {"count", 1}, {"precision", "fp16"}}};
+  j["cluster"]["workers"] = {{{"profile", "a100"}, {"count", 1}},
+                             {{"profile", "a100"}, {"count", 1}, {"precision", "fp16"}}};
   j["cluster"]["jitter"] = {{"type", "none"}};
   j["stop"] = {{"virtual_time_s", 0.1}};
   const RunResult r = run(j);
