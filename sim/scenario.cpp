@@ -235,7 +235,6 @@ json get_worker(const Scenario& s, size_t i) {
   return to_json_value(s.cluster.workers[i].*M);
 }
 
-
 // A group's own jitter object (cluster.workers[i].jitter): absent unless given, so its keys are
 // written back only for groups that have one (a discarded JSON value means "omit").
 template <auto M>
