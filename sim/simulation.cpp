@@ -11,6 +11,7 @@
 #include "models/device_profile.hpp"
 #include "models/model.hpp"
 #include "sim/engine.hpp"
+#include "sim/observer.hpp"
 #include "sim/param_store.hpp"
 #include "sim/policies/sync_policy.hpp"
 #include "sim/policies/vap.hpp"
@@ -150,6 +151,7 @@ struct Simulation::Impl {
   int64_t staleness_count = 0;
   bool stopped = false;
   bool measured = false;  // compute.timing "measured": the model's GPU times replace the profiles'
+  RunObserver* obs = nullptr;  // RunOptions::observer: trace, timeline, explain (null: none)
 
   Impl(const Scenario& s, const DataSplit& d)
       : sc(s), data(d), clocks(s.cluster.worker_count()) {
@@ -232,7 +234,8 @@ struct Simulation::Impl {
   SimTime worker_link(int64_t bytes) const { return transfer_time(bytes, sc.cluster.network.bandwidth_gbps); }
   SimTime server_link(int64_t bytes) const { return transfer_time(bytes, sc.cluster.network.server_bandwidth_gbps); }
 
-  void set_state(Worker& w, WorkerState s) {
+  // `a` names a kCommunicating state for observers: the push, or (default) the parameters' way back.
+  void set_state(Worker& w, WorkerState s, Activity a = Activity::kPull) {
     const int64_t dt = (engine.now() - w.state_since).ns();
     switch (w.state) {
       case WorkerState::kComputing: w.stats.compute_ns += dt; break;
@@ -241,6 +244,7 @@ struct Simulation::Impl {
     }
     w.state = s;
     w.state_since = engine.now();
+    if (obs) obs->activity(engine.now(), w.id, s == WorkerState::kComputing ? Activity::kCompute : s == WorkerState::kWaiting ? Activity::kWait : a);
   }
 
   // The server grants worker w its next clock: it reads the current parameters and sends them.
@@ -262,6 +266,7 @@ struct Simulation::Impl {
     set_state(w, WorkerState::kCommunicating);
     const SimTime start = max(engine.now(), server_free);
     server_free = start + server_link(message_bytes);
+    if (obs) obs->wire(start, server_free, w.id, WireKind::kPull, message_bytes);
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
     if (uniform) return mark_ready(w);
@@ -307,7 +312,7 @@ struct Simulation::Impl {
       if (w.skip_push) {  // only a notice goes: the server re-applies the last gradient
         ++result.skipped_push;
         if (uniform) return on_push_applied(w);
-        set_state(w, WorkerState::kCommunicating);
+        set_state(w, WorkerState::kCommunicating, Activity::kPush);
         engine.schedule_in(latency, kPushApplied, static_cast<uint32_t>(w.id));
         return;
       }
@@ -315,13 +320,14 @@ struct Simulation::Impl {
     result.bytes_push += message_bytes;
     ++result.messages_push;
     if (uniform) return on_push_applied(w);
-    set_state(w, WorkerState::kCommunicating);
+    set_state(w, WorkerState::kCommunicating, Activity::kPush);
     engine.schedule_in(worker_link(message_bytes) + latency, kPushAtServer, static_cast<uint32_t>(w.id));
   }
 
   void on_push_at_server(Worker& w) {
     const SimTime start = max(engine.now(), server_free);
     server_free = start + server_link(message_bytes);
+    if (obs) obs->wire(start, server_free, w.id, WireKind::kPush, message_bytes);
     engine.schedule(server_free, kPushApplied, static_cast<uint32_t>(w.id));
   }
 
@@ -378,6 +384,7 @@ struct Simulation::Impl {
 
     const bool min_rose = clocks.advance(w.id);
     policy->on_push(w.id, engine.now(), clocks);
+    if (obs) obs->update(engine.now(), w.id, store->version(), info.clock_staleness, info.step_staleness());
     if (sc.stop.max_updates && result.server_updates >= *sc.stop.max_updates) {
       set_state(w, WorkerState::kWaiting);
       result.stop_reason = "max_updates";
@@ -388,6 +395,7 @@ struct Simulation::Impl {
     if (!waiting.empty() && (min_rose || policy->recheck_every_push())) release_waiting();
     if (!go) {  // after the release: the pusher is re-checked from the next push on
       set_state(w, WorkerState::kWaiting);
+      if (obs) obs->blocked(engine.now(), w.id, WaitCause::kPolicy, clocks.clock(w.id), 0);
       waiting.push_back(w.id);
     }
     if (static_cast<int32_t>(waiting.size()) == clocks.workers()) deadlock();
@@ -405,6 +413,7 @@ struct Simulation::Impl {
     InFlight m{store->read(), clocks.min_clock(), clocks.clock(w.id)};
     const SimTime start = max(engine.now(), server_free);
     server_free = start + server_link(message_bytes);
+    if (obs) obs->wire(start, server_free, w.id, WireKind::kPull, message_bytes);
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
     w.inbox.push_back(std::move(m));
@@ -479,6 +488,7 @@ struct Simulation::Impl {
     w.blocked = true;
     w.fetch_wanted = !eager;
     set_state(w, WorkerState::kWaiting);
+    if (obs) obs->blocked(engine.now(), w.id, WaitCause::kStaleCache, w.sent, w.cache_clock);
   }
 
   void on_push_applied_cached(Worker& w) {
@@ -498,6 +508,7 @@ struct Simulation::Impl {
     ++staleness_count;
     const bool min_rose = clocks.advance(w.id);
     policy->on_push(w.id, engine.now(), clocks);
+    if (obs) obs->update(engine.now(), w.id, store->version(), info.clock_staleness, info.step_staleness());
     if (sc.stop.max_updates && result.server_updates >= *sc.stop.max_updates) {
       result.stop_reason = "max_updates";
       return stop();
@@ -567,6 +578,7 @@ struct Simulation::Impl {
     if (try_send_vap(w)) return;
     vap->note_hold();
     set_state(w, WorkerState::kWaiting);
+    if (obs) obs->blocked(engine.now(), w.id, WaitCause::kValueBound, w.held.index, 0);
     holders.insert(std::upper_bound(holders.begin(), holders.end(), w.id), w.id);
     request_refresh(w);
     if (static_cast<int32_t>(holders.size()) == clocks.workers()) {
@@ -629,6 +641,7 @@ struct Simulation::Impl {
     const SimTime at_server = engine.now() + latency;
     const SimTime start = max(at_server, server_free);
     server_free = start + server_link(message_bytes);
+    if (obs) obs->wire(start, server_free, w.id, WireKind::kPull, message_bytes);
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
     engine.schedule(server_free + latency + worker_link(message_bytes), kRefreshArrives, static_cast<uint32_t>(w.id));
@@ -686,6 +699,7 @@ struct Simulation::Impl {
     loss_count = 0;
     staleness_sum = 0;
     staleness_count = 0;
+    if (obs) obs->evaluation(row);
     result.metrics.push_back(row);
     if (row.test_accuracy && sc.stop.target_accuracy && !result.time_to_target_s &&
         *row.test_accuracy >= *sc.stop.target_accuracy) {
@@ -721,6 +735,12 @@ struct Simulation::Impl {
 
   RunResult run(const RunOptions& opt) {
     record_gradients = opt.record_gradients;
+    obs = opt.observer;
+    if (obs) {
+      std::vector<std::string> profiles;
+      for (const auto& w : workers) profiles.push_back(w.profile);
+      obs->start(clocks, *policy, profiles);
+    }
     if (record_gradients) result.gradients_csv = "virtual_time_s,worker,version_read,version_apply,tau,step\n";
     const SimTime limit = sc.stop.virtual_time_s ? SimTime::from_seconds(*sc.stop.virtual_time_s) : SimTime::max();
     if (uniform) {
@@ -773,6 +793,7 @@ struct Simulation::Impl {
   }
 
   void finish(SimTime end) {
+    if (obs) obs->finish(end);
     // Close every worker's open interval at `end`.
     for (auto& w : workers) {
       const int64_t dt = (end - w.state_since).ns();
