@@ -39,8 +39,9 @@ std::vector<Narrator::Line> Narrator::new_controller_calls() {
     const auto& d = all[dssp_seen_];
     last_call_clock_[static_cast<size_t>(d.worker)] = d.clock;
     std::string text = fmt::format(
-        "DSSP: worker {} (the fastest, at clock {}) is {} clocks ahead of worker {} (clock {}), beyond s_L: ",
-        d.worker, d.clock, d.clock - d.slowest_clock, d.slowest, d.slowest_clock);
+        "DSSP: worker {} (the fastest, at clock {}) is {} clock{} ahead of worker {} (clock {}), beyond s_L: ",
+        d.worker, d.clock, d.clock - d.slowest_clock, d.clock - d.slowest_clock == 1 ? "" : "s", d.slowest,
+        d.slowest_clock);
     if (d.slowest_step == 0) {
       text += fmt::format("no interval estimate yet (worker {} has pushed fewer than twice): grants none", d.worker);
     } else {
