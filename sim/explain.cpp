@@ -26,7 +26,8 @@ std::string Narrator::bound() const {
     const auto f = dssp_->facts();
     return fmt::format("s_L = {}, r_max = {}", f["s_lower"].get<int64_t>(), f["r_max"].get<int64_t>());
   }
-  if (const auto* vap = dynamic_cast<const VapPolicy*>(policy_)) return fmt::format("v = {}", vap->value_bound());
+  if (const auto* vap = dynamic_cast<const VapPolicy*>(policy_))
+    return fmt::format("v = {}", vap->value_bound());
   if (const auto b = policy_->clock_bound()) return fmt::format("s = {}", *b);
   return fmt::format("policy {}", name);
 }
@@ -39,11 +40,13 @@ std::vector<Narrator::Line> Narrator::new_controller_calls() {
     const auto& d = all[dssp_seen_];
     last_call_clock_[static_cast<size_t>(d.worker)] = d.clock;
     std::string text = fmt::format(
-        "DSSP: worker {} (the fastest, at clock {}) is {} clock{} ahead of worker {} (clock {}), beyond s_L: ",
+        "DSSP: worker {} (the fastest, at clock {}) is {} clock{} ahead of worker {} (clock {}), beyond "
+        "s_L: ",
         d.worker, d.clock, d.clock - d.slowest_clock, d.clock - d.slowest_clock == 1 ? "" : "s", d.slowest,
         d.slowest_clock);
     if (d.slowest_step == 0) {
-      text += fmt::format("no interval estimate yet (worker {} has pushed fewer than twice): grants none", d.worker);
+      text += fmt::format("no interval estimate yet (worker {} has pushed fewer than twice): grants none",
+                          d.worker);
     } else {
       text += fmt::format(
           "I_f = {} s, I_s = {} s; its push F_{} = {} s is the closest to worker {}'s S_{} = {} s "
@@ -64,9 +67,8 @@ std::string Narrator::blocked(int32_t worker, WaitCause cause, int64_t clock, in
   const int64_t min = clocks_->min_clock();
   switch (cause) {
     case WaitCause::kPolicy: {
-      std::string text =
-          fmt::format("worker {} waits at clock {}: slowest is worker {} at clock {}, {}", worker, clock, slowest,
-                      min, bound());
+      std::string text = fmt::format("worker {} waits at clock {}: slowest is worker {} at clock {}, {}",
+                                     worker, clock, slowest, min, bound());
       if (dssp_) {
         if (clock != clocks_->max_clock())
           text += fmt::format("; not the fastest (clock {}), so no grant", clocks_->max_clock());
@@ -96,11 +98,13 @@ std::string Narrator::blocked(int32_t worker, WaitCause cause, int64_t clock, in
 std::string Narrator::resumed(int32_t worker, WaitCause cause, int64_t clock, SimTime waited) const {
   switch (cause) {
     case WaitCause::kPolicy:
-      return fmt::format("worker {} resumes at clock {} after waiting {} s: the slowest worker is now at clock {}",
-                         worker, clock, explain_seconds(waited), clocks_->min_clock());
+      return fmt::format(
+          "worker {} resumes at clock {} after waiting {} s: the slowest worker is now at clock {}", worker,
+          clock, explain_seconds(waited), clocks_->min_clock());
     case WaitCause::kStaleCache:
       return fmt::format(
-          "worker {} resumes at clock {} after waiting {} s: parameters fresh enough arrived (server clock now {})",
+          "worker {} resumes at clock {} after waiting {} s: parameters fresh enough arrived (server clock "
+          "now {})",
           worker, clock, explain_seconds(waited), clocks_->min_clock());
     case WaitCause::kValueBound:
       return fmt::format("worker {} sends its update of clock {} after holding it {} s", worker, clock,

@@ -42,7 +42,8 @@ class RunObserver {
   virtual ~RunObserver() = default;
   // Once, before the first event. `clocks` and `policy` outlive the run and may be read by any
   // later call (they show the state at that call). `profiles` names each worker's device.
-  virtual void start(const ClockTable& clocks, const SyncPolicy& policy, const std::vector<std::string>& profiles) {
+  virtual void start(const ClockTable& clocks, const SyncPolicy& policy,
+                     const std::vector<std::string>& profiles) {
     (void)clocks, (void)policy, (void)profiles;
   }
   virtual void activity(SimTime now, int32_t worker, Activity a) { (void)now, (void)worker, (void)a; }

@@ -244,7 +244,11 @@ struct Simulation::Impl {
     }
     w.state = s;
     w.state_since = engine.now();
-    if (obs) obs->activity(engine.now(), w.id, s == WorkerState::kComputing ? Activity::kCompute : s == WorkerState::kWaiting ? Activity::kWait : a);
+    if (obs)
+      obs->activity(engine.now(), w.id,
+                    s == WorkerState::kComputing ? Activity::kCompute
+                    : s == WorkerState::kWaiting ? Activity::kWait
+                                                 : a);
   }
 
   // The server grants worker w its next clock: it reads the current parameters and sends them.

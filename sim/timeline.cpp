@@ -22,16 +22,21 @@ constexpr const char* kReset = "\033[0m";
 
 Cell cell_of(Activity a) {
   switch (a) {
-    case Activity::kCompute: return kCompute;
-    case Activity::kWait: return kWait;
+    case Activity::kCompute:
+      return kCompute;
+    case Activity::kWait:
+      return kWait;
     case Activity::kPush:
-    case Activity::kPull: return kCommunicate;
+    case Activity::kPull:
+      return kCommunicate;
   }
   return kNone;
 }
 
 // Display width of plain (ASCII) text.
-std::string pad(const std::string& s, size_t width) { return s + std::string(width > s.size() ? width - s.size() : 0, ' '); }
+std::string pad(const std::string& s, size_t width) {
+  return s + std::string(width > s.size() ? width - s.size() : 0, ' ');
+}
 
 }  // namespace
 
@@ -86,8 +91,8 @@ std::string TimelineRecorder::render(const std::string& title, int width, bool c
     label_width = std::max(label_width, labels.back().size());
   }
   const bool ms = until_ < SimTime::from_seconds(1);  // label the axis in milliseconds
-  std::string out = fmt::format("timeline of {}: {}; {} workers; 0 to {:g} s, one cell = {:g} ms\n", title, policy_,
-                                rows_.size(), until_.seconds(), until_.seconds() * 1e3 / width);
+  std::string out = fmt::format("timeline of {}: {}; {} workers; 0 to {:g} s, one cell = {:g} ms\n", title,
+                                policy_, rows_.size(), until_.seconds(), until_.seconds() * 1e3 / width);
   // Axis: tick labels at 0, 1/4, 1/2, 3/4 and the end of the span.
   std::string axis(static_cast<size_t>(width) + 8, ' ');
   size_t used = 0;
@@ -95,7 +100,8 @@ std::string TimelineRecorder::render(const std::string& title, int width, bool c
     const std::string t = ms ? fmt::format("{:g}ms", until_.seconds() * 1e3 * k / 4)
                              : fmt::format("{:g}s", until_.seconds() * k / 4);
     size_t at = static_cast<size_t>(width * k / 4);
-    if (k == 4) at = static_cast<size_t>(width) + 1 >= t.size() ? static_cast<size_t>(width) + 1 - t.size() : 0;
+    if (k == 4)
+      at = static_cast<size_t>(width) + 1 >= t.size() ? static_cast<size_t>(width) + 1 - t.size() : 0;
     if (k > 0 && at < used + 1) continue;
     axis.replace(at, t.size(), t);
     used = at + t.size();
@@ -140,11 +146,12 @@ std::string TimelineRecorder::render(const std::string& title, int width, bool c
     out += line;
   }
   const auto key = [&](Cell c) {
-    return color ? fmt::format("{}{}{}", kColour[static_cast<size_t>(c)], kGlyph[static_cast<size_t>(c)], kReset)
+    return color ? fmt::format("{}{}{}", kColour[static_cast<size_t>(c)], kGlyph[static_cast<size_t>(c)],
+                               kReset)
                  : std::string(kGlyph[static_cast<size_t>(c)]);
   };
-  out += fmt::format("{} compute  {} communicate (push, pull)  {} wait  {} blocked by the policy here", key(kCompute),
-                     key(kCommunicate), key(kWait), key(kMarker));
+  out += fmt::format("{} compute  {} communicate (push, pull)  {} wait  {} blocked by the policy here",
+                     key(kCompute), key(kCommunicate), key(kWait), key(kMarker));
   if (end_ < until_) out += fmt::format("  (the run ended at {:g} s)", end_.seconds());
   out += "\n";
   return out;
@@ -152,7 +159,8 @@ std::string TimelineRecorder::render(const std::string& title, int width, bool c
 
 std::string timeline_of(const Scenario& scenario, SimTime until, int width, bool color) {
   Scenario s = scenario;
-  if (!s.stop.virtual_time_s || *s.stop.virtual_time_s > until.seconds()) s.stop.virtual_time_s = until.seconds();
+  if (!s.stop.virtual_time_s || *s.stop.virtual_time_s > until.seconds())
+    s.stop.virtual_time_s = until.seconds();
   TimelineRecorder rec(until);
   RunOptions ro;
   ro.observer = &rec;
@@ -177,7 +185,8 @@ SimTime parse_duration(const std::string& text) {
     used = 0;
   }
   if (number.empty() || used != number.size() || !(v > 0) || v * unit > 9e9)
-    throw std::invalid_argument(fmt::format("expected a duration > 0 such as 5s, 250ms or 2.5, got '{}'", text));
+    throw std::invalid_argument(
+        fmt::format("expected a duration > 0 such as 5s, 250ms or 2.5, got '{}'", text));
   return SimTime::from_seconds(v * unit);
 }
 

@@ -21,10 +21,12 @@ class TimelineRecorder final : public RunObserver {
  public:
   // REQUIRES: until > 0.
   explicit TimelineRecorder(SimTime until) : until_(until) {}
-  void start(const ClockTable& clocks, const SyncPolicy& policy, const std::vector<std::string>& profiles) override;
+  void start(const ClockTable& clocks, const SyncPolicy& policy,
+             const std::vector<std::string>& profiles) override;
   void activity(SimTime now, int32_t worker, Activity a) override;
   void blocked(SimTime now, int32_t worker, WaitCause cause, int64_t clock, int64_t have) override;
-  void update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness, int64_t step_staleness) override;
+  void update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness,
+              int64_t step_staleness) override;
   void finish(SimTime end) override;
 
   // The chart. `title`: the first line's subject. REQUIRES: finish() called, width >= 10.

@@ -26,10 +26,14 @@ std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 
 const char* to_string(Activity a) {
   switch (a) {
-    case Activity::kCompute: return "compute";
-    case Activity::kWait: return "wait";
-    case Activity::kPush: return "push";
-    case Activity::kPull: return "pull";
+    case Activity::kCompute:
+      return "compute";
+    case Activity::kWait:
+      return "wait";
+    case Activity::kPush:
+      return "push";
+    case Activity::kPull:
+      return "pull";
   }
   return "?";
 }
@@ -44,7 +48,8 @@ void TraceRecorder::start(const ClockTable& clocks, const SyncPolicy& policy,
   policy_ = fmt::format("{}, {}", policy.name(), narrator_.bound());
   open_.assign(profiles.size(), Open{});
   const auto meta = [&](int pid, int tid, const char* what, const std::string& args) {
-    meta_ += fmt::format("{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{}}},\n", what, pid, tid, args);
+    meta_ += fmt::format("{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{}}},\n", what, pid,
+                         tid, args);
   };
   meta(kWorkersPid, 0, "process_name", R"({"name":"workers"})");
   meta(kWorkersPid, 0, "process_sort_index", R"({"sort_index":1})");
@@ -79,8 +84,9 @@ void TraceRecorder::span(int pid, int tid, const std::string& name, SimTime star
   const SimTime a = max(start, opt_.from);
   const SimTime b = end < opt_.to ? end : opt_.to;
   if (b <= a) return;  // outside the window, or empty
-  emit(a, fmt::format(R"({{"name":{},"cat":"{}","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{}}})",
-                      quoted(name), pid == kWorkersPid ? "worker" : "server", us(a), us(b - a), pid, tid, args));
+  emit(a,
+       fmt::format(R"({{"name":{},"cat":"{}","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{}}})",
+                   quoted(name), pid == kWorkersPid ? "worker" : "server", us(a), us(b - a), pid, tid, args));
 }
 
 void TraceRecorder::instant(int pid, int tid, const std::string& name, SimTime t, const std::string& args) {
@@ -98,8 +104,10 @@ void TraceRecorder::counter(const std::string& name, SimTime t, const std::strin
 void TraceRecorder::drain() {
   for (const auto& l : narrator_.new_controller_calls()) {
     const auto granted = l.text.find("grants none") == std::string::npos;
-    instant(kServerPid, kPolicyTid, granted ? fmt::format("DSSP grant to w{}", l.worker) : fmt::format("DSSP no grant to w{}", l.worker),
-            l.time, nlohmann::json{{"worker", l.worker}, {"why", l.text}}.dump());
+    instant(
+        kServerPid, kPolicyTid,
+        granted ? fmt::format("DSSP grant to w{}", l.worker) : fmt::format("DSSP no grant to w{}", l.worker),
+        l.time, nlohmann::json{{"worker", l.worker}, {"why", l.text}}.dump());
   }
 }
 
@@ -118,8 +126,8 @@ void TraceRecorder::blocked(SimTime now, int32_t worker, WaitCause cause, int64_
 }
 
 void TraceRecorder::wire(SimTime start, SimTime end, int32_t worker, WireKind kind, int64_t bytes) {
-  span(kServerPid, kLinkTid, fmt::format("{} w{}", kind == WireKind::kPush ? "push" : "pull", worker), start, end,
-       fmt::format("{{\"worker\":{},\"bytes\":{}}}", worker, bytes));
+  span(kServerPid, kLinkTid, fmt::format("{} w{}", kind == WireKind::kPush ? "push" : "pull", worker), start,
+       end, fmt::format("{{\"worker\":{},\"bytes\":{}}}", worker, bytes));
 }
 
 void TraceRecorder::update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness,
@@ -143,7 +151,8 @@ void TraceRecorder::finish(SimTime end) {
   drain();
   for (size_t w = 0; w < open_.size(); ++w) {
     const Open& o = open_[w];
-    span(kWorkersPid, static_cast<int>(w), to_string(o.activity), o.since, end, fmt::format("{{\"clock\":{}}}", o.clock));
+    span(kWorkersPid, static_cast<int>(w), to_string(o.activity), o.since, end,
+         fmt::format("{{\"clock\":{}}}", o.clock));
     open_[w].since = end;
   }
 }
@@ -155,7 +164,8 @@ std::string TraceRecorder::json() const {
                           {"time_unit", "microseconds of virtual time"},
                           {"window_from_s", opt_.from.seconds()},
                           {"truncated", truncated_}};
-  other["window_to_s"] = opt_.to == SimTime::max() ? nlohmann::json(nullptr) : nlohmann::json(opt_.to.seconds());
+  other["window_to_s"] =
+      opt_.to == SimTime::max() ? nlohmann::json(nullptr) : nlohmann::json(opt_.to.seconds());
   if (truncated_) other["truncated_at_s"] = truncated_at_.seconds();
   std::string out = "{\"traceEvents\":[\n";
   out += meta_;
@@ -168,7 +178,8 @@ std::string TraceRecorder::json() const {
 std::string TraceRecorder::truncation_message() const {
   if (!truncated_) return {};
   return fmt::format(
-      "trace.json: cut at t={:g} s: it reached its size limit of {} MB ({} events kept); raise the limit with "
+      "trace.json: cut at t={:g} s: it reached its size limit of {} MB ({} events kept); raise the limit "
+      "with "
       "--trace-max-mb, or keep a part with --trace-window FROM:TO (seconds)",
       truncated_at_.seconds(), static_cast<double>(opt_.max_bytes) / 1e6, events_);
 }
@@ -176,7 +187,8 @@ std::string TraceRecorder::truncation_message() const {
 void parse_trace_window(const std::string& text, TraceOptions& options) {
   const size_t colon = text.find(':');
   if (colon == std::string::npos || text.find(':', colon + 1) != std::string::npos)
-    throw std::invalid_argument(fmt::format("expected FROM:TO in virtual seconds (e.g. 0:2.5), got '{}'", text));
+    throw std::invalid_argument(
+        fmt::format("expected FROM:TO in virtual seconds (e.g. 0:2.5), got '{}'", text));
   const auto number = [&](const std::string& part, double fallback) {
     if (part.empty()) return fallback;
     size_t used = 0;

@@ -27,20 +27,22 @@
 namespace stalesim {
 
 struct TraceOptions {
-  SimTime from = SimTime::zero();  // window start (virtual time)
-  SimTime to = SimTime::max();     // window end; Default: the whole run
-  int64_t max_bytes = 100'000'000; // size limit of trace.json; Default: 100 MB
+  SimTime from = SimTime::zero();   // window start (virtual time)
+  SimTime to = SimTime::max();      // window end; Default: the whole run
+  int64_t max_bytes = 100'000'000;  // size limit of trace.json; Default: 100 MB
 };
 
 class TraceRecorder final : public RunObserver {
  public:
   // `title`: the scenario's name, written into otherData.
   TraceRecorder(std::string title, TraceOptions options);
-  void start(const ClockTable& clocks, const SyncPolicy& policy, const std::vector<std::string>& profiles) override;
+  void start(const ClockTable& clocks, const SyncPolicy& policy,
+             const std::vector<std::string>& profiles) override;
   void activity(SimTime now, int32_t worker, Activity a) override;
   void blocked(SimTime now, int32_t worker, WaitCause cause, int64_t clock, int64_t have) override;
   void wire(SimTime start, SimTime end, int32_t worker, WireKind kind, int64_t bytes) override;
-  void update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness, int64_t step_staleness) override;
+  void update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness,
+              int64_t step_staleness) override;
   void evaluation(const MetricsRow& row) override;
   void finish(SimTime end) override;
 

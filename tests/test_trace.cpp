@@ -167,7 +167,8 @@ TEST_CASE("observing a run changes neither its result hash nor its outputs") {
 }
 
 TEST_CASE("the quick-start scenario's trace passes a schema check of the Trace Event format") {
-  const std::vector<Override> sets = {parse_override("stop.virtual_time_s=0.4"), parse_override("eval.every_s=0.1"),
+  const std::vector<Override> sets = {parse_override("stop.virtual_time_s=0.4"),
+                                      parse_override("eval.every_s=0.1"),
                                       parse_override("eval.test_samples=200")};
   const Scenario s = load_scenario_file("scenarios/quickstart.json", sets);
   TraceOptions window;
@@ -204,7 +205,8 @@ TEST_CASE("trace spans have the durations the cost model gives, in microseconds"
   CHECK(span_dur(events, 0, "compute", 0) == 1250.0);  // gtx1060: 1.25 ms
   CHECK(span_dur(events, 1, "compute", 0) == doctest::Approx(585.802).epsilon(1e-6));
   // BSP: each gtx1080ti waits for the gtx1060 every clock.
-  CHECK(t.explain.find("worker 1 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)") != std::string::npos);
+  CHECK(t.explain.find("worker 1 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)") !=
+        std::string::npos);
 }
 
 TEST_CASE("a trace past its size limit is cut, stays valid, and says so") {
@@ -234,11 +236,13 @@ TEST_CASE("trace windows are parsed strictly") {
   CHECK(o.from == SimTime::zero());
   parse_trace_window("3:", o);
   CHECK(o.to == SimTime::max());
-  CHECK_THROWS_WITH_AS(parse_trace_window("2", o), "expected FROM:TO in virtual seconds (e.g. 0:2.5), got '2'",
+  CHECK_THROWS_WITH_AS(parse_trace_window("2", o),
+                       "expected FROM:TO in virtual seconds (e.g. 0:2.5), got '2'", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_trace_window("2:1", o), "TO must be greater than FROM, got '2:1'",
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(parse_trace_window("2:1", o), "TO must be greater than FROM, got '2:1'", std::invalid_argument);
   CHECK_THROWS_WITH_AS(parse_trace_window("a:1", o),
-                       "expected FROM:TO with seconds >= 0 (e.g. 0:2.5), got 'a' in 'a:1'", std::invalid_argument);
+                       "expected FROM:TO with seconds >= 0 (e.g. 0:2.5), got 'a' in 'a:1'",
+                       std::invalid_argument);
   CHECK(parse_duration("5s") == SimTime::from_seconds(5));
   CHECK(parse_duration("250ms") == SimTime::from_seconds(0.25));
   CHECK(parse_duration("2.5") == SimTime::from_seconds(2.5));
@@ -253,21 +257,28 @@ TEST_CASE("trace windows are parsed strictly") {
 // 106.4 + 1250 + 56.4 = 1412.8 us) is at clock 0. It waits 1412.8 - 751.802 = 660.998 us.
 TEST_CASE("explain logs each BSP wait and resume with its reason") {
   const Traced t = run_traced(stalesim::testing::scenario(straggler_json("bsp")));
-  CHECK(t.explain ==
-        "# stalesim explain: straggler: policy bsp, BSP (s = 0); 3 workers. Virtual seconds; clock = iterations "
-        "pushed. Lists every wait, resume and DSSP controller call; a worker allowed to go on at once is not listed.\n"
-        "t=0.000752 s  worker 1 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)\n"
-        "t=0.000755 s  worker 2 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)\n"
-        "t=0.001413 s  worker 1 resumes at clock 1 after waiting 0.000661 s: the slowest worker is now at clock 1\n"
-        "t=0.001413 s  worker 2 resumes at clock 1 after waiting 0.000658 s: the slowest worker is now at clock 1\n"
-        "t=0.002115 s  worker 1 waits at clock 2: slowest is worker 0 at clock 1, BSP (s = 0)\n"
-        "t=0.002118 s  worker 2 waits at clock 2: slowest is worker 0 at clock 1, BSP (s = 0)\n"
-        "t=0.002776 s  worker 1 resumes at clock 2 after waiting 0.000661 s: the slowest worker is now at clock 2\n"
-        "t=0.002776 s  worker 2 resumes at clock 2 after waiting 0.000658 s: the slowest worker is now at clock 2\n"
-        "t=0.003477 s  worker 1 waits at clock 3: slowest is worker 0 at clock 2, BSP (s = 0)\n"
-        "t=0.003481 s  worker 2 waits at clock 3: slowest is worker 0 at clock 2, BSP (s = 0)\n"
-        "# end at t=0.004138 s: 9 updates, 6 waits (2 still waiting), 0 DSSP controller calls (0 granted extra "
-        "clocks)\n");
+  CHECK(
+      t.explain ==
+      "# stalesim explain: straggler: policy bsp, BSP (s = 0); 3 workers. Virtual seconds; clock = "
+      "iterations "
+      "pushed. Lists every wait, resume and DSSP controller call; a worker allowed to go on at once is not "
+      "listed.\n"
+      "t=0.000752 s  worker 1 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)\n"
+      "t=0.000755 s  worker 2 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)\n"
+      "t=0.001413 s  worker 1 resumes at clock 1 after waiting 0.000661 s: the slowest worker is now at "
+      "clock 1\n"
+      "t=0.001413 s  worker 2 resumes at clock 1 after waiting 0.000658 s: the slowest worker is now at "
+      "clock 1\n"
+      "t=0.002115 s  worker 1 waits at clock 2: slowest is worker 0 at clock 1, BSP (s = 0)\n"
+      "t=0.002118 s  worker 2 waits at clock 2: slowest is worker 0 at clock 1, BSP (s = 0)\n"
+      "t=0.002776 s  worker 1 resumes at clock 2 after waiting 0.000661 s: the slowest worker is now at "
+      "clock 2\n"
+      "t=0.002776 s  worker 2 resumes at clock 2 after waiting 0.000658 s: the slowest worker is now at "
+      "clock 2\n"
+      "t=0.003477 s  worker 1 waits at clock 3: slowest is worker 0 at clock 2, BSP (s = 0)\n"
+      "t=0.003481 s  worker 2 waits at clock 3: slowest is worker 0 at clock 2, BSP (s = 0)\n"
+      "# end at t=0.004138 s: 9 updates, 6 waits (2 still waiting), 0 DSSP controller calls (0 granted extra "
+      "clocks)\n");
 }
 
 // The DSSP case, checked by hand at the first grant: worker 0 pushes every 1250 + 56.4 + 56.4 =
@@ -275,21 +286,46 @@ TEST_CASE("explain logs each BSP wait and resume with its reason") {
 // pushes are 1322 us apart (I_f), the last at 3477 us, so F_3 = 7443 us; |F_3 - S_3| = 579 us is
 // the smallest |F_k - S_j| (F_0..F_2 are 661, 661 and 620 us from their nearest S_j): r* = 3.
 const std::string DSSP_EXPLAIN =
-    "# stalesim explain: straggler: policy dssp, s_L = 1, r_max = 3; 3 workers. Virtual seconds; clock = iterations pushed. Lists every wait, resume and DSSP controller call; a worker allowed to go on at once is not listed.\n"
-    "t=0.002155 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), beyond s_L: I_f = 0.000702 s, I_s = 0.000743 s; its push F_0 = 0.002155 s is the closest to worker 0's S_1 = 0.002155 s (predicted wait 0.000000 s): grants none\n"
-    "t=0.002155 s  worker 1 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; the controller granted none\n"
-    "t=0.002159 s  DSSP: worker 2 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), beyond s_L: I_f = 0.000702 s, I_s = 0.000746 s; its push F_0 = 0.002159 s is the closest to worker 0's S_1 = 0.002159 s (predicted wait 0.000000 s): grants none\n"
-    "t=0.002159 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), beyond s_L: I_f = 0.000702 s, I_s = 0.000746 s; its push F_0 = 0.002155 s is the closest to worker 0's S_1 = 0.002159 s (predicted wait 0.000003 s): grants none\n"
-    "t=0.002159 s  worker 2 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; the controller granted none\n"
-    "t=0.002776 s  worker 1 resumes at clock 3 after waiting 0.000620 s: the slowest worker is now at clock 2\n"
-    "t=0.002776 s  worker 2 resumes at clock 3 after waiting 0.000617 s: the slowest worker is now at clock 2\n"
-    "t=0.003477 s  DSSP: worker 1 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock 2), beyond s_L: I_f = 0.001322 s, I_s = 0.001363 s; its push F_3 = 0.007443 s is the closest to worker 0's S_3 = 0.006864 s (predicted wait 0.000579 s): grants 3 extra clocks\n"
-    "t=0.003481 s  DSSP: worker 2 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock 2), beyond s_L: I_f = 0.001322 s, I_s = 0.001363 s; its push F_3 = 0.007447 s is the closest to worker 0's S_3 = 0.006864 s (predicted wait 0.000583 s): grants 3 extra clocks\n"
-    "t=0.005583 s  DSSP: worker 1 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock 4), beyond s_L: I_f = 0.000702 s, I_s = 0.001363 s; its push F_2 = 0.006986 s is the closest to worker 0's S_1 = 0.006864 s (predicted wait 0.000122 s): grants 2 extra clocks\n"
-    "t=0.005586 s  DSSP: worker 2 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock 4), beyond s_L: I_f = 0.000702 s, I_s = 0.001363 s; its push F_2 = 0.006990 s is the closest to worker 0's S_1 = 0.006864 s (predicted wait 0.000126 s): grants 2 extra clocks\n"
-    "t=0.006986 s  DSSP: worker 1 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock 5), beyond s_L: I_f = 0.000702 s, I_s = 0.001363 s; its push F_1 = 0.007688 s is the closest to worker 0's S_1 = 0.008227 s (predicted wait 0.000539 s): grants 1 extra clock\n"
-    "t=0.006990 s  DSSP: worker 2 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock 5), beyond s_L: I_f = 0.000702 s, I_s = 0.001363 s; its push F_1 = 0.007691 s is the closest to worker 0's S_1 = 0.008227 s (predicted wait 0.000535 s): grants 1 extra clock\n"
-    "# end at t=0.007688 s: 24 updates, 2 waits (0 still waiting), 9 DSSP controller calls (6 granted extra clocks)\n";
+    "# stalesim explain: straggler: policy dssp, s_L = 1, r_max = 3; 3 workers. Virtual seconds; clock = "
+    "iterations pushed. Lists every wait, resume and DSSP controller call; a worker allowed to go on at once "
+    "is not listed.\n"
+    "t=0.002155 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), beyond "
+    "s_L: I_f = 0.000702 s, I_s = 0.000743 s; its push F_0 = 0.002155 s is the closest to worker 0's S_1 = "
+    "0.002155 s (predicted wait 0.000000 s): grants none\n"
+    "t=0.002155 s  worker 1 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; the "
+    "controller granted none\n"
+    "t=0.002159 s  DSSP: worker 2 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), beyond "
+    "s_L: I_f = 0.000702 s, I_s = 0.000746 s; its push F_0 = 0.002159 s is the closest to worker 0's S_1 = "
+    "0.002159 s (predicted wait 0.000000 s): grants none\n"
+    "t=0.002159 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), beyond "
+    "s_L: I_f = 0.000702 s, I_s = 0.000746 s; its push F_0 = 0.002155 s is the closest to worker 0's S_1 = "
+    "0.002159 s (predicted wait 0.000003 s): grants none\n"
+    "t=0.002159 s  worker 2 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; the "
+    "controller granted none\n"
+    "t=0.002776 s  worker 1 resumes at clock 3 after waiting 0.000620 s: the slowest worker is now at clock "
+    "2\n"
+    "t=0.002776 s  worker 2 resumes at clock 3 after waiting 0.000617 s: the slowest worker is now at clock "
+    "2\n"
+    "t=0.003477 s  DSSP: worker 1 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock 2), beyond "
+    "s_L: I_f = 0.001322 s, I_s = 0.001363 s; its push F_3 = 0.007443 s is the closest to worker 0's S_3 = "
+    "0.006864 s (predicted wait 0.000579 s): grants 3 extra clocks\n"
+    "t=0.003481 s  DSSP: worker 2 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock 2), beyond "
+    "s_L: I_f = 0.001322 s, I_s = 0.001363 s; its push F_3 = 0.007447 s is the closest to worker 0's S_3 = "
+    "0.006864 s (predicted wait 0.000583 s): grants 3 extra clocks\n"
+    "t=0.005583 s  DSSP: worker 1 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock 4), beyond "
+    "s_L: I_f = 0.000702 s, I_s = 0.001363 s; its push F_2 = 0.006986 s is the closest to worker 0's S_1 = "
+    "0.006864 s (predicted wait 0.000122 s): grants 2 extra clocks\n"
+    "t=0.005586 s  DSSP: worker 2 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock 4), beyond "
+    "s_L: I_f = 0.000702 s, I_s = 0.001363 s; its push F_2 = 0.006990 s is the closest to worker 0's S_1 = "
+    "0.006864 s (predicted wait 0.000126 s): grants 2 extra clocks\n"
+    "t=0.006986 s  DSSP: worker 1 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock 5), beyond "
+    "s_L: I_f = 0.000702 s, I_s = 0.001363 s; its push F_1 = 0.007688 s is the closest to worker 0's S_1 = "
+    "0.008227 s (predicted wait 0.000539 s): grants 1 extra clock\n"
+    "t=0.006990 s  DSSP: worker 2 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock 5), beyond "
+    "s_L: I_f = 0.000702 s, I_s = 0.001363 s; its push F_1 = 0.007691 s is the closest to worker 0's S_1 = "
+    "0.008227 s (predicted wait 0.000535 s): grants 1 extra clock\n"
+    "# end at t=0.007688 s: 24 updates, 2 waits (0 still waiting), 9 DSSP controller calls (6 granted extra "
+    "clocks)\n";
 // 0.1 ms cells. Worker 1: parameters arrive at 109.6 us (cell 0 mostly pull), compute to 695.4 us
 // (cells 1 to 6), push applied and blocked at 751.8 us (cell 7, marked), waits until 1412.8 us
 // (cells 8 to 13); 3 waits of 661 us in 5 ms: 40%. The run stops after 9 updates at 4.1384 ms.
@@ -299,7 +335,8 @@ const std::string TIMELINE_PLAIN =
     "w0 gtx1060   │▄█████████████▄████████████▄█████████████▄        │ 3 updates, 0 blocked, 0% waiting\n"
     "w1 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked, 40% waiting\n"
     "w2 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked, 39% waiting\n"
-    "█ compute  ▄ communicate (push, pull)  ░ wait  ▼ blocked by the policy here  (the run ended at 0.0041384 s)\n";
+    "█ compute  ▄ communicate (push, pull)  ░ wait  ▼ blocked by the policy here  (the run ended at "
+    "0.0041384 s)\n";
 
 TEST_CASE("explain shows DSSP's controller calls with the predicted push times that chose r") {
   const Traced t = run_traced(stalesim::testing::scenario(straggler_json("dssp")));
