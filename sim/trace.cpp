@@ -163,7 +163,8 @@ std::string TraceRecorder::json() const {
                           {"policy", policy_},
                           {"time_unit", "microseconds of virtual time"},
                           {"window_from_s", opt_.from.seconds()},
-                          {"truncated", truncated_}};
+                          {"truncated", truncated_},
+                          {"max_bytes", opt_.max_bytes}};
   other["window_to_s"] =
       opt_.to == SimTime::max() ? nlohmann::json(nullptr) : nlohmann::json(opt_.to.seconds());
   if (truncated_) other["truncated_at_s"] = truncated_at_.seconds();
@@ -209,6 +210,20 @@ void parse_trace_window(const std::string& text, TraceOptions& options) {
     throw std::invalid_argument(fmt::format("TO must be greater than FROM, got '{}'", text));
   options.from = SimTime::from_seconds(from);
   options.to = to < 0 ? SimTime::max() : SimTime::from_seconds(to);
+}
+
+TraceOptions trace_options_of(const std::string& trace_json) {
+  TraceOptions o;
+  try {
+    const auto other = nlohmann::json::parse(trace_json).at("otherData");
+    o.from = SimTime::from_seconds(other.at("window_from_s").get<double>());
+    const auto& to = other.at("window_to_s");
+    o.to = to.is_null() ? SimTime::max() : SimTime::from_seconds(to.get<double>());
+    o.max_bytes = other.at("max_bytes").get<int64_t>();
+  } catch (const std::exception&) {
+    return TraceOptions{};  // not a stalesim trace: the comparison will say how it differs
+  }
+  return o;
 }
 
 }  // namespace stalesim

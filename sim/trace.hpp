@@ -82,4 +82,8 @@ class TraceRecorder final : public RunObserver {
 // ":2" is [0, 2), "1:" is [1, end)). Throws std::invalid_argument with the reason.
 void parse_trace_window(const std::string& text, TraceOptions& options);
 
+// The options a trace.json was written with (its otherData), for `stalesim reproduce`; the
+// defaults when the text is not a trace stalesim wrote.
+TraceOptions trace_options_of(const std::string& trace_json);
+
 }  // namespace stalesim

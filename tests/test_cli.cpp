@@ -162,3 +162,22 @@ TEST_CASE("stalesim timeline prints plain text when stdout is not a terminal") {
   CHECK(never.code == 2);
   CHECK(never.err.find("--until: expected a duration > 0") != std::string::npos);
 }
+
+TEST_CASE("reproduce reruns a traced and explained run with the same options and compares those files too") {
+  const fs::path a = fresh_dir("trace-repro");
+  const auto r = stalesim("run tests/golden/tiny/scenario.json --quiet --trace --trace-window 0.001:0.003 --explain --out " +
+                          a.string());
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto same = stalesim("reproduce --quiet " + (a / "summary.json").string());
+  CHECK_MESSAGE(same.code == 0, std::string(same.out + same.err));
+  CHECK(same.out.find("trace.json") != std::string::npos);
+  CHECK(same.out.find("explain.txt") != std::string::npos);
+  {
+    std::ofstream f(a / "explain.txt", std::ios::app);
+    f << "tampered\n";
+  }
+  const auto changed = stalesim("reproduce --quiet " + (a / "summary.json").string());
+  CHECK(changed.code == 3);
+  CHECK(changed.out.find("MISMATCH: explain.txt") != std::string::npos);
+  fs::remove_all(a);
+}
