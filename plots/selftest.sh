@@ -1,6 +1,6 @@
 #!/bin/bash
 # Self-test of the plots/ scripts. Builds tiny run folders (tests/golden/tiny with --set for each
-# policy, a time-only DSSP run, an unfinished run) and sweeps with the stalesim binary given as
+# policy, a time-only DSSP run, a traced BSP run, an unfinished run) and sweeps with the stalesim binary given as
 # $1, runs every script on them into a temporary folder, and checks that each writes a non-empty
 # PNG and SVG, that --help works, that bad input exits 2, and that two identical invocations
 # write identical SVG bytes.
@@ -74,6 +74,8 @@ simulate dssp --set policy.type=dssp --set policy.staleness=0 --set policy.range
 simulate dssp-time-only --set policy.type=dssp --set policy.staleness=0 --set policy.range=4 \
   --set model.type=time-only --set model.parameters=100000 --set model.flops_per_sample=1e8 \
   --set data.dataset=none
+"$bin" run "$scenario" --set stop.max_updates=300 --set policy.type=bsp --trace --out "$runs/traced" --force \
+  --quiet >"$tmp/traced.log" 2>&1 || fail "stalesim run --trace: exit $?: $(cat "$tmp/traced.log")"
 cp -r "$runs/ssp" "$runs/unfinished" && rm -f "$runs/unfinished/done"
 all=("$runs"/{bsp,asp,ssp,essp,dssp,dssp-time-only,unfinished})
 
@@ -104,6 +106,8 @@ plot workers workers.py "${all[@]}"
 plot bandwidth bandwidth.py "${all[@]}"
 plot bandwidth-accuracy bandwidth.py --metric accuracy "${all[@]}"
 plot dssp_grants dssp_grants.py "$runs/dssp" "$runs/dssp-time-only" "$runs/bsp"
+plot timeline timeline.py "$runs/traced"
+plot timeline-file timeline.py "$runs/traced/trace.json" --from 0 --to 0.01
 if [ -e "$tmp/sweep/sweep.csv" ]; then
   plot time_to_target time_to_target.py "$tmp/sweep"
   plot time_to_target-csv time_to_target.py "$tmp/sweep/sweep.csv" --group policy.type --x policy.staleness
@@ -121,7 +125,7 @@ cmp -s "$out/curves-curves.png" "$out/again-curves.png" || fail "curves.py: two 
 cmp -s "$out/staleness-staleness.svg" "$out/again-staleness-staleness.svg" || fail "staleness.py: two runs differ in SVG"
 
 # --help, and bad input: exit 2 with an error.
-for script in curves.py time_to_target.py staleness.py workers.py bandwidth.py dssp_grants.py best_of.py; do
+for script in curves.py time_to_target.py staleness.py workers.py bandwidth.py dssp_grants.py best_of.py timeline.py; do
   "$py" "$here/$script" --help >"$tmp/help.log" 2>&1 || fail "$script --help: exit $?"
   grep -q -- "--out" "$tmp/help.log" || fail "$script --help: no --out"
 done
@@ -133,6 +137,7 @@ refuse 2 time_to_target.py "$runs/ssp"        # a run folder, not a sweep
 refuse 2 best_of.py "$runs/ssp"               # likewise
 refuse 2 best_of.py "$tmp/sweep" --metric no_such_column
 refuse 2 dssp_grants.py "$runs/ssp"           # no DSSP run
+refuse 2 timeline.py "$runs/ssp"              # a run without --trace
 refuse 2 time_to_target.py "$tmp/minimal/sweep.csv" --x policy.no_such_field
 
 if [ "$failures" -ne 0 ]; then

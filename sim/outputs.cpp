@@ -152,6 +152,8 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
     write_file(tmp / "staleness.csv", files.staleness_csv);
     if (!files.decisions_csv.empty()) write_file(tmp / "decisions.csv", files.decisions_csv);
     if (!files.gradients_csv.empty()) write_file(tmp / "gradients.csv", files.gradients_csv);
+    if (!files.trace_json.empty()) write_file(tmp / "trace.json", files.trace_json);
+    if (!files.explain_txt.empty()) write_file(tmp / "explain.txt", files.explain_txt);
     if (done) write_file(tmp / "done", files.result_hash + "\n");
   } catch (...) {
     fs::remove_all(tmp, ec);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <system_error>
 
@@ -12,7 +13,9 @@
 #include <xxhash.h>
 
 #include "sim/build_info.hpp"
+#include "sim/explain.hpp"
 #include "sim/outputs.hpp"
+#include "sim/trace.hpp"
 
 namespace stalesim {
 
@@ -213,10 +216,21 @@ ReproduceResult reproduce(const Reproduction& r, const RunOptions& options) {
     RunOptions opts = options;
     // A run made with --record gradients is rerun with it, so its gradients.csv is compared too.
     if (fs::exists(fs::path(r.dir) / "gradients.csv")) opts.record_gradients = true;
+    // Likewise --trace (with the window and limit recorded in trace.json) and --explain.
+    std::optional<TraceRecorder> tracer;
+    std::optional<ExplainRecorder> explainer;
+    ObserverList observers;
+    observers.add(options.observer);
+    if (fs::exists(fs::path(r.dir) / "trace.json"))
+      observers.add(&tracer.emplace(r.scenario.name, trace_options_of(read_text(fs::path(r.dir) / "trace.json"))));
+    if (fs::exists(fs::path(r.dir) / "explain.txt")) observers.add(&explainer.emplace(r.scenario.name));
+    if (!observers.empty()) opts.observer = &observers;
     const RunResult res = sim.run(opts);
     out.status = res.status;
     done = res.status != RunStatus::kInterrupted;
     files = render_outputs(r.scenario, res);
+    if (tracer) files.trace_json = tracer->json();
+    if (explainer) files.explain_txt = explainer->text();
   }
   out.result_hash = files.result_hash;
   if (!done) return out;

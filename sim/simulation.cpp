@@ -14,6 +14,7 @@
 #include "sim/engine.hpp"
 #include "sim/jitter.hpp"
 #include "sim/lazy_deque.hpp"
+#include "sim/observer.hpp"
 #include "sim/param_store.hpp"
 #include "sim/policies/sync_policy.hpp"
 #include "sim/policies/vap.hpp"
@@ -175,6 +176,7 @@ struct Simulation::Impl {
   int64_t staleness_count = 0;
   bool stopped = false;
   bool measured = false;  // compute.timing "measured": the model's GPU times replace the profiles'
+  RunObserver* obs = nullptr;  // RunOptions::observer: trace, timeline, explain (null: none)
 
   Impl(const Scenario& s, const DataSplit& d)
       : sc(s), data(d), clocks(s.cluster.worker_count()), schedule(s.cluster) {
@@ -291,19 +293,23 @@ struct Simulation::Impl {
   // A message of `bytes` that reaches the server side at `arrive`: each shard's part (the bytes
   // split evenly, the first shards taking the remainder) queues on that shard's link in arrival
   // order. Returns when the last part is through.
-  SimTime server_transfer(SimTime arrive, int64_t bytes) {
+  // Observers see shard 0's link (the trace's link track), one span per message.
+  SimTime server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind) {
     const auto shards = static_cast<int64_t>(shard_free.size());
     SimTime done = arrive;
     for (int64_t k = 0; k < shards; ++k) {
       const int64_t part = bytes / shards + (k < bytes % shards ? 1 : 0);
       SimTime& free = shard_free[static_cast<size_t>(k)];
-      free = max(arrive, free) + server_link(part) + message_overhead;
+      const SimTime start = max(arrive, free);
+      free = start + server_link(part) + message_overhead;
+      if (k == 0 && obs) obs->wire(start, free, worker, kind, part);
       done = max(done, free);
     }
     return done;
   }
 
-  void set_state(Worker& w, WorkerState s) {
+  // `a` names a kCommunicating state for observers: the push, or (default) the parameters' way back.
+  void set_state(Worker& w, WorkerState s, Activity a = Activity::kPull) {
     const int64_t dt = (engine.now() - w.state_since).ns();
     switch (w.state) {
       case WorkerState::kComputing: w.stats.compute_ns += dt; break;
@@ -312,6 +318,11 @@ struct Simulation::Impl {
     }
     w.state = s;
     w.state_since = engine.now();
+    if (obs)
+      obs->activity(engine.now(), w.id,
+                    s == WorkerState::kComputing ? Activity::kCompute
+                    : s == WorkerState::kWaiting ? Activity::kWait
+                                                 : a);
   }
 
   // The server grants worker w its next clock: it reads the current parameters and sends them.
@@ -331,7 +342,7 @@ struct Simulation::Impl {
     w.params = store->read();
     w.read_version = store->version();
     set_state(w, WorkerState::kCommunicating);
-    const SimTime sent = server_transfer(engine.now(), message_bytes);
+    const SimTime sent = server_transfer(engine.now(), message_bytes, w.id, WireKind::kPull);
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
     if (uniform) return mark_ready(w);
@@ -378,7 +389,7 @@ struct Simulation::Impl {
       if (w.skip_push) {  // only a notice goes: the server re-applies the last gradient
         ++result.skipped_push;
         if (uniform) return on_push_applied(w);
-        set_state(w, WorkerState::kCommunicating);
+        set_state(w, WorkerState::kCommunicating, Activity::kPush);
         engine.schedule_in(latency_of(w), kPushApplied, static_cast<uint32_t>(w.id), w.gen);
         return;
       }
@@ -386,12 +397,13 @@ struct Simulation::Impl {
     result.bytes_push += message_bytes;
     ++result.messages_push;
     if (uniform) return on_push_applied(w);
-    set_state(w, WorkerState::kCommunicating);
+    set_state(w, WorkerState::kCommunicating, Activity::kPush);
     engine.schedule_in(worker_link(w, message_bytes) + latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
   }
 
   void on_push_at_server(Worker& w) {
-    engine.schedule(server_transfer(engine.now(), message_bytes), kPushApplied, static_cast<uint32_t>(w.id), w.gen);
+    engine.schedule(server_transfer(engine.now(), message_bytes, w.id, WireKind::kPush), kPushApplied,
+                    static_cast<uint32_t>(w.id), w.gen);
   }
 
   void diverge(Worker& w, double loss) {
@@ -447,6 +459,7 @@ struct Simulation::Impl {
 
     const bool min_rose = clocks.advance(w.id);
     policy->on_push(w.id, engine.now(), clocks);
+    if (obs) obs->update(engine.now(), w.id, store->version(), info.clock_staleness, info.step_staleness());
     if (sc.stop.max_updates && result.server_updates >= *sc.stop.max_updates) {
       set_state(w, WorkerState::kWaiting);
       result.stop_reason = "max_updates";
@@ -457,6 +470,7 @@ struct Simulation::Impl {
     if (!waiting.empty() && (min_rose || policy->recheck_every_push())) release_waiting();
     if (!go) {  // after the release: the pusher is re-checked from the next push on
       set_state(w, WorkerState::kWaiting);
+      if (obs) obs->blocked(engine.now(), w.id, WaitCause::kPolicy, clocks.clock(w.id), 0);
       waiting.push_back(w.id);
     }
     if (static_cast<int32_t>(waiting.size()) + down_count == clocks.workers() && pending_rejoins == 0) deadlock();
@@ -472,7 +486,7 @@ struct Simulation::Impl {
   // The server sends the current parameters to w, stamped with the server clock.
   void send_snapshot(Worker& w) {
     InFlight m{store->read(), clocks.min_clock(), clocks.clock(w.id)};
-    const SimTime sent = server_transfer(engine.now(), message_bytes);
+    const SimTime sent = server_transfer(engine.now(), message_bytes, w.id, WireKind::kPull);
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
     w.inbox.push_back(std::move(m));
@@ -548,6 +562,7 @@ struct Simulation::Impl {
     w.blocked = true;
     w.fetch_wanted = !eager;
     set_state(w, WorkerState::kWaiting);
+    if (obs) obs->blocked(engine.now(), w.id, WaitCause::kStaleCache, w.sent, w.cache_clock);
   }
 
   void on_push_applied_cached(Worker& w) {
@@ -567,6 +582,7 @@ struct Simulation::Impl {
     ++staleness_count;
     const bool min_rose = clocks.advance(w.id);
     policy->on_push(w.id, engine.now(), clocks);
+    if (obs) obs->update(engine.now(), w.id, store->version(), info.clock_staleness, info.step_staleness());
     if (sc.stop.max_updates && result.server_updates >= *sc.stop.max_updates) {
       result.stop_reason = "max_updates";
       return stop();
@@ -636,6 +652,7 @@ struct Simulation::Impl {
     if (try_send_vap(w)) return;
     vap->note_hold();
     set_state(w, WorkerState::kWaiting);
+    if (obs) obs->blocked(engine.now(), w.id, WaitCause::kValueBound, w.held.index, 0);
     holders.insert(std::upper_bound(holders.begin(), holders.end(), w.id), w.id);
     request_refresh(w);
     if (static_cast<int32_t>(holders.size()) == clocks.workers()) {
@@ -696,7 +713,7 @@ struct Simulation::Impl {
     // the reply queues on the server link like any copy.
     w.refresh_version = store->version();
     const SimTime at_server = engine.now() + latency_of(w);
-    const SimTime sent = server_transfer(at_server, message_bytes);
+    const SimTime sent = server_transfer(at_server, message_bytes, w.id, WireKind::kPull);
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
     engine.schedule(sent + latency_of(w) + worker_link(w, message_bytes), kRefreshArrives, static_cast<uint32_t>(w.id),
@@ -788,6 +805,7 @@ struct Simulation::Impl {
     loss_count = 0;
     staleness_sum = 0;
     staleness_count = 0;
+    if (obs) obs->evaluation(row);
     result.metrics.push_back(row);
     if (row.test_accuracy && sc.stop.target_accuracy && !result.time_to_target_s &&
         *row.test_accuracy >= *sc.stop.target_accuracy) {
@@ -827,6 +845,12 @@ struct Simulation::Impl {
 
   RunResult run(const RunOptions& opt) {
     record_gradients = opt.record_gradients;
+    obs = opt.observer;
+    if (obs) {
+      std::vector<std::string> profiles;
+      for (const auto& w : workers) profiles.push_back(w.profile);
+      obs->start(clocks, *policy, profiles);
+    }
     if (record_gradients) result.gradients_csv = "virtual_time_s,worker,version_read,version_apply,tau,step\n";
     const SimTime limit = sc.stop.virtual_time_s ? SimTime::from_seconds(*sc.stop.virtual_time_s) : SimTime::max();
     if (uniform) {
@@ -887,6 +911,7 @@ struct Simulation::Impl {
   }
 
   void finish(SimTime end) {
+    if (obs) obs->finish(end);
     // Close every worker's open interval at `end`.
     for (auto& w : workers) {
       const int64_t dt = (end - w.state_since).ns();

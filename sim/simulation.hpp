@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "models/dataset.hpp"
+#include "sim/observer.hpp"
 #include "sim/recorder.hpp"
 #include "sim/scenario.hpp"
 
@@ -42,6 +43,8 @@ struct RunOptions {
   const std::atomic<bool>* interrupt = nullptr;
   // Keep one record per applied gradient (RunResult::gradients_csv; --record gradients).
   bool record_gradients = false;
+  // Sees the run as it happens (trace, timeline, explain; sim/observer.hpp); null: nothing.
+  RunObserver* observer = nullptr;
 };
 
 // Loads the data a scenario names (Fashion-MNIST, blobs, or none); applies train_samples.

@@ -119,3 +119,65 @@ TEST_CASE("every command answers --help with exit 0") {
   CHECK(p.out.find("gtx1060") != std::string::npos);
   CHECK(p.out.find("gtx1080ti") != std::string::npos);
 }
+
+TEST_CASE("run --trace and --explain add deterministic files, and their options are checked") {
+  const fs::path a = fresh_dir("trace-a"), b = fresh_dir("trace-b");
+  const std::string tiny = "run tests/golden/tiny/scenario.json --quiet --trace --explain --out ";
+  const auto r1 = stalesim(tiny + a.string());
+  REQUIRE_MESSAGE(r1.code == 0, r1.err);
+  const auto r2 = stalesim(tiny + b.string());
+  REQUIRE_MESSAGE(r2.code == 0, r2.err);
+  CHECK(slurp(a / "trace.json").find("\"traceEvents\"") != std::string::npos);
+  CHECK(slurp(a / "trace.json") == slurp(b / "trace.json"));
+  CHECK(slurp(a / "explain.txt").starts_with("# stalesim explain: golden-tiny"));
+  CHECK(slurp(a / "explain.txt") == slurp(b / "explain.txt"));
+  fs::remove_all(a);
+  fs::remove_all(b);
+
+  const fs::path c = fresh_dir("trace-c");
+  const auto cut = stalesim("run tests/golden/tiny/scenario.json --quiet --trace --trace-max-mb 0.01 --out " + c.string());
+  CHECK(cut.code == 0);
+  CHECK(cut.err.find("trace.json: cut at t=") != std::string::npos);
+  CHECK(cut.err.find("size limit of 0.01 MB") != std::string::npos);
+  fs::remove_all(c);
+
+  const auto bad = stalesim("run tests/golden/tiny/scenario.json --trace --trace-window 2 --out /nonexistent/x");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--trace-window: expected FROM:TO in virtual seconds (e.g. 0:2.5), got '2'") != std::string::npos);
+  const auto alone = stalesim("run tests/golden/tiny/scenario.json --trace-window 0:1 --out /nonexistent/x");
+  CHECK(alone.code == 2);
+  CHECK(alone.err.find("--trace-window and --trace-max-mb need --trace") != std::string::npos);
+}
+
+TEST_CASE("stalesim timeline prints plain text when stdout is not a terminal") {
+  const auto t = stalesim("timeline scenarios/tutorial/01-bsp-straggler.json --until 10ms --width 40");
+  REQUIRE_MESSAGE(t.code == 0, t.err);
+  CHECK(t.out.starts_with("timeline of tutorial-01-bsp-straggler: bsp, BSP (s = 0); 4 workers"));
+  CHECK(t.out.find('\033') == std::string::npos);
+  CHECK(t.out.find("▼") != std::string::npos);
+  const auto narrow = stalesim("timeline scenarios/tutorial/01-bsp-straggler.json --width 5");
+  CHECK(narrow.code == 2);
+  CHECK(narrow.err.find("--width: expected 10 to 1000, got 5") != std::string::npos);
+  const auto never = stalesim("timeline scenarios/tutorial/01-bsp-straggler.json --until 0s");
+  CHECK(never.code == 2);
+  CHECK(never.err.find("--until: expected a duration > 0") != std::string::npos);
+}
+
+TEST_CASE("reproduce reruns a traced and explained run with the same options and compares those files too") {
+  const fs::path a = fresh_dir("trace-repro");
+  const auto r = stalesim("run tests/golden/tiny/scenario.json --quiet --trace --trace-window 0.001:0.003 --explain --out " +
+                          a.string());
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto same = stalesim("reproduce --quiet " + (a / "summary.json").string());
+  CHECK_MESSAGE(same.code == 0, std::string(same.out + same.err));
+  CHECK(same.out.find("trace.json") != std::string::npos);
+  CHECK(same.out.find("explain.txt") != std::string::npos);
+  {
+    std::ofstream f(a / "explain.txt", std::ios::app);
+    f << "tampered\n";
+  }
+  const auto changed = stalesim("reproduce --quiet " + (a / "summary.json").string());
+  CHECK(changed.code == 3);
+  CHECK(changed.out.find("MISMATCH: explain.txt") != std::string::npos);
+  fs::remove_all(a);
+}

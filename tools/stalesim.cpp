@@ -12,6 +12,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -37,6 +38,9 @@
 #include "sim/simulation.hpp"
 #include "sim/sweep.hpp"
 #include "sim/sweep_mpi.hpp"
+#include "sim/explain.hpp"
+#include "sim/timeline.hpp"
+#include "sim/trace.hpp"
 
 namespace po = boost::program_options;
 using namespace stalesim;
@@ -65,6 +69,7 @@ Commands:
   validate SCENARIO  check a scenario and print it with every default resolved
   sweep SCENARIO     run a grid of variants and seeds of a scenario, one folder each (resumable)
   reproduce SUMMARY  rerun a finished run from its summary.json and compare its files byte for byte
+  timeline SCENARIO  draw the first seconds of a run in the terminal, a row per worker
   profiles           list the built-in device profiles
   calibrate          time a model on this machine's GPU and write its device profile (CUDA builds)
   fields             print the scenario field reference (Markdown)
@@ -123,6 +128,10 @@ int cmd_run(const std::vector<std::string>& args) {
     ("quiet", "no progress line and no closing summary on stderr")
     ("record", po::value<std::vector<std::string>>()->composing(),
      "extra records: 'gradients' writes gradients.csv (one row per applied gradient)")
+    ("trace", "write trace.json (Chrome Trace Event format: open it in ui.perfetto.dev or chrome://tracing)")
+    ("trace-window", po::value<std::string>(), "keep only FROM:TO seconds of virtual time in trace.json, e.g. 0:2")
+    ("trace-max-mb", po::value<double>()->default_value(100), "size limit of trace.json in MB (cut beyond it)")
+    ("explain", "write explain.txt: every wait, resume and DSSP grant, in words")
     ("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
@@ -137,6 +146,19 @@ int cmd_run(const std::vector<std::string>& args) {
       if (r != "gradients") throw UsageError(fmt::format("--record '{}': allowed: gradients", r));
       record_gradients = true;
     }
+  TraceOptions trace_options;
+  if (p.vm.count("trace-window")) {
+    try {
+      parse_trace_window(p.vm["trace-window"].as<std::string>(), trace_options);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("--trace-window: {}", e.what()));
+    }
+  }
+  const double trace_mb = p.vm["trace-max-mb"].as<double>();
+  if (!(trace_mb > 0 && trace_mb < 1e6)) throw UsageError(fmt::format("--trace-max-mb: expected a number in (0, 1e6), got {}", trace_mb));
+  trace_options.max_bytes = static_cast<int64_t>(trace_mb * 1e6);
+  if ((p.vm.count("trace-window") || !p.vm["trace-max-mb"].defaulted()) && !p.vm.count("trace"))
+    throw UsageError("--trace-window and --trace-max-mb need --trace");
   const Scenario sc = load(p.vm);
   const std::string out = p.vm.count("out") ? p.vm["out"].as<std::string>() : "results/" + sc.name;
   const bool quiet = p.vm.count("quiet") > 0;
@@ -154,6 +176,12 @@ int cmd_run(const std::vector<std::string>& args) {
   RunOptions ro;
   ro.interrupt = &g_interrupt;
   ro.record_gradients = record_gradients;
+  std::optional<TraceRecorder> tracer;
+  std::optional<ExplainRecorder> explainer;
+  ObserverList observers;
+  if (p.vm.count("trace")) observers.add(&tracer.emplace(sc.name, trace_options));
+  if (p.vm.count("explain")) observers.add(&explainer.emplace(sc.name));
+  if (!observers.empty()) ro.observer = &observers;
   auto last_print = wall0;
   if (tty) {
     ro.on_progress = [&](const Progress& pr) {
@@ -176,8 +204,11 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   const RunResult r = sim->run(ro);
   if (tty) fmt::print(stderr, "\r\033[K");
-  const OutputFiles files = render_outputs(sc, r);
+  OutputFiles files = render_outputs(sc, r);
+  if (tracer) files.trace_json = tracer->json();
+  if (explainer) files.explain_txt = explainer->text();
   write_outputs(out, files, r.status != RunStatus::kInterrupted, force);
+  if (tracer && tracer->truncated()) fmt::print(stderr, "stalesim: warning: {}\n", tracer->truncation_message());
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
   const MetricsRow* last = r.metrics.empty() ? nullptr : &r.metrics.back();
@@ -723,6 +754,42 @@ Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA)
   fmt::print("{}; wrote {}\n", summary, out);
   return kExitOk;
 }
+// ---- timeline: the first seconds of a run as a terminal Gantt chart (sim/timeline.hpp) ---------
+
+int cmd_timeline(const std::vector<std::string>& args) {
+  po::options_description o("Usage: stalesim timeline SCENARIO [--until 5s] [--width N] [options]\n\nOptions");
+  add_scenario_options(o);
+  o.add_options()
+    ("until", po::value<std::string>()->default_value("5s"), "virtual time shown, e.g. 5s, 250ms")
+    ("width", po::value<int>()->default_value(72), "cells per row, 10 to 1000")
+    ("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  const auto p = parse(args, o, pos);
+  if (p.help) {
+    std::cout << o << R"(
+Runs the scenario up to --until (writing nothing) and draws one row per worker: each cell shows
+what the worker did for most of its time (compute, communicate, wait); a marked cell is where the
+policy blocked it. Colours only when stdout is a terminal and NO_COLOR is unset.
+)";
+    return kExitOk;
+  }
+  SimTime until;
+  try {
+    until = parse_duration(p.vm["until"].as<std::string>());
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("--until: {}", e.what()));
+  }
+  const int width = p.vm["width"].as<int>();
+  if (width < 10 || width > 1000) throw UsageError(fmt::format("--width: expected 10 to 1000, got {}", width));
+  const Scenario sc = load(p.vm);
+  pin_eigen_cache_sizes();
+  const char* no_color = std::getenv("NO_COLOR");
+  const bool color = ::isatty(STDOUT_FILENO) && !(no_color && *no_color);
+  std::cout << timeline_of(sc, until, width, color);
+  return kExitOk;
+}
+
 int dispatch(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << kMainHelp;
@@ -741,11 +808,12 @@ int dispatch(int argc, char** argv) {
   if (cmd == "calibrate") return cmd_calibrate(args);
   if (cmd == "sweep") return cmd_sweep(args);
   if (cmd == "reproduce") return cmd_reproduce(args);
+  if (cmd == "timeline") return cmd_timeline(args);
   if (cmd == "version" || cmd == "--version") {
     std::cout << build_info_json().dump(2) << "\n";
     return kExitOk;
   }
-  throw UsageError(fmt::format("unknown command '{}' (commands: run, validate, profiles, fields, sweep, reproduce, calibrate, version)", cmd));
+  throw UsageError(fmt::format("unknown command '{}' (commands: run, validate, profiles, fields, sweep, reproduce, timeline, calibrate, version)", cmd));
 }
 
 }  // namespace

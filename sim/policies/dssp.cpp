@@ -55,6 +55,8 @@ int64_t DsspPolicy::controller(int32_t fastest, int32_t slowest, const ClockTabl
   d.time = now_;
   d.worker = fastest;
   d.clock = clocks.clock(fastest);
+  d.slowest = slowest;
+  d.slowest_clock = clocks.clock(slowest);
   if (f.pushes >= 2) {
     const SimTime last_s = s.pushes >= 1 ? s.last : SimTime::zero();
     d.fastest_interval = f.last - f.prev;
@@ -69,6 +71,9 @@ int64_t DsspPolicy::controller(int32_t fastest, int32_t slowest, const ClockTabl
           best = gap;
           d.granted = k;
           d.predicted_wait = SimTime::from_ns(gap);
+          d.fastest_at = SimTime::from_ns(fk);
+          d.slowest_at = SimTime::from_ns(sj);
+          d.slowest_step = j;
         }
       }
     }

@@ -45,6 +45,13 @@ class DsspPolicy final : public SyncPolicy {
     SimTime fastest_interval;
     SimTime slowest_interval;
     SimTime predicted_wait;  // |F_r* - S_j| for the chosen k
+    // For explanations (sim/explain.hpp): the slowest worker and its clock, and the predicted
+    // push times that chose r*: F_r* (the fastest's) and S_j (the slowest's), j in [1, r_max].
+    int32_t slowest = 0;
+    int64_t slowest_clock = 0;
+    SimTime fastest_at;
+    SimTime slowest_at;
+    int64_t slowest_step = 0;  // j; 0 when there was no estimate (fewer than two pushes)
   };
   const std::vector<Decision>& decisions() const { return decisions_; }
 
