@@ -1422,7 +1422,12 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& origin,
 
 Scenario load_scenario_file(const std::string& path, std::span<const Override> sets,
                             std::optional<uint64_t> seed) {
-  json doc = parse_json_text(read_file(path), path);
+  return load_scenario_text(read_file(path), path, sets, seed);
+}
+
+Scenario load_scenario_text(const std::string& text, const std::string& path, std::span<const Override> sets,
+                            std::optional<uint64_t> seed) {
+  json doc = parse_json_text(text, path);
   apply_overrides(doc, sets);
   if (seed && doc.is_object()) doc["seed"] = *seed;
   std::string name = std::filesystem::path(path).filename().string();
