@@ -329,6 +329,8 @@ TEST_CASE("each bad input exits with its code and a message naming file, path, v
       {"broken JSON: trailing garbage", tiny + "}", "", "", 2, "x.json:14:1: invalid JSON: syntax error while parsing value - unexpected '}'; expected end of input"},
       {"broken JSON: empty file", " ", "", "", 2, "x.json:1:2: invalid JSON: syntax error while parsing value - unexpected end of input"},
       {"broken JSON: NaN literal", with("\"lr\": 0.1", "\"lr\": NaN"), "", "", 2, "x.json:7:39: invalid JSON: syntax error while parsing value - invalid literal"},
+      {"a number beyond double (found by fuzz_scenario)", with("\"lr\": 0.1", "\"lr\": 1e400"), "", "", 2,
+       "x.json:7:39: invalid JSON: number overflow parsing '1e400' (larger than a double can hold)"},
       {"duplicate key", with("\"seed\": 3,", "\"seed\": 3, \"seed\": 4,"), "", "", 2, "x.json: /seed: duplicate key"},
       {"not an object", "[1, 2]", "", "", 2, "x.json: /: the top level must be an object, got [1,2]"},
       {"wrong type", with("\"staleness\": 1", "\"staleness\": \"one\""), "", "", 2,
