@@ -249,6 +249,42 @@ std::vector<uint8_t> read_dataset_file(const std::string& dir, const std::string
   return bytes;
 }
 
+// Fashion-MNIST as published (Xiao, Rasul, Vollgraf 2017, arXiv 1708.07747; Debian's
+// dataset-fashion-mnist): the dimensions of each file and the XXH64 (seed 0) of its payload after
+// decompression, so that recompressed copies match and a damaged one does not.
+struct KnownIdx {
+  const char* base;
+  std::vector<int64_t> dims;
+  uint64_t payload_xxh64;
+};
+const std::vector<KnownIdx>& fashion_mnist_files() {
+  static const std::vector<KnownIdx> files = {
+      {"train-images-idx3-ubyte", {60000, 28, 28}, 0x924ae43d1005aa0eULL},
+      {"train-labels-idx1-ubyte", {60000}, 0x97e6779495a8b4baULL},
+      {"t10k-images-idx3-ubyte", {10000, 28, 28}, 0x52d5cf267209b007ULL},
+      {"t10k-labels-idx1-ubyte", {10000}, 0x440bcedb1e3e9174ULL},
+  };
+  return files;
+}
+
+// A file with Fashion-MNIST's exact dimensions must hold its exact bytes: same-sized damage (a bad
+// disk, an interrupted copy patched with zeros, an edited file) is caught here; files of other
+// dimensions (smaller test sets in Fashion-MNIST's format) are read as they are.
+void verify_known(const std::string& base, const IdxArray& a, const std::string& path) {
+  for (const auto& k : fashion_mnist_files()) {
+    if (base != k.base || a.dims != k.dims) continue;
+    const uint64_t got = XXH64(a.data.data(), a.data.size(), 0);
+    if (got != k.payload_xxh64) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "corrupt: has Fashion-MNIST's dimensions but not its content (payload XXH64 %016" PRIx64
+                    ", expected %016" PRIx64 ")",
+                    got, k.payload_xxh64);
+      fail(path, std::string(buf) + "; reinstall it (Debian's dataset-fashion-mnist: tools/install-deps.sh)");
+    }
+  }
+}
+
 // Reads one images/labels pair into `d`; appends both files to `files`.
 void load_pair(const std::string& dir, const std::string& prefix, Dataset& d, std::vector<DataFile>& files) {
   DataFile fi, fl;
@@ -256,6 +292,8 @@ void load_pair(const std::string& dir, const std::string& prefix, Dataset& d, st
   files.push_back(fi);
   const IdxArray labels = parse_idx(read_dataset_file(dir, prefix + "-labels-idx1-ubyte", fl), fl.path);
   files.push_back(fl);
+  verify_known(prefix + "-images-idx3-ubyte", images, fi.path);
+  verify_known(prefix + "-labels-idx1-ubyte", labels, fl.path);
   if (images.dims.size() != 3) {
     fail(fi.path, "expected an image file (magic 0x00000803), got a label file");
   }

@@ -182,4 +182,29 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
   }
 }
 
+void check_output_dir(const std::string& dir, bool force) {
+  const fs::path target = fs::path(dir).lexically_normal();
+  std::error_code ec;
+  const bool exists = fs::exists(target, ec);
+  if (exists && !fs::is_directory(target, ec))
+    throw IoError(fmt::format("{}: output path exists and is not a folder", dir));
+  if (exists && !fs::is_empty(target, ec) && !force)
+    throw IoError(fmt::format("{}: output folder exists and is not empty (use --force to replace it)", dir));
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  for (fs::path p = parent; !p.empty(); p = p.parent_path()) {  // the nearest existing ancestor
+    if (fs::exists(p, ec)) {
+      if (!fs::is_directory(p, ec))
+        throw IoError(fmt::format("{}: cannot create the output folder: {} is not a folder", dir, p.string()));
+      break;
+    }
+    if (p == p.parent_path()) break;
+  }
+  fs::create_directories(parent, ec);
+  if (ec) throw IoError(fmt::format("{}: cannot create the output folder: {}", dir, ec.message()));
+  const fs::path probe = parent / fmt::format(".{}.probe-{}", target.filename().string(), ::getpid());
+  fs::create_directory(probe, ec);
+  if (ec) throw IoError(fmt::format("{}: output folder not writable: {}: {}", dir, parent.string(), ec.message()));
+  fs::remove(probe, ec);
+}
+
 }  // namespace stalesim

@@ -39,5 +39,9 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
 // Writes the files into `dir`. When `dir` exists and is not empty it is replaced only if `force`,
 // else IoError. The `done` marker is written only for runs that were not interrupted.
 void write_outputs(const std::string& dir, const OutputFiles& files, bool done, bool force);
+// Checks, before a run, that write_outputs(dir, ..., force) will be able to write: IoError when
+// `dir` is a file, is occupied and not `force`, or its parent cannot be created or written to
+// (probed by creating and removing a hidden folder there).
+void check_output_dir(const std::string& dir, bool force);
 
 }  // namespace stalesim

@@ -1563,6 +1563,19 @@ json parse_json_text(const std::string& text, const std::string& origin) {
       reason.erase(last, next == std::string::npos ? std::string::npos : next - last);
     }
     throw ScenarioError(fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, column, reason));
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double ("1e400"): nlohmann says which, but not where. Found by
+    // tests/fuzz/fuzz_scenario (it escaped as an internal error, exit 3).
+    std::string reason = e.what();
+    if (const size_t at = reason.find("] "); at != std::string::npos) reason = reason.substr(at + 2);
+    std::string where;
+    if (const size_t q = reason.find('\''), q2 = reason.rfind('\''); q != std::string::npos && q2 > q)
+      if (const size_t at = text.find(reason.substr(q + 1, q2 - q - 1)); at != std::string::npos) {
+        const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+        const size_t nl = text.rfind('\n', at);
+        where = fmt::format(":{}:{}", line, at - (nl == std::string::npos ? 0 : nl + 1) + 1);
+      }
+    throw ScenarioError(fmt::format("{}{}: invalid JSON: {} (larger than a double can hold)", origin, where, reason));
   }
 }
 
@@ -1759,7 +1772,12 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& origin,
 
 Scenario load_scenario_file(const std::string& path, std::span<const Override> sets,
                             std::optional<uint64_t> seed) {
-  json doc = parse_json_text(read_file(path), path);
+  return load_scenario_text(read_file(path), path, sets, seed);
+}
+
+Scenario load_scenario_text(const std::string& text, const std::string& path, std::span<const Override> sets,
+                            std::optional<uint64_t> seed) {
+  json doc = parse_json_text(text, path);
   apply_overrides(doc, sets);
   if (seed && doc.is_object()) doc["seed"] = *seed;
   std::string name = std::filesystem::path(path).filename().string();

@@ -201,6 +201,10 @@ Override parse_override(std::string_view arg);
 // overrides (naming the --set argument); throws ScenarioError naming the file when unreadable.
 Scenario load_scenario_file(const std::string& path, std::span<const Override> sets = {},
                             std::optional<uint64_t> seed = std::nullopt);
+// As load_scenario_file, on text already read; `path` names it in messages and gives the default
+// name. Used by the fuzzers (tests/fuzz/).
+Scenario load_scenario_text(const std::string& text, const std::string& path, std::span<const Override> sets = {},
+                            std::optional<uint64_t> seed = std::nullopt);
 // Validates a JSON document; `origin` prefixes messages (usually the file path); `default_name`
 // is used when "name" is absent.
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& origin,

@@ -155,6 +155,7 @@ struct Simulation::Impl {
   const BfasgdRule* bfasgd = nullptr;  // set when the rule is B-FASGD
   bool uniform;                  // cluster.order "uniform"
   bool record_gradients = false; // RunOptions::record_gradients
+  std::optional<int64_t> refuse_from_clock;  // RunOptions::refuse_from_clock (fault injection)
   Rng order_rng{0};
   std::vector<int32_t> ready;    // uniform: workers holding parameters, ascending
   SimTime order_step;            // uniform: virtual time per update
@@ -465,7 +466,7 @@ struct Simulation::Impl {
       result.stop_reason = "max_updates";
       return stop();
     }
-    const bool go = policy->may_start(w.id, clocks);
+    const bool go = policy->may_start(w.id, clocks) && !(refuse_from_clock && clocks.clock(w.id) >= *refuse_from_clock);
     if (go) grant(w);
     if (!waiting.empty() && (min_rose || policy->recheck_every_push())) release_waiting();
     if (!go) {  // after the release: the pusher is re-checked from the next push on
@@ -775,12 +776,24 @@ struct Simulation::Impl {
   void deadlock() {
     result.status = RunStatus::kDeadlock;
     result.stop_reason = "deadlock";
+    // Who waits for whom: a worker ahead of the minimum clock waits for the slowest worker; a
+    // worker at the minimum clock waits for no other worker, only for the policy's leave, which
+    // nothing left in the run can change.
     std::string who;
-    for (size_t i = 0; i < waiting.size() && i < 8; ++i)
-      who += fmt::format("{}worker {} at clock {}", i ? ", " : "", waiting[i], clocks.clock(waiting[i]));
-    if (waiting.size() > 8) who += fmt::format(", and {} more", waiting.size() - 8);
-    result.detail = fmt::format("every worker waits for leave to start its next clock ({}); minimum clock {}, policy {}",
-                                who, clocks.min_clock(), policy->name());
+    const int32_t slowest = clocks.slowest();
+    for (size_t i = 0; i < waiting.size() && i < 8; ++i) {
+      const int32_t id = waiting[i];
+      const int64_t c = clocks.clock(id);
+      who += i ? "; " : "";
+      if (c > clocks.min_clock())
+        who += fmt::format("worker {} (clock {}) waits for worker {} (clock {})", id, c, slowest, clocks.min_clock());
+      else
+        who += fmt::format("worker {} (clock {}, the slowest) waits for the policy's leave", id, c);
+    }
+    if (waiting.size() > 8) who += fmt::format("; and {} more", waiting.size() - 8);
+    result.detail = fmt::format(
+        "at t={:g} s every worker is blocked and no event is pending: {}; policy {}, minimum clock {}",
+        engine.now().seconds(), who, policy->name(), clocks.min_clock());
     stop();
   }
 
@@ -851,6 +864,7 @@ struct Simulation::Impl {
       for (const auto& w : workers) profiles.push_back(w.profile);
       obs->start(clocks, *policy, profiles);
     }
+    refuse_from_clock = opt.refuse_from_clock;
     if (record_gradients) result.gradients_csv = "virtual_time_s,worker,version_read,version_apply,tau,step\n";
     const SimTime limit = sc.stop.virtual_time_s ? SimTime::from_seconds(*sc.stop.virtual_time_s) : SimTime::max();
     if (uniform) {
@@ -894,7 +908,8 @@ struct Simulation::Impl {
       engine.run_until(limit, [&](const Event& e) {
         handle(e);
         ran = true;
-        if (engine.events_run() % every == 0) engine.stop();
+        if (engine.events_run() % every == 0 || (opt.interrupt && opt.interrupt->load(std::memory_order_relaxed)))
+          engine.stop();  // an interrupt stops at the next event
       });
       if (engine.events_run() % every == 0) report();
       if (!ran) {

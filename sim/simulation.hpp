@@ -45,6 +45,10 @@ struct RunOptions {
   bool record_gradients = false;
   // Sees the run as it happens (trace, timeline, explain; sim/observer.hpp); null: nothing.
   RunObserver* observer = nullptr;
+  // Fault injection, to test the deadlock path (a correct policy never deadlocks): when set, the
+  // policy's leave is refused to every worker whose clock has reached this value, so the run ends
+  // in status "deadlock". The CLI sets it from STALESIM_INJECT_DEADLOCK_AT_CLOCK.
+  std::optional<int64_t> refuse_from_clock;
 };
 
 // Loads the data a scenario names (Fashion-MNIST, blobs, or none); applies train_samples.

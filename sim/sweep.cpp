@@ -386,6 +386,7 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
   struct Use {
     DataCache& cache;
     const Scenario& sc;
+    Use(DataCache& c, const Scenario& s) : cache(c), sc(s) {}  // clang 14 lacks aggregate ( ) init
     ~Use() { cache.release(sc); }
   };
   std::optional<Use> use(std::in_place, cache, sc);

@@ -2,22 +2,24 @@
 # Installs every Debian package stalesim needs, and nothing else.
 # Idempotent and non-interactive: packages already present are skipped, `apt-get update`
 # runs at most once, and nothing is downloaded from outside Debian's archive.
-# Usage: tools/install-deps.sh [--with-mpi] [--with-plots] [--all]
+# Usage: tools/install-deps.sh [--with-mpi] [--with-plots] [--with-fuzz] [--all]
 set -euo pipefail
 
 core=(build-essential cmake pkg-config zlib1g-dev libeigen3-dev libboost-program-options-dev
       nlohmann-json3-dev libfmt-dev doctest-dev libxxhash-dev dataset-fashion-mnist)
 mpi=(libopenmpi-dev openmpi-bin)
 plots=(python3 python3-matplotlib)
+fuzz=(clang libclang-rt-dev)  # tools/fuzz and tools/check's sanitizer pass (libFuzzer, ASan, UBSan)
 
 want=("${core[@]}")
 for arg in "$@"; do
   case "$arg" in
     --with-mpi) want+=("${mpi[@]}") ;;
     --with-plots) want+=("${plots[@]}") ;;
-    --all) want+=("${mpi[@]}" "${plots[@]}") ;;
+    --with-fuzz) want+=("${fuzz[@]}") ;;
+    --all) want+=("${mpi[@]}" "${plots[@]}" "${fuzz[@]}") ;;
     -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
-    *) echo "install-deps.sh: unknown option '$arg' (allowed: --with-mpi --with-plots --all)" >&2; exit 2 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (allowed: --with-mpi --with-plots --with-fuzz --all)" >&2; exit 2 ;;
   esac
 done
 

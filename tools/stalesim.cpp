@@ -31,10 +31,12 @@
 #include "models/cuda/cuda_model.hpp"
 #include "models/device_profile.hpp"
 #include "sim/build_info.hpp"
+#include "sim/memory_estimate.hpp"
 #include "sim/outputs.hpp"
 #include "sim/reproduce.hpp"
 #include "sim/scenario.hpp"
 #include "sim/scenario_fields.hpp"
+#include "sim/scenario_schema.hpp"
 #include "sim/simulation.hpp"
 #include "sim/sweep.hpp"
 #include "sim/sweep_mpi.hpp"
@@ -73,6 +75,7 @@ Commands:
   profiles           list the built-in device profiles
   calibrate          time a model on this machine's GPU and write its device profile (CUDA builds)
   fields             print the scenario field reference (Markdown)
+  schema             print the scenario format as JSON Schema 2020-12 (for editors)
   version            print the version and build
 
 Run 'stalesim COMMAND --help' for a command's options.
@@ -163,10 +166,10 @@ int cmd_run(const std::vector<std::string>& args) {
   const std::string out = p.vm.count("out") ? p.vm["out"].as<std::string>() : "results/" + sc.name;
   const bool quiet = p.vm.count("quiet") > 0;
   const bool force = p.vm.count("force") > 0;
-  // Refuse an occupied output folder before spending time on the run.
-  std::error_code ec;
-  if (!force && std::filesystem::exists(out, ec) && !std::filesystem::is_empty(out, ec))
-    throw IoError(fmt::format("{}: output folder exists and is not empty (use --force to replace it)", out));
+  // Refuse an occupied or unwritable output folder, and a scenario too big for this machine,
+  // before spending time (or memory) on the run.
+  check_output_dir(out, force);
+  check_memory(sc, p.vm["scenario"].as<std::string>(), memory_limit());
 
   pin_eigen_cache_sizes();
   std::signal(SIGINT, on_signal);
@@ -182,6 +185,13 @@ int cmd_run(const std::vector<std::string>& args) {
   if (p.vm.count("trace")) observers.add(&tracer.emplace(sc.name, trace_options));
   if (p.vm.count("explain")) observers.add(&explainer.emplace(sc.name));
   if (!observers.empty()) ro.observer = &observers;
+  if (const char* f = std::getenv("STALESIM_INJECT_DEADLOCK_AT_CLOCK"); f != nullptr && *f != '\0') {
+    char* end = nullptr;
+    const long long c = std::strtoll(f, &end, 10);
+    if (*end != '\0' || c < 0)
+      throw UsageError(fmt::format("STALESIM_INJECT_DEADLOCK_AT_CLOCK='{}': expected an integer >= 0", f));
+    ro.refuse_from_clock = c;  // fault injection: tests the deadlock path (README "Errors and faults")
+  }
   auto last_print = wall0;
   if (tty) {
     ro.on_progress = [&](const Progress& pr) {
@@ -273,6 +283,17 @@ int cmd_fields(const std::vector<std::string>& args) {
   }
   if (!args.empty()) throw UsageError("fields takes no arguments, got '" + args[0] + "'");
   std::cout << scenario_fields_markdown();
+  return kExitOk;
+}
+
+int cmd_schema(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "Usage: stalesim schema\n\nPrints the scenario format as JSON Schema (draft 2020-12), generated from\n"
+                 "the same field table as validation and `stalesim fields`. Save it and point your editor at it.\n";
+    return kExitOk;
+  }
+  if (!args.empty()) throw UsageError("schema takes no arguments, got '" + args[0] + "'");
+  std::cout << scenario_json_schema().dump(2) << "\n";
   return kExitOk;
 }
 
@@ -805,6 +826,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "validate") return cmd_validate(args);
   if (cmd == "profiles") return cmd_profiles(args);
   if (cmd == "fields") return cmd_fields(args);
+  if (cmd == "schema") return cmd_schema(args);
   if (cmd == "calibrate") return cmd_calibrate(args);
   if (cmd == "sweep") return cmd_sweep(args);
   if (cmd == "reproduce") return cmd_reproduce(args);
@@ -813,7 +835,7 @@ int dispatch(int argc, char** argv) {
     std::cout << build_info_json().dump(2) << "\n";
     return kExitOk;
   }
-  throw UsageError(fmt::format("unknown command '{}' (commands: run, validate, profiles, fields, sweep, reproduce, timeline, calibrate, version)", cmd));
+  throw UsageError(fmt::format("unknown command '{}' (commands: run, validate, profiles, fields, schema, sweep, reproduce, timeline, calibrate, version)", cmd));
 }
 
 }  // namespace

@@ -1,0 +1,146 @@
+#include "sim/memory_estimate.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace stalesim {
+namespace {
+
+constexpr double kFloat = 4.0;
+constexpr double kPerWorkerBookkeeping = 4096.0;
+// Fashion-MNIST as Debian ships it: 60,000 + 10,000 images of 28 x 28 pixels.
+constexpr double kFashionTrain = 60000, kFashionTest = 10000, kFashionFeatures = 784, kFashionClasses = 10;
+
+// Parameters of the math model, in long double so that absurd widths cannot overflow. Kept equal
+// to Model::parameter_count() by a test (tests/test_errors.cpp).
+double parameter_count(const Scenario& s, double features, double classes) {
+  if (s.model.type == "softmax") return features * classes + classes;
+  if (s.model.type == "mlp") {
+    long double p = 0, in = features;
+    for (int64_t h : s.model.hidden) {
+      p += (in + 1) * static_cast<long double>(h);
+      in = static_cast<long double>(h);
+    }
+    p += (in + 1) * classes;
+    return static_cast<double>(p);
+  }
+  return 0;  // time-only: parameters by declaration only
+}
+
+}  // namespace
+
+std::string format_bytes(double b) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (b >= 1024 && u < 6) {
+    b /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.3g} {}", b, kUnits[u]);
+}
+
+std::string MemoryEstimate::describe() const {
+  return fmt::format(
+      "{} (dataset {}, parameter snapshots {}, workers' state {}, server state {}, gradients and indices {}; "
+      "{:.0f} parameters x 4 bytes)",
+      format_bytes(total()), format_bytes(dataset_bytes), format_bytes(snapshot_bytes), format_bytes(worker_bytes),
+      format_bytes(server_bytes), format_bytes(gradient_bytes), parameters);
+}
+
+MemoryEstimate estimate_memory(const Scenario& s) {
+  MemoryEstimate e;
+  const double n = s.cluster.worker_count();
+  double features = 0, classes = 0, train = 0, test = 0;
+  if (s.data.dataset == "fashion-mnist") {
+    features = kFashionFeatures, classes = kFashionClasses, train = kFashionTrain, test = kFashionTest;
+    // Raw pixel and label bytes, held while the files are decoded.
+    e.dataset_bytes += (train + test) * (features + 1);
+  } else if (s.data.dataset == "blobs") {
+    features = static_cast<double>(s.data.blobs.features), classes = s.data.blobs.classes;
+    train = static_cast<double>(s.data.blobs.train), test = static_cast<double>(s.data.blobs.test);
+  }
+  e.dataset_bytes += (train + test) * (features * kFloat + 4.0);
+  const bool math = s.model.type != "time-only";
+  const double p = math ? parameter_count(s, features, classes) : 0.0;
+  e.parameters = p;
+  const double vec = p * kFloat;
+
+  const bool cached = s.policy.type == "essp" || (s.policy.type == "ssp" && s.policy.cache == "lazy");
+  e.snapshot_bytes = (cached ? 2 * n + 1 : n + 1) * vec;
+
+  double per_worker = 1;  // a gradient in flight
+  if (cached) per_worker += 1 + static_cast<double>(s.policy.staleness) + 1;
+  if (s.policy.type == "vap") per_worker += 2;
+  if (s.optimizer.rule == "bfasgd") per_worker += 1;
+  e.worker_bytes = n * (per_worker * vec + kPerWorkerBookkeeping);
+
+  double server = 1;  // the update buffer
+  if (s.policy.type == "softsync") server += 1;
+  if (s.optimizer.momentum > 0) server += 1;
+  if (s.optimizer.rule == "fasgd" || s.optimizer.rule == "bfasgd") server += 3;
+  if (s.optimizer.rule == "dcasgd") server += 1 + n;
+  e.server_bytes = server * vec;
+
+  e.gradient_bytes = vec + (math ? train * 4.0 : 0.0);
+  return e;
+}
+
+std::optional<double> parse_size(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (!std::isfinite(v) || v < 0 || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  std::string suffix = text.substr(used);
+  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b') && suffix.size() <= 3) suffix.pop_back();
+  if (suffix.size() == 2 && (suffix[1] == 'i')) suffix.pop_back();  // "GiB" -> "G"
+  if (suffix.empty()) return v;
+  if (suffix.size() != 1) return std::nullopt;
+  const std::string units = "KMGT";
+  const size_t u = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(suffix[0]))));
+  if (u == std::string::npos) return std::nullopt;
+  return v * std::pow(1024.0, static_cast<double>(u + 1));
+}
+
+std::optional<MemoryLimit> memory_limit() {
+  if (const char* env = std::getenv("STALESIM_MEMORY_LIMIT"); env != nullptr && *env != '\0') {
+    const auto v = parse_size(env);
+    if (!v)
+      throw ScenarioError(fmt::format(
+          "STALESIM_MEMORY_LIMIT='{}': expected a size in bytes, optionally with a K, M, G or T suffix (e.g. 512M, 8G)",
+          env));
+    return MemoryLimit{*v, "STALESIM_MEMORY_LIMIT"};
+  }
+  std::ifstream f("/proc/meminfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (!line.starts_with("MemAvailable:")) continue;
+    std::istringstream in(line.substr(13));
+    double kib = 0;
+    std::string unit;
+    if (in >> kib >> unit && unit == "kB") return MemoryLimit{kib * 1024.0, "MemAvailable in /proc/meminfo"};
+  }
+  return std::nullopt;
+}
+
+void check_memory(const Scenario& s, const std::string& origin, const std::optional<MemoryLimit>& limit) {
+  if (!limit) return;
+  const MemoryEstimate e = estimate_memory(s);
+  if (e.total() <= limit->bytes) return;
+  throw ScenarioError(fmt::format(
+      "{}: needs about {}, but only {} is available ({}); use fewer workers (cluster.workers), a smaller "
+      "model (model.hidden) or less data, or set STALESIM_MEMORY_LIMIT to override",
+      origin, e.describe(), format_bytes(limit->bytes), limit->source));
+}
+
+}  // namespace stalesim

@@ -1,0 +1,62 @@
+#pragma once
+// How much memory a scenario needs, estimated before anything is allocated, and how much the
+// machine has (issue 10). `stalesim run` refuses (exit 2) a scenario whose estimate exceeds the
+// limit, printing the estimate, instead of being killed half-way by the kernel's OOM killer.
+//
+// The estimate is a deliberate upper bound of the large items (parameter-sized vectors and the
+// dataset); bookkeeping below a few KiB per worker is counted as a flat 4 KiB each:
+// - dataset: the loaded samples as float32 plus labels (Fashion-MNIST: all 70,000, since
+//   data.train_samples truncates after loading), plus the raw bytes held while reading;
+// - snapshots: parameter versions alive at once: one per worker plus the server's current one
+//   (design.md section 1), doubled in the cache modes (lazy SSP, ESSP) where a worker holds its
+//   cache and a version in flight;
+// - workers' state: per worker one gradient in flight; the cache modes add a local copy and up to
+//   staleness + 1 own pushes; VAP an in-transit sum and a held update; B-FASGD the last gradient;
+// - server: the update buffer, softsync's sum, momentum, FASGD's three moving averages, DC-ASGD's
+//   moving average and one backup copy per worker;
+// - gradients: the server's scratch gradient; batch indices (4 bytes per training sample).
+// The time-only model has no parameter values: only bookkeeping counts.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sim/scenario.hpp"
+
+namespace stalesim {
+
+struct MemoryEstimate {
+  double parameters = 0;  // float32 parameters of the math model (0 for time-only)
+  double dataset_bytes = 0;
+  double snapshot_bytes = 0;
+  double worker_bytes = 0;
+  double server_bytes = 0;
+  double gradient_bytes = 0;
+  double total() const { return dataset_bytes + snapshot_bytes + worker_bytes + server_bytes + gradient_bytes; }
+  // "1.23 GiB (dataset 210 MiB, snapshots 800 MiB, workers' state ..., server ..., gradients ...;
+  // 1,234,567 parameters x 4 bytes)".
+  std::string describe() const;
+};
+
+MemoryEstimate estimate_memory(const Scenario& s);
+
+// Bytes with binary units: "512 B", "3.4 KiB", "1.21 GiB".
+std::string format_bytes(double bytes);
+
+// The memory a run may use, and where that figure comes from.
+struct MemoryLimit {
+  double bytes = 0;
+  std::string source;  // "STALESIM_MEMORY_LIMIT" or "MemAvailable in /proc/meminfo"
+};
+// STALESIM_MEMORY_LIMIT when set (bytes, or with a K/M/G/T suffix: powers of 1024), else
+// MemAvailable from /proc/meminfo; nullopt when neither is known (no check is made then).
+// Throws ScenarioError when STALESIM_MEMORY_LIMIT is not a size.
+std::optional<MemoryLimit> memory_limit();
+// Parses "123", "512K", "1.5G" (binary units); nullopt when not a size.
+std::optional<double> parse_size(const std::string& text);
+
+// Throws ScenarioError "<origin>: needs about X ... but only Y is available (SOURCE) ..." when the
+// estimate of `s` exceeds `limit`.
+void check_memory(const Scenario& s, const std::string& origin, const std::optional<MemoryLimit>& limit);
+
+}  // namespace stalesim
