@@ -410,3 +410,28 @@ TEST_CASE("mf and lda each need their own dataset") {
   j["data"]["ratings"]["train"] = 6000;
   CHECK_THROWS_WITH_AS(scenario(j), doctest::Contains("/data/ratings/train: train + test = 6500 entries"), ScenarioError);
 }
+
+// ---- The shipped scenarios converge (issue 6, "done when") ----------------------------------
+
+TEST_CASE("the shipped mf scenario brings the test RMSE within 10 percent of the noise level") {
+  const Scenario s = load_scenario_file(std::string(STALESIM_SOURCE_DIR) + "/scenarios/workloads/mf.json");
+  const RunResult r = run_scenario(s);
+  REQUIRE(r.status == RunStatus::kCompleted);
+  REQUIRE(r.metrics.size() >= 2);
+  CHECK(*r.metrics.front().metric > 0.9);
+  CHECK(*r.metrics.back().metric <= 1.1 * s.data.ratings.noise);
+}
+
+TEST_CASE("the shipped lda scenario's log-likelihood rises and flattens") {
+  const Scenario s = load_scenario_file(std::string(STALESIM_SOURCE_DIR) + "/scenarios/workloads/lda.json");
+  const RunResult r = run_scenario(s);
+  REQUIRE(r.status == RunStatus::kCompleted);
+  const auto& m = r.metrics;
+  REQUIRE(m.size() >= 8);
+  const double first = *m.front().metric, last = *m.back().metric;
+  const double mid = *m[m.size() / 2].metric;
+  CHECK(last > first + 1.0);                  // rises
+  CHECK(std::fabs(last - mid) < 0.02);        // and is flat over the second half of the run
+  for (size_t i = 1; i < m.size() / 4; ++i)  // the first quarter climbs steadily
+    CHECK(*m[i].metric > *m[i - 1].metric - 0.01);
+}
