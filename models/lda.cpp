@@ -2,8 +2,8 @@
 
 #include "models/lda.hpp"
 
-#include <algorithm>
 #include <math.h>
+#include <algorithm>
 
 #include <cmath>
 #include <stdexcept>
@@ -70,13 +70,15 @@ Corpus generate_corpus(const CorpusSpec& spec, uint64_t seed) {
   for (int32_t doc = 0; doc < spec.documents; ++doc) {
     auto theta = std::span<double>(c.theta).subspan(static_cast<size_t>(doc) * K, K);
     dirichlet(theta, spec.alpha, doc_rng);
-    const auto len = static_cast<int32_t>(spec.min_length + static_cast<int64_t>(doc_rng.below(
-                                                                 static_cast<uint64_t>(spec.max_length - spec.min_length + 1))));
+    const auto len = static_cast<int32_t>(
+        spec.min_length +
+        static_cast<int64_t>(doc_rng.below(static_cast<uint64_t>(spec.max_length - spec.min_length + 1))));
     float* x = d.x.data() + static_cast<size_t>(doc) * static_cast<size_t>(d.features);
     x[0] = static_cast<float>(len);
     for (int32_t i = 0; i < len; ++i) {
       const int32_t z = categorical(theta, doc_rng);
-      const int32_t w = categorical(std::span<const double>(c.phi).subspan(static_cast<size_t>(z) * V, V), doc_rng);
+      const int32_t w =
+          categorical(std::span<const double>(c.phi).subspan(static_cast<size_t>(z) * V, V), doc_rng);
       c.z.push_back(z);
       x[1 + i] = static_cast<float>(w);
     }
@@ -106,7 +108,8 @@ int32_t lda_draw(std::span<const double> cumulative, Rng& rng) {
   return static_cast<int32_t>(cumulative.size() - 1);
 }
 
-LdaModel::LdaModel(const Dataset& train, int32_t vocabulary, int32_t topics, double alpha, double beta, uint64_t seed)
+LdaModel::LdaModel(const Dataset& train, int32_t vocabulary, int32_t topics, double alpha, double beta,
+                   uint64_t seed)
     : train_(train), vocabulary_(vocabulary), topics_(topics), alpha_(alpha), beta_(beta), seed_(seed) {
   if (vocabulary < 1 || topics < 1 || !(alpha > 0) || !(beta > 0))
     throw std::invalid_argument("model: lda: vocabulary and topics must be >= 1, alpha and beta > 0");
@@ -116,23 +119,27 @@ LdaModel::LdaModel(const Dataset& train, int32_t vocabulary, int32_t topics, dou
     for (int64_t i = 0; i < len; ++i) {
       const auto w = static_cast<int64_t>(train.sample(d)[1 + i]);
       if (w < 0 || w >= vocabulary)
-        throw std::invalid_argument("model: lda: document " + std::to_string(d) + " has word id " + std::to_string(w) +
-                                    " outside the vocabulary of " + std::to_string(vocabulary));
+        throw std::invalid_argument("model: lda: document " + std::to_string(d) + " has word id " +
+                                    std::to_string(w) + " outside the vocabulary of " +
+                                    std::to_string(vocabulary));
     }
     offset_[static_cast<size_t>(d) + 1] = offset_[static_cast<size_t>(d)] + len;
   }
   tokens_ = offset_.back();
   if (tokens_ >= kMaxExact)
-    throw std::invalid_argument("model: lda: " + std::to_string(tokens_) + " tokens; at most 2^24 - 1 keep counts exact in float32");
+    throw std::invalid_argument("model: lda: " + std::to_string(tokens_) +
+                                " tokens; at most 2^24 - 1 keep counts exact in float32");
   z_.resize(static_cast<size_t>(tokens_));
   doc_rng_.reserve(static_cast<size_t>(train.size()));
-  for (int64_t d = 0; d < train.size(); ++d) doc_rng_.emplace_back(seed, Purpose::kGibbs, static_cast<uint64_t>(d));
+  for (int64_t d = 0; d < train.size(); ++d)
+    doc_rng_.emplace_back(seed, Purpose::kGibbs, static_cast<uint64_t>(d));
   n_d_.resize(static_cast<size_t>(topics));
   cumulative_.resize(static_cast<size_t>(topics));
 }
 
 double LdaModel::flops_per_sample() const {
-  const double mean_len = train_.size() ? static_cast<double>(tokens_) / static_cast<double>(train_.size()) : 0.0;
+  const double mean_len =
+      train_.size() ? static_cast<double>(tokens_) / static_cast<double>(train_.size()) : 0.0;
   return mean_len * (6.0 * topics_ + 10.0);
 }
 
@@ -192,8 +199,8 @@ double LdaModel::loss_and_gradient(std::span<const float> params, const Dataset&
       n_w[old] -= 1.0f;
       totals[old] -= 1.0f;
       --n_d_[old];
-      const double total = lda_conditional(std::span<const float>(n_w, K), n_k, n_d_, alpha_, beta_, vocabulary_,
-                                           cumulative_);
+      const double total =
+          lda_conditional(std::span<const float>(n_w, K), n_k, n_d_, alpha_, beta_, vocabulary_, cumulative_);
       const int32_t k = lda_draw(cumulative_, rng);
       z_[base + i] = k;
       n_w[k] += 1.0f;
@@ -207,7 +214,8 @@ double LdaModel::loss_and_gradient(std::span<const float> params, const Dataset&
   return count ? loss / static_cast<double>(count) : 0.0;
 }
 
-Evaluation LdaModel::evaluate(std::span<const float> params, const Dataset& data, std::span<const int32_t> indices) {
+Evaluation LdaModel::evaluate(std::span<const float> params, const Dataset& data,
+                              std::span<const int32_t> indices) {
   (void)data;
   (void)indices;
   const auto K = static_cast<size_t>(topics_);

@@ -37,10 +37,10 @@ struct CorpusSpec {
 };
 
 struct Corpus {
-  DataSplit split;           // train: the documents; test: empty
-  std::vector<double> phi;   // true topics, topics x vocabulary, row-major
-  std::vector<double> theta; // true document mixtures, documents x topics, row-major
-  std::vector<int32_t> z;    // true topic of every token, documents in order
+  DataSplit split;            // train: the documents; test: empty
+  std::vector<double> phi;    // true topics, topics x vocabulary, row-major
+  std::vector<double> theta;  // true document mixtures, documents x topics, row-major
+  std::vector<int32_t> z;     // true topic of every token, documents in order
 };
 
 // REQUIRES-checked (std::invalid_argument): positive sizes, vocabulary < 2^24,
@@ -64,7 +64,8 @@ int32_t lda_draw(std::span<const double> cumulative, Rng& rng);
 class LdaModel final : public Model {
  public:
   // `train` must outlive the model. REQUIRES: topics >= 1, alpha > 0, beta > 0.
-  LdaModel(const Dataset& train, int32_t vocabulary, int32_t topics, double alpha, double beta, uint64_t seed);
+  LdaModel(const Dataset& train, int32_t vocabulary, int32_t topics, double alpha, double beta,
+           uint64_t seed);
   std::string type() const override { return "lda"; }
   int64_t parameter_count() const override { return (int64_t{vocabulary_} + 1) * topics_; }
   // Per document (a sample): mean tokens per document x (6 K + 10): K terms of the conditional at

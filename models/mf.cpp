@@ -27,7 +27,8 @@ std::vector<double> zipf_cdf(int32_t n, double a) {
 int32_t draw(const std::vector<double>& cdf, Rng& rng) {
   const double u = rng.uniform() * cdf.back();
   const auto it = std::upper_bound(cdf.begin(), cdf.end(), u);
-  return static_cast<int32_t>(std::min<std::ptrdiff_t>(it - cdf.begin(), static_cast<std::ptrdiff_t>(cdf.size()) - 1));
+  return static_cast<int32_t>(
+      std::min<std::ptrdiff_t>(it - cdf.begin(), static_cast<std::ptrdiff_t>(cdf.size()) - 1));
 }
 
 }  // namespace
@@ -69,10 +70,13 @@ Ratings generate_ratings(const RatingsSpec& spec, uint64_t seed) {
       do {
         i = draw(row_cdf, pair_rng);
         j = draw(col_cdf, pair_rng);
-      } while (!seen.insert(static_cast<uint64_t>(i) * static_cast<uint64_t>(spec.cols) + static_cast<uint64_t>(j)).second);
+      } while (
+          !seen.insert(static_cast<uint64_t>(i) * static_cast<uint64_t>(spec.cols) + static_cast<uint64_t>(j))
+               .second);
       double dot = 0.0;
       for (size_t c = 0; c < rank; ++c)
-        dot += static_cast<double>(r.u[static_cast<size_t>(i) * rank + c]) * static_cast<double>(r.v[static_cast<size_t>(j) * rank + c]);
+        dot += static_cast<double>(r.u[static_cast<size_t>(i) * rank + c]) *
+               static_cast<double>(r.v[static_cast<size_t>(j) * rank + c]);
       float* x = d.x.data() + k * 3;
       x[0] = static_cast<float>(i);
       x[1] = static_cast<float>(j);
@@ -86,7 +90,8 @@ Ratings generate_ratings(const RatingsSpec& spec, uint64_t seed) {
 
 MfModel::MfModel(int32_t rows, int32_t cols, int32_t rank, double l2)
     : rows_(rows), cols_(cols), rank_(rank), l2_(static_cast<float>(l2)) {
-  if (rows < 1 || cols < 1 || rank < 1) throw std::invalid_argument("model: mf: rows, cols and rank must be >= 1");
+  if (rows < 1 || cols < 1 || rank < 1)
+    throw std::invalid_argument("model: mf: rows, cols and rank must be >= 1");
 }
 
 void MfModel::init(std::span<float> params, Rng& rng) {
@@ -129,7 +134,8 @@ double MfModel::loss_and_gradient(std::span<const float> params, const Dataset& 
       vv += v[c] * v[c];
     }
     const float e = dot - x[2];
-    loss += 0.5 * static_cast<double>(e) * static_cast<double>(e) + 0.5 * static_cast<double>(l2_) * (uu + vv);
+    loss +=
+        0.5 * static_cast<double>(e) * static_cast<double>(e) + 0.5 * static_cast<double>(l2_) * (uu + vv);
     for (size_t c = 0; c < r; ++c) {
       gu[i * r + c] += scale * (e * v[c] + l2_ * u[c]);
       gv[j * r + c] += scale * (e * u[c] + l2_ * v[c]);

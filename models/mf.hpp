@@ -28,10 +28,10 @@ struct RatingsSpec {
   int32_t rows = 500;
   int32_t cols = 500;
   int32_t rank = 5;
-  double noise = 0.1;        // standard deviation of the rating noise, >= 0
-  int64_t train = 40000;     // observed entries for training
-  int64_t test = 5000;       // held-out entries
-  double popularity = 0.5;   // Zipf exponent of row and column popularity, >= 0 (0 = uniform)
+  double noise = 0.1;       // standard deviation of the rating noise, >= 0
+  int64_t train = 40000;    // observed entries for training
+  int64_t test = 5000;      // held-out entries
+  double popularity = 0.5;  // Zipf exponent of row and column popularity, >= 0 (0 = uniform)
   bool operator==(const RatingsSpec&) const = default;
 };
 

@@ -12,7 +12,8 @@ bool is_workload_model(const std::string& type) { return type == "mf" || type ==
 DataSplit make_workload_data(const Scenario& s) {
   if (s.data.dataset == "ratings") return generate_ratings(s.data.ratings, s.seed).split;
   if (s.data.dataset == "corpus") return generate_corpus(s.data.corpus, s.seed).split;
-  throw std::invalid_argument("make_workload_data: dataset \"" + s.data.dataset + "\" is not ratings or corpus");
+  throw std::invalid_argument("make_workload_data: dataset \"" + s.data.dataset +
+                              "\" is not ratings or corpus");
 }
 
 std::unique_ptr<Model> make_workload_model(const Scenario& s, const DataSplit& data) {

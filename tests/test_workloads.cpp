@@ -42,7 +42,8 @@ Dataset corpus_of(const std::vector<std::vector<int>>& docs) {
 }
 
 // Checks that `params` are exactly the counts of the model's assignments.
-void check_counts_match(const LdaModel& m, const Dataset& corpus, std::span<const float> params, int32_t V, int32_t K) {
+void check_counts_match(const LdaModel& m, const Dataset& corpus, std::span<const float> params, int32_t V,
+                        int32_t K) {
   std::vector<float> expect(static_cast<size_t>((V + 1) * K), 0.0f);
   for (int32_t d = 0; d < corpus.size(); ++d) {
     const auto z = m.assignments(d);
@@ -164,7 +165,8 @@ TEST_CASE("mf evaluation reports the test RMSE and no accuracy") {
 
 TEST_CASE("the ratings generator has the declared rank, noise and power-law popularity") {
   SUBCASE("rank and noise") {
-    RatingsSpec spec{.rows = 200, .cols = 150, .rank = 3, .noise = 0.3, .train = 12000, .test = 1000, .popularity = 0.3};
+    RatingsSpec spec{
+        .rows = 200, .cols = 150, .rank = 3, .noise = 0.3, .train = 12000, .test = 1000, .popularity = 0.3};
     const Ratings r = generate_ratings(spec, 7);
     Eigen::MatrixXd u(spec.rows, spec.rank), v(spec.cols, spec.rank);
     for (int i = 0; i < spec.rows; ++i)
@@ -189,7 +191,8 @@ TEST_CASE("the ratings generator has the declared rank, noise and power-law popu
     CHECK(var / static_cast<double>(t.size()) == doctest::Approx(1.0).epsilon(0.25));
   }
   SUBCASE("popularity and distinct cells") {
-    RatingsSpec spec{.rows = 10000, .cols = 10000, .rank = 2, .noise = 0.0, .train = 20000, .test = 0, .popularity = 0.8};
+    RatingsSpec spec{
+        .rows = 10000, .cols = 10000, .rank = 2, .noise = 0.0, .train = 20000, .test = 0, .popularity = 0.8};
     const Ratings r = generate_ratings(spec, 9);
     std::vector<int64_t> rows(static_cast<size_t>(spec.rows), 0);
     std::vector<uint64_t> cells;
@@ -207,7 +210,8 @@ TEST_CASE("the ratings generator has the declared rank, noise and power-law popu
     std::sort(cells.begin(), cells.end());
     CHECK(std::adjacent_find(cells.begin(), cells.end()) == cells.end());
   }
-  CHECK_THROWS_AS(generate_ratings(RatingsSpec{.rows = 10, .cols = 10, .train = 60, .test = 0}, 1), std::invalid_argument);
+  CHECK_THROWS_AS(generate_ratings(RatingsSpec{.rows = 10, .cols = 10, .train = 60, .test = 0}, 1),
+                  std::invalid_argument);
 }
 
 TEST_CASE("an mf run sends sparse pushes and lowers the test RMSE") {
@@ -263,8 +267,13 @@ TEST_CASE("the lda conditional is the collapsed Gibbs formula") {
 }
 
 TEST_CASE("lda counts equal the assignments after every sweep, one worker reading fresh counts") {
-  const Corpus c = generate_corpus(CorpusSpec{.vocabulary = 40, .topics = 3, .documents = 30, .min_length = 5,
-                                              .max_length = 20, .alpha = 0.3, .beta = 0.1},
+  const Corpus c = generate_corpus(CorpusSpec{.vocabulary = 40,
+                                              .topics = 3,
+                                              .documents = 30,
+                                              .min_length = 5,
+                                              .max_length = 20,
+                                              .alpha = 0.3,
+                                              .beta = 0.1},
                                    2);
   const int32_t V = 40, K = 3;
   LdaModel m(c.split.train, V, K, 0.3, 0.1, 2);
@@ -310,8 +319,13 @@ TEST_CASE("lda log-likelihood of a hand-checkable corpus") {
 }
 
 TEST_CASE("the corpus generator draws documents from its known topics") {
-  const CorpusSpec spec{.vocabulary = 50, .topics = 2, .documents = 400, .min_length = 20, .max_length = 40,
-                        .alpha = 0.5, .beta = 0.2};
+  const CorpusSpec spec{.vocabulary = 50,
+                        .topics = 2,
+                        .documents = 400,
+                        .min_length = 20,
+                        .max_length = 40,
+                        .alpha = 0.5,
+                        .beta = 0.2};
   const Corpus c = generate_corpus(spec, 8);
   REQUIRE(c.split.train.size() == 400);
   CHECK(c.split.test.size() == 0);
@@ -371,7 +385,8 @@ TEST_CASE("lda with a single topic reaches the hand formula through a whole run"
   std::vector<double> freq(60, 0.0);
   double n = 0;
   for (int64_t doc = 0; doc < d.train.size(); ++doc)
-    for (int i = 0; i < static_cast<int>(d.train.sample(doc)[0]); ++i) freq[static_cast<size_t>(d.train.sample(doc)[1 + i])] += 1, n += 1;
+    for (int i = 0; i < static_cast<int>(d.train.sample(doc)[0]); ++i)
+      freq[static_cast<size_t>(d.train.sample(doc)[1 + i])] += 1, n += 1;
   double ll = std::lgamma(60.0) - 60 * std::lgamma(1.0) - std::lgamma(n + 60.0);
   for (double f : freq) ll += std::lgamma(f + 1.0);
   CHECK(*r.metrics.back().metric == doctest::Approx(ll / n));
@@ -382,12 +397,13 @@ TEST_CASE("lda with a single topic reaches the hand formula through a whole run"
 TEST_CASE("lda refuses learning rules, momentum and softsync, which do not apply to count deltas") {
   auto j = lda_json();
   j["optimizer"]["rule"] = "fasgd";
-  CHECK_THROWS_WITH_AS(scenario(j),
-                       doctest::Contains("test.json: /optimizer/rule: model.type \"lda\" pushes count deltas"),
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      scenario(j), doctest::Contains("test.json: /optimizer/rule: model.type \"lda\" pushes count deltas"),
+      ScenarioError);
   j = lda_json();
   j["optimizer"]["momentum"] = 0.9;
-  CHECK_THROWS_WITH_AS(scenario(j), doctest::Contains("/optimizer/momentum: model.type \"lda\""), ScenarioError);
+  CHECK_THROWS_WITH_AS(scenario(j), doctest::Contains("/optimizer/momentum: model.type \"lda\""),
+                       ScenarioError);
   j = lda_json();
   j["policy"] = {{"type", "softsync"}, {"n", 2}};
   CHECK_THROWS_WITH_AS(scenario(j), doctest::Contains("/policy/type: model.type \"lda\""), ScenarioError);
@@ -396,19 +412,24 @@ TEST_CASE("lda refuses learning rules, momentum and softsync, which do not apply
 TEST_CASE("mf and lda each need their own dataset") {
   auto j = mf_json();
   j["data"] = lda_json()["data"];
-  CHECK_THROWS_WITH_AS(scenario(j), "test.json: /data/dataset: model.type \"mf\" needs dataset \"ratings\", got \"corpus\"",
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      scenario(j), "test.json: /data/dataset: model.type \"mf\" needs dataset \"ratings\", got \"corpus\"",
+      ScenarioError);
   j = tiny_math_json();
   j["data"] = mf_json()["data"];
-  CHECK_THROWS_WITH_AS(scenario(j), "test.json: /data/dataset: \"ratings\" goes with model.type \"mf\" (model.type is \"mlp\")",
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      scenario(j),
+      "test.json: /data/dataset: \"ratings\" goes with model.type \"mf\" (model.type is \"mlp\")",
+      ScenarioError);
   j = lda_json();
   j["data"]["corpus"]["documents"] = 600000;
-  CHECK_THROWS_WITH_AS(scenario(j), doctest::Contains("/data/corpus/documents: documents x max_length = 18000000"),
+  CHECK_THROWS_WITH_AS(scenario(j),
+                       doctest::Contains("/data/corpus/documents: documents x max_length = 18000000"),
                        ScenarioError);
   j = mf_json();
   j["data"]["ratings"]["train"] = 6000;
-  CHECK_THROWS_WITH_AS(scenario(j), doctest::Contains("/data/ratings/train: train + test = 6500 entries"), ScenarioError);
+  CHECK_THROWS_WITH_AS(scenario(j), doctest::Contains("/data/ratings/train: train + test = 6500 entries"),
+                       ScenarioError);
 }
 
 // ---- The shipped scenarios converge (issue 6, "done when") ----------------------------------
@@ -430,8 +451,8 @@ TEST_CASE("the shipped lda scenario's log-likelihood rises and flattens") {
   REQUIRE(m.size() >= 8);
   const double first = *m.front().metric, last = *m.back().metric;
   const double mid = *m[m.size() / 2].metric;
-  CHECK(last > first + 1.0);                  // rises
-  CHECK(std::fabs(last - mid) < 0.02);        // and is flat over the second half of the run
+  CHECK(last > first + 1.0);                 // rises
+  CHECK(std::fabs(last - mid) < 0.02);       // and is flat over the second half of the run
   for (size_t i = 1; i < m.size() / 4; ++i)  // the first quarter climbs steadily
     CHECK(*m[i].metric > *m[i - 1].metric - 0.01);
 }
