@@ -383,6 +383,13 @@ std::vector<std::vector<int32_t>> shard_iid(int64_t n, int32_t workers, uint64_t
 BatchSampler::BatchSampler(std::vector<int32_t> shard, uint64_t root_seed, uint32_t worker)
     : order_(std::move(shard)), rng_(root_seed, Purpose::kBatchOrder, worker) {}
 
+BatchSampler BatchSampler::shared(int64_t population, uint64_t root_seed, uint32_t worker) {
+  if (population < 1) throw std::invalid_argument("BatchSampler::shared: population must be >= 1");
+  BatchSampler b({}, root_seed, worker);
+  b.population_ = population;
+  return b;
+}
+
 void BatchSampler::reshuffle() {
   rng_.shuffle(std::span<int32_t>(order_));
   pos_ = 0;
@@ -393,11 +400,15 @@ std::span<const int32_t> BatchSampler::next(int32_t batch) {
   if (batch < 1) {
     throw std::invalid_argument("BatchSampler: batch must be >= 1, got " + std::to_string(batch));
   }
-  if (static_cast<size_t>(batch) > order_.size()) {
+  if (population_ == 0 && static_cast<size_t>(batch) > order_.size()) {
     throw std::invalid_argument("BatchSampler: batch " + std::to_string(batch) +
                                 " is larger than the shard of " + std::to_string(order_.size()) + " samples");
   }
   batch_.resize(static_cast<size_t>(batch));
+  if (population_ > 0) {
+    for (auto& i : batch_) i = static_cast<int32_t>(rng_.below(static_cast<uint64_t>(population_)));
+    return batch_;
+  }
   size_t filled = 0;
   while (filled < batch_.size()) {
     if (epoch_ == 0 || pos_ == order_.size()) reshuffle();

@@ -86,13 +86,16 @@ std::vector<std::vector<int32_t>> shard_iid(int64_t n, int32_t workers, uint64_t
 class BatchSampler {
  public:
   BatchSampler(std::vector<int32_t> shard, uint64_t root_seed, uint32_t worker);
+  // Shared data (data.partition "shared", the FASGD paper's simulator): every batch is drawn
+  // uniformly with replacement from samples 0..population-1; no per-worker index list.
+  static BatchSampler shared(int64_t population, uint64_t root_seed, uint32_t worker);
   // The indices of the next batch; valid until the next call.
   std::span<const int32_t> next(int32_t batch);
   // The indices next(batch) will return, without consuming them (for message sizes that depend
   // on the batch before its gradient is computed).
   std::vector<int32_t> peek(int32_t batch) const;
   int64_t epochs_started() const { return epoch_; }
-  int64_t shard_size() const { return static_cast<int64_t>(order_.size()); }
+  int64_t shard_size() const { return population_ > 0 ? population_ : static_cast<int64_t>(order_.size()); }
 
  private:
   void reshuffle();
@@ -101,6 +104,7 @@ class BatchSampler {
   Rng rng_;
   size_t pos_ = 0;
   int64_t epoch_ = 0;
+  int64_t population_ = 0;  // > 0: shared sampling with replacement
 };
 
 }  // namespace stalesim

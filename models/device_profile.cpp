@@ -19,16 +19,25 @@ DeviceProfile parse_profile(std::string_view text) {
   p.name = j.at("name").get<std::string>();
   p.description = j.at("description").get<std::string>();
   p.peak_fp32_tflops = j.at("peak_fp32_tflops").get<double>();
+  p.peak_fp16_tflops = j.value("peak_fp16_tflops", 0.0);
+  p.peak_bf16_tflops = j.value("peak_bf16_tflops", 0.0);
   p.memory_bandwidth_gbs = j.at("memory_bandwidth_gbs").get<double>();
   p.efficiency = j.at("efficiency").get<double>();
   p.overhead_us = j.at("overhead_us").get<double>();
   p.source = j.at("source").get<std::string>();
-  if (!(p.peak_fp32_tflops > 0) || !(p.efficiency > 0 && p.efficiency <= 1) || !(p.overhead_us >= 0))
+  if (!(p.peak_fp32_tflops > 0) || !(p.efficiency > 0 && p.efficiency <= 1) || !(p.overhead_us >= 0) ||
+      !(p.peak_fp16_tflops >= 0) || !(p.peak_bf16_tflops >= 0) || p.source.empty())
     throw std::logic_error("built-in profile '" + p.name + "' has out-of-range figures");
   return p;
 }
 
 }  // namespace
+
+double peak_tflops(const DeviceProfile& p, std::string_view precision) {
+  if (precision == "fp16") return p.peak_fp16_tflops;
+  if (precision == "bf16") return p.peak_bf16_tflops;
+  return p.peak_fp32_tflops;
+}
 
 const std::vector<DeviceProfile>& builtin_profiles() {
   static const std::vector<DeviceProfile> profiles = [] {

@@ -107,6 +107,9 @@ plot dssp_grants dssp_grants.py "$runs/dssp" "$runs/dssp-time-only" "$runs/bsp"
 if [ -e "$tmp/sweep/sweep.csv" ]; then
   plot time_to_target time_to_target.py "$tmp/sweep"
   plot time_to_target-csv time_to_target.py "$tmp/sweep/sweep.csv" --group policy.type --x policy.staleness
+  # best_of.py: the best final loss per policy over seeds and staleness, tuned over staleness.
+  plot best_of best_of.py "$tmp/sweep" --x policy.staleness --group policy.type --over seed
+  "$py" "$here/papers_summary.py" "$tmp" >"$tmp/summary.md" || fail "papers_summary.py failed on $tmp"
 fi
 plot time_to_target-minimal time_to_target.py "$tmp/minimal/sweep.csv"
 
@@ -118,7 +121,7 @@ cmp -s "$out/curves-curves.png" "$out/again-curves.png" || fail "curves.py: two 
 cmp -s "$out/staleness-staleness.svg" "$out/again-staleness-staleness.svg" || fail "staleness.py: two runs differ in SVG"
 
 # --help, and bad input: exit 2 with an error.
-for script in curves.py time_to_target.py staleness.py workers.py bandwidth.py dssp_grants.py; do
+for script in curves.py time_to_target.py staleness.py workers.py bandwidth.py dssp_grants.py best_of.py; do
   "$py" "$here/$script" --help >"$tmp/help.log" 2>&1 || fail "$script --help: exit $?"
   grep -q -- "--out" "$tmp/help.log" || fail "$script --help: no --out"
 done
@@ -127,6 +130,8 @@ for script in curves.py staleness.py workers.py bandwidth.py dssp_grants.py; do
 done
 refuse 2 curves.py "$runs/ssp" "$tmp/no-such-folder"
 refuse 2 time_to_target.py "$runs/ssp"        # a run folder, not a sweep
+refuse 2 best_of.py "$runs/ssp"               # likewise
+refuse 2 best_of.py "$tmp/sweep" --metric no_such_column
 refuse 2 dssp_grants.py "$runs/ssp"           # no DSSP run
 refuse 2 time_to_target.py "$tmp/minimal/sweep.csv" --x policy.no_such_field
 

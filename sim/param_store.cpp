@@ -39,6 +39,20 @@ std::span<float> ParamStore::write() {
   return current_->values;
 }
 
+ParamStore::WriteView ParamStore::write_next() {
+  if (current_->refs > 1) {
+    detail::Block* next = fresh_block();
+    next->version = current_->version;
+    next->refs = 1;
+    detail::Block* old = current_;
+    --old->refs;  // readers keep the old block alive: `from` stays valid while they hold it
+    current_ = next;
+    ++copies_;
+    return {old->values, next->values};
+  }
+  return {current_->values, current_->values};
+}
+
 void ParamStore::on_last_release(detail::Block* b) {
   --live_;
   free_.push_back(b);

@@ -73,6 +73,16 @@ class ParamStore {
   // The current values, writable. Copies them first if any reader holds the current version.
   // The version does not change until commit().
   std::span<float> write();
+  // The next version's values, to be written whole: `to` receives every element, computed from
+  // `from` (the current values). When no reader holds the current version the two are the same
+  // block (an in-place update); otherwise `to` is a fresh block and nothing is copied first, which
+  // saves write()'s copy pass. Element-wise to[i] = f(from[i], ...) is safe in both cases.
+  // The version does not change until commit().
+  struct WriteView {
+    std::span<const float> from;
+    std::span<float> to;
+  };
+  WriteView write_next();
   // Ends a write: the version number rises by one.
   void commit() { ++current_->version; }
   // The current values, read-only, without taking a reference.

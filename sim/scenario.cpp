@@ -235,6 +235,30 @@ json get_worker(const Scenario& s, size_t i) {
   return to_json_value(s.cluster.workers[i].*M);
 }
 
+// A group's own jitter object (cluster.workers[i].jitter): absent unless given, so its keys are
+// written back only for groups that have one (a discarded JSON value means "omit").
+template <auto M>
+void set_group_jitter(Scenario& s, size_t i, const json& v) {
+  auto& g = s.cluster.workers[i];
+  if (!g.jitter) g.jitter = JitterSpec{};
+  auto& m = (*g.jitter).*M;
+  m = from_json_value<std::remove_cvref_t<decltype(m)>>(v);
+}
+template <auto M>
+json get_group_jitter(const Scenario& s, size_t i) {
+  const auto& g = s.cluster.workers[i];
+  return g.jitter ? to_json_value((*g.jitter).*M) : json(json::value_t::discarded);
+}
+template <auto M>
+void set_event(Scenario& s, size_t i, const json& v) {
+  auto& m = s.cluster.schedule[i].*M;
+  m = from_json_value<std::remove_cvref_t<decltype(m)>>(v);
+}
+template <auto M>
+json get_event(const Scenario& s, size_t i) {
+  return to_json_value(s.cluster.schedule[i].*M);
+}
+
 // ---- Checks used by the table --------------------------------------------------------------
 
 std::string check_profile(const json& v) {
@@ -317,6 +341,18 @@ std::vector<FieldInfo> build_fields() {
        .applies = has_data,
        .set = set_m<&Scenario::data, &DataSpec::train_samples>,
        .get = get_m<&Scenario::data, &DataSpec::train_samples>},
+      {.path = "/data/partition",
+       .type = F::kString,
+       .allowed = {"iid", "shared"},
+       .default_value = d.data.partition,
+       .applies_to = "the fashion-mnist and blobs datasets",
+       .applies_key = "/data/dataset",
+       .doc = "iid: each worker owns a disjoint random shard and goes through it epoch by epoch; shared: "
+              "every batch is drawn uniformly with replacement from the whole training set, as in the "
+              "FASGD paper's simulator (Odena 2016), so batches may exceed a shard's size.",
+       .applies = has_data,
+       .set = set_m<&Scenario::data, &DataSpec::partition>,
+       .get = get_m<&Scenario::data, &DataSpec::partition>},
       {.path = "/data/blobs",
        .type = F::kObject,
        .applies_to = "the blobs dataset",
@@ -888,6 +924,111 @@ std::vector<FieldInfo> build_fields() {
        .doc = "Workers in the group.",
        .set = set_worker<&WorkerGroup::count>,
        .get = get_worker<&WorkerGroup::count>},
+      {.path = "/cluster/workers/*/precision",
+       .type = F::kString,
+       .allowed = {"fp32", "fp16", "bf16"},
+       .default_value = d.cluster.workers[0].precision,
+       .doc = "Which peak of the profile times the group's compute (fp16/bf16: Tensor Core peaks, "
+              "where the profile has them).",
+       .set = set_worker<&WorkerGroup::precision>,
+       .get = get_worker<&WorkerGroup::precision>},
+      {.path = "/cluster/workers/*/iteration_ms",
+       .type = F::kNumber,
+       .unit = "ms",
+       .minimum = 0,
+       .maximum = kMaxSeconds,
+       .exclusive_minimum = true,
+       .maximum_is_limit = true,
+       .nullable = true,
+       .doc = "Explicit time of one iteration before jitter and schedule (e.g. measured for the cost "
+              "architecture); null: batch FLOPs / (peak x efficiency) + overhead.",
+       .set = set_worker<&WorkerGroup::iteration_ms>,
+       .get = get_worker<&WorkerGroup::iteration_ms>},
+      {.path = "/cluster/workers/*/latency_us",
+       .type = F::kNumber,
+       .unit = "us",
+       .minimum = 0,
+       .maximum = kMaxSeconds,
+       .maximum_is_limit = true,
+       .nullable = true,
+       .doc = "One-way latency of this group's links; null: cluster.network.latency_us.",
+       .set = set_worker<&WorkerGroup::latency_us>,
+       .get = get_worker<&WorkerGroup::latency_us>},
+      {.path = "/cluster/workers/*/bandwidth_gbps",
+       .type = F::kNumber,
+       .unit = "Gbit/s",
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .nullable = true,
+       .doc = "Bandwidth of this group's links; null: cluster.network.bandwidth_gbps.",
+       .set = set_worker<&WorkerGroup::bandwidth_gbps>,
+       .get = get_worker<&WorkerGroup::bandwidth_gbps>},
+      {.path = "/cluster/workers/*/latency_sigma",
+       .type = F::kNumber,
+       .minimum = 0,
+       .nullable = true,
+       .doc = "Latency jitter of this group's links; null: cluster.network.latency_sigma.",
+       .set = set_worker<&WorkerGroup::latency_sigma>,
+       .get = get_worker<&WorkerGroup::latency_sigma>},
+      {.path = "/cluster/workers/*/jitter",
+       .type = F::kObject,
+       .doc = "This group's compute jitter, replacing cluster.jitter for it (keys as there; "
+              "defaults as there, not the cluster's values). Per worker: a group of one.",
+       .get = [](const Scenario& s, size_t i) {
+         return s.cluster.workers[i].jitter ? json::object() : json(json::value_t::discarded);
+       }},
+      {.path = "/cluster/workers/*/jitter/type",
+       .type = F::kString,
+       .allowed = {"lognormal", "none", "constant", "normal", "exponential", "gamma", "trace"},
+       .default_value = d.cluster.jitter.type,
+       .doc = "As cluster.jitter.type.",
+       .set = set_group_jitter<&JitterSpec::type>,
+       .get = get_group_jitter<&JitterSpec::type>},
+      {.path = "/cluster/workers/*/jitter/sigma",
+       .type = F::kNumber,
+       .minimum = 0,
+       .default_value = d.cluster.jitter.sigma,
+       .doc = "As cluster.jitter.sigma.",
+       .set = set_group_jitter<&JitterSpec::sigma>,
+       .get = get_group_jitter<&JitterSpec::sigma>},
+      {.path = "/cluster/workers/*/jitter/cv",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.cluster.jitter.cv,
+       .doc = "As cluster.jitter.cv.",
+       .set = set_group_jitter<&JitterSpec::cv>,
+       .get = get_group_jitter<&JitterSpec::cv>},
+      {.path = "/cluster/workers/*/jitter/factor",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.cluster.jitter.factor,
+       .doc = "As cluster.jitter.factor.",
+       .set = set_group_jitter<&JitterSpec::factor>,
+       .get = get_group_jitter<&JitterSpec::factor>},
+      {.path = "/cluster/workers/*/jitter/shift",
+       .type = F::kNumber,
+       .minimum = 0,
+       .maximum = 1,
+       .exclusive_maximum = true,
+       .default_value = d.cluster.jitter.shift,
+       .doc = "As cluster.jitter.shift.",
+       .set = set_group_jitter<&JitterSpec::shift>,
+       .get = get_group_jitter<&JitterSpec::shift>},
+      {.path = "/cluster/workers/*/jitter/path",
+       .type = F::kString,
+       .default_value = d.cluster.jitter.path,
+       .doc = "As cluster.jitter.path.",
+       .set = set_group_jitter<&JitterSpec::path>,
+       .get = get_group_jitter<&JitterSpec::path>},
+      {.path = "/cluster/workers/*/jitter/scale",
+       .type = F::kString,
+       .allowed = {"absolute", "relative"},
+       .default_value = d.cluster.jitter.scale,
+       .doc = "As cluster.jitter.scale.",
+       .set = set_group_jitter<&JitterSpec::scale>,
+       .get = get_group_jitter<&JitterSpec::scale>},
       {.path = "/cluster/order",
        .type = F::kString,
        .allowed = {"timed", "uniform"},
@@ -897,6 +1038,84 @@ std::vector<FieldInfo> build_fields() {
               "those not blocked, no transfer time).",
        .set = set_m<&Scenario::cluster, &ClusterSpec::order>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::order>},
+      {.path = "/cluster/servers",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = 65536,
+       .default_value = d.cluster.servers,
+       .doc = "Server shards: the parameters are split evenly over them, each has its own link "
+              "(server_bandwidth_gbps), and a push or pull is done when all its shard transfers are.",
+       .set = set_m<&Scenario::cluster, &ClusterSpec::servers>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::servers>},
+      {.path = "/cluster/on_crash",
+       .type = F::kString,
+       .allowed = {"wait", "drop"},
+       .default_value = d.cluster.on_crash,
+       .doc = "wait: synchronous policies wait for a crashed worker to rejoin; drop: it leaves the "
+              "slowest-clock computation until it rejoins, at the then minimum clock.",
+       .set = set_m<&Scenario::cluster, &ClusterSpec::on_crash>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::on_crash>},
+      {.path = "/cluster/schedule",
+       .type = F::kObjectArray,
+       .default_value = json::array(),
+       .doc = "Timed events: slow a worker down, pause it, crash it (and rejoin), or let its speed drift.",
+       .set = [](Scenario& s, size_t, const json& v) { s.cluster.schedule.assign(v.size(), ScheduleEvent{}); },
+       .get = [](const Scenario& s,
+                 size_t) { return json(std::vector<json>(s.cluster.schedule.size(), json::object())); }},
+      {.path = "/cluster/schedule/*/kind",
+       .type = F::kString,
+       .allowed = {"slow", "pause", "crash", "drift"},
+       .required = true,
+       .doc = "slow: compute takes factor x longer over [at_s, until_s); pause: no compute progress "
+              "over it; crash: in-flight work is lost, rejoins at until_s; drift: the factor rises "
+              "linearly from 1 at at_s to factor at until_s (judged at each iteration's start).",
+       .set = set_event<&ScheduleEvent::kind>,
+       .get = get_event<&ScheduleEvent::kind>},
+      {.path = "/cluster/schedule/*/workers",
+       .type = F::kIntegerArray,
+       .minimum = 0,
+       .maximum = kMaxWorkers - 1,
+       .default_value = json::array(),
+       .doc = "Worker ids it applies to (groups numbered in order from 0); or give group.",
+       .set = set_event<&ScheduleEvent::workers>,
+       .get = get_event<&ScheduleEvent::workers>},
+      {.path = "/cluster/schedule/*/group",
+       .type = F::kInteger,
+       .minimum = 0,
+       .maximum = kMaxWorkers - 1,
+       .nullable = true,
+       .doc = "Index of the worker group it applies to (every worker of it); or give workers.",
+       .set = set_event<&ScheduleEvent::group>,
+       .get = get_event<&ScheduleEvent::group>},
+      {.path = "/cluster/schedule/*/at_s",
+       .type = F::kNumber,
+       .unit = "s",
+       .minimum = 0,
+       .maximum = kMaxSeconds,
+       .maximum_is_limit = true,
+       .required = true,
+       .doc = "Virtual time it starts.",
+       .set = set_event<&ScheduleEvent::at_s>,
+       .get = get_event<&ScheduleEvent::at_s>},
+      {.path = "/cluster/schedule/*/until_s",
+       .type = F::kNumber,
+       .unit = "s",
+       .minimum = 0,
+       .maximum = kMaxSeconds,
+       .maximum_is_limit = true,
+       .nullable = true,
+       .doc = "When it ends (> at_s): slow and drift: null = for good; pause: required; crash: "
+              "the rejoin time, null = never rejoins.",
+       .set = set_event<&ScheduleEvent::until_s>,
+       .get = get_event<&ScheduleEvent::until_s>},
+      {.path = "/cluster/schedule/*/factor",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = ScheduleEvent{}.factor,
+       .doc = "slow: compute time multiplier; drift: the multiplier reached at until_s.",
+       .set = set_event<&ScheduleEvent::factor>,
+       .get = get_event<&ScheduleEvent::factor>},
       {.path = "/cluster/network", .type = F::kObject, .doc = "Links between workers and server."},
       {.path = "/cluster/network/latency_us",
        .type = F::kNumber,
@@ -928,12 +1147,32 @@ std::vector<FieldInfo> build_fields() {
        .get = get_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::server_bandwidth_gbps>,
        .resolve =
            [](Scenario& s) { s.cluster.network.server_bandwidth_gbps = s.cluster.network.bandwidth_gbps; }},
+      {.path = "/cluster/network/latency_sigma",
+       .type = F::kNumber,
+       .minimum = 0,
+       .default_value = d.cluster.network.latency_sigma,
+       .doc = "Latency jitter: each message's latency is multiplied by a lognormal factor of mean 1 "
+              "with this log standard deviation (own stream per worker link); 0 = none.",
+       .set = set_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::latency_sigma>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::latency_sigma>},
+      {.path = "/cluster/network/message_overhead_us",
+       .type = F::kNumber,
+       .unit = "us",
+       .minimum = 0,
+       .maximum = kMaxSeconds,
+       .maximum_is_limit = true,
+       .default_value = d.cluster.network.message_overhead_us,
+       .doc = "Per message and shard, time the server link is busy on top of the bytes.",
+       .set = set_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::message_overhead_us>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::message_overhead_us>},
       {.path = "/cluster/jitter", .type = F::kObject, .doc = "Random variation of compute time."},
       {.path = "/cluster/jitter/type",
        .type = F::kString,
-       .allowed = {"lognormal", "none"},
+       .allowed = {"lognormal", "none", "constant", "normal", "exponential", "gamma", "trace"},
        .default_value = d.cluster.jitter.type,
-       .doc = "Multiply each compute time by a lognormal factor of mean 1, or not at all.",
+       .doc = "Multiply each compute time by a factor of mean 1: lognormal (sigma), normal (cv, "
+              "clipped at 0.001), gamma (cv), exponential (shift), constant (factor); none; or "
+              "trace: draw each iteration's time uniformly from a file of measured times.",
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::type>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::type>},
       {.path = "/cluster/jitter/sigma",
@@ -946,6 +1185,61 @@ std::vector<FieldInfo> build_fields() {
        .applies = [](const Scenario& s) { return s.cluster.jitter.type == "lognormal"; },
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::sigma>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::sigma>},
+      {.path = "/cluster/jitter/cv",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.cluster.jitter.cv,
+       .applies_to = "normal and gamma jitter",
+       .applies_key = "/cluster/jitter/type",
+       .doc = "Coefficient of variation (standard deviation / mean) of the factor.",
+       .applies = [](const Scenario& s) { return s.cluster.jitter.type == "normal" || s.cluster.jitter.type == "gamma"; },
+       .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::cv>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::cv>},
+      {.path = "/cluster/jitter/factor",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.cluster.jitter.factor,
+       .applies_to = "constant jitter",
+       .applies_key = "/cluster/jitter/type",
+       .doc = "The constant factor.",
+       .applies = [](const Scenario& s) { return s.cluster.jitter.type == "constant"; },
+       .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::factor>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::factor>},
+      {.path = "/cluster/jitter/shift",
+       .type = F::kNumber,
+       .minimum = 0,
+       .maximum = 1,
+       .exclusive_maximum = true,
+       .default_value = d.cluster.jitter.shift,
+       .applies_to = "exponential jitter",
+       .applies_key = "/cluster/jitter/type",
+       .doc = "factor = shift + Exp(mean 1 - shift): the least an iteration can take, as a fraction of the mean.",
+       .applies = [](const Scenario& s) { return s.cluster.jitter.type == "exponential"; },
+       .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::shift>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::shift>},
+      {.path = "/cluster/jitter/path",
+       .type = F::kString,
+       .min_length = 1,
+       .required = true,
+       .applies_to = "trace jitter",
+       .applies_key = "/cluster/jitter/type",
+       .doc = "Text file of iteration times in ms, whitespace separated, # comments; relative to the "
+              "working directory.",
+       .applies = [](const Scenario& s) { return s.cluster.jitter.type == "trace"; },
+       .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::path>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::path>},
+      {.path = "/cluster/jitter/scale",
+       .type = F::kString,
+       .allowed = {"absolute", "relative"},
+       .default_value = d.cluster.jitter.scale,
+       .applies_to = "trace jitter",
+       .applies_key = "/cluster/jitter/type",
+       .doc = "absolute: an iteration takes the drawn time; relative: the modelled time x drawn / trace mean.",
+       .applies = [](const Scenario& s) { return s.cluster.jitter.type == "trace"; },
+       .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::scale>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::scale>},
 
       {.path = "/compute",
        .type = F::kObject,
@@ -1316,6 +1610,7 @@ class Loader {
     for (const auto& g : s_.cluster.workers) workers += g.count;
     if (workers > kMaxWorkers)
       fail("/cluster/workers", fmt::format("{} workers in total; at most {}", workers, kMaxWorkers));
+    check_cluster(workers);
     const auto& stop = s_.stop;
     if (stop.at_target && !stop.target_accuracy)
       fail("/stop/at_target", "at_target is true but target_accuracy is not set");
@@ -1366,6 +1661,48 @@ class Loader {
         fail("/policy/type", "model.type \"lda\" adds every count delta as is; softsync averages updates, "
                              "which would break the counts: use bsp, asp, ssp, essp, dssp or vap");
     }
+  }
+
+  // Groups' precisions and jitter, the schedule, and crash handling (issue 5).
+  void check_cluster(int64_t workers) const {
+    const auto& c = s_.cluster;
+    for (size_t g = 0; g < c.workers.size(); ++g) {
+      const auto& grp = c.workers[g];
+      const auto profile = find_profile(grp.profile);
+      if (profile && peak_tflops(*profile, grp.precision) <= 0)
+        fail(fmt::format("/cluster/workers/{}/precision", g),
+             fmt::format("profile \"{}\" has no {} peak; use \"fp32\"{}", grp.profile, grp.precision,
+                         profile->peak_fp16_tflops > 0 ? " or \"fp16\"" : ""));
+      if (grp.jitter && grp.jitter->type == "trace" && grp.jitter->path.empty())
+        fail(fmt::format("/cluster/workers/{}/jitter/path", g), "required when jitter.type is \"trace\"");
+    }
+    const bool crashes = std::any_of(c.schedule.begin(), c.schedule.end(),
+                                     [](const ScheduleEvent& e) { return e.kind == "crash"; });
+    for (size_t i = 0; i < c.schedule.size(); ++i) {
+      const auto& e = c.schedule[i];
+      const std::string at = fmt::format("/cluster/schedule/{}", i);
+      if (e.group.has_value() == !e.workers.empty())
+        fail(at, "give either workers (a list of worker ids) or group (a group index), not both or neither");
+      if (e.group && *e.group >= static_cast<int64_t>(c.workers.size()))
+        fail(at + "/group", fmt::format("expected a group index in [0, {}], got {}", c.workers.size() - 1, *e.group));
+      for (size_t k = 0; k < e.workers.size(); ++k)
+        if (e.workers[k] >= workers)
+          fail(fmt::format("{}/workers/{}", at, k),
+               fmt::format("expected a worker id in [0, {}], got {}", workers - 1, e.workers[k]));
+      if (e.until_s && *e.until_s <= e.at_s)
+        fail(at + "/until_s", fmt::format("expected a time after at_s ({}), got {}", e.at_s, *e.until_s));
+      if ((e.kind == "pause" || e.kind == "drift") && !e.until_s)
+        fail(at + "/until_s", fmt::format("required for a {}", e.kind));
+    }
+    if (!c.schedule.empty() && c.order == "uniform")
+      fail("/cluster/schedule", "cluster.order \"uniform\" gives every iteration the same time; a schedule "
+                                "needs cluster.order \"timed\"");
+    const bool pulls = s_.policy.type == "bsp" || s_.policy.type == "asp" || s_.policy.type == "dssp" ||
+                       (s_.policy.type == "ssp" && s_.policy.cache == "pull-every-iteration");
+    if (crashes && !pulls)
+      fail("/cluster/schedule", fmt::format("crash events are supported with bsp, asp, dssp and ssp with "
+                                            "pull-every-iteration, got {}{}",
+                                            s_.policy.type, s_.policy.type == "ssp" ? " with a lazy cache" : ""));
   }
 
   Scenario s_;
@@ -1701,8 +2038,10 @@ nlohmann::json scenario_to_json(const Scenario& s) {
     if (const size_t star = f.path.find('*'); star != std::string::npos) {
       const json::json_pointer array_ptr(f.path.substr(0, star - 1));
       if (!out.contains(array_ptr)) continue;
-      for (size_t i = 0; i < out[array_ptr].size(); ++i)
-        out[json::json_pointer(instantiate(f.path, i))] = f.get(s, i);
+      for (size_t i = 0; i < out[array_ptr].size(); ++i) {
+        json v = f.get(s, i);
+        if (!v.is_discarded()) out[json::json_pointer(instantiate(f.path, i))] = std::move(v);  // absent
+      }
     } else if (f.type == FieldType::kObject) {
       out[json::json_pointer(f.path)] = json::object();
     } else {

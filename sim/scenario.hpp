@@ -33,6 +33,7 @@ struct DataSpec {
   std::string dataset = "fashion-mnist";  // "fashion-mnist" | "blobs" | "ratings" | "corpus" | "none"
   std::string path = kFashionMnistDefaultDir;  // fashion-mnist: folder with the IDX files
   int64_t train_samples = 0;  // use the first N training samples; 0 = all
+  std::string partition = "iid";  // "iid" (disjoint shards) | "shared" (all draw from all)
   BlobsSpec blobs;            // dataset "blobs" only
   RatingsSpec ratings;        // dataset "ratings" only (model mf)
   CorpusSpec corpus;          // dataset "corpus" only (model lda)
@@ -75,24 +76,58 @@ struct PolicySpec {
   bool operator==(const PolicySpec&) const = default;
 };
 
-struct WorkerGroup {
-  std::string profile;  // a built-in device profile name
-  int32_t count = 1;    // >= 1
-  bool operator==(const WorkerGroup&) const = default;
-};
-
 struct NetworkSpec {
   double latency_us = 50.0;             // one-way latency of each worker's link
   double bandwidth_gbps = 10.0;         // each worker's link, gigabits per second
-  double server_bandwidth_gbps = 10.0;  // the server's link, shared in arrival order
+  double server_bandwidth_gbps = 10.0;  // each server shard's link, shared in arrival order
                                         // Default: equal to bandwidth_gbps.
+  double latency_sigma = 0.0;           // per-message latency jitter: latency x lognormal factor of
+                                        // mean 1 with this log standard deviation; 0 = none
+  double message_overhead_us = 0.0;     // per message and shard: time the server link is busy on
+                                        // top of the bytes (request handling, serialization)
   bool operator==(const NetworkSpec&) const = default;
 };
 
+// Random variation of compute time (design.md section 3), a factor of mean 1 per iteration, drawn
+// from the worker's own stream (Purpose::kJitter), or replayed from a trace of iteration times.
 struct JitterSpec {
-  std::string type = "lognormal";  // "lognormal" (mean 1) | "none"
-  double sigma = 0.05;             // lognormal: standard deviation of the log, >= 0
+  // "none" | "constant" | "normal" | "lognormal" | "exponential" | "gamma" | "trace"
+  std::string type = "lognormal";
+  double sigma = 0.05;       // lognormal: standard deviation of the log, >= 0
+  double cv = 0.1;           // normal, gamma: coefficient of variation (stddev / mean), > 0
+  double factor = 1.0;       // constant: the factor itself, > 0
+  double shift = 0.0;        // exponential: factor = shift + Exp(mean 1 - shift), shift in [0, 1)
+  std::string path;          // trace: text file of iteration times in ms (whitespace separated)
+  std::string scale = "absolute";  // trace: "absolute" (an iteration takes the drawn time) |
+                                   // "relative" (the modelled time x drawn time / trace mean)
   bool operator==(const JitterSpec&) const = default;
+};
+
+struct WorkerGroup {
+  std::string profile;  // a built-in device profile name
+  int32_t count = 1;    // >= 1
+  std::string precision = "fp32";      // "fp32" | "fp16" | "bf16": which peak of the profile
+  std::optional<double> iteration_ms;  // explicit time of one iteration before jitter; unset =
+                                       // batch FLOPs / (peak x efficiency) + overhead
+  std::optional<JitterSpec> jitter;    // this group's jitter; unset = cluster.jitter
+  std::optional<double> latency_us;     // this group's links; unset = cluster.network's
+  std::optional<double> bandwidth_gbps;
+  std::optional<double> latency_sigma;
+  bool operator==(const WorkerGroup&) const = default;
+};
+
+// One entry of the cluster's schedule (design.md section 3: stragglers, pauses, failures).
+// Applies to the listed workers, or to every worker of `group`.
+struct ScheduleEvent {
+  std::string kind = "slow";  // "slow" | "pause" | "crash" | "drift"
+  std::vector<int64_t> workers;  // worker ids (groups numbered in order, from 0)
+  std::optional<int64_t> group;  // or a whole group (index into cluster.workers)
+  double at_s = 0.0;             // virtual time the event starts
+  std::optional<double> until_s; // slow, drift: end (unset = for good); pause: end (required);
+                                 // crash: rejoin time (unset = never rejoins)
+  double factor = 2.0;           // slow: compute time multiplier; drift: multiplier reached at
+                                 // until_s, rising linearly from 1 at at_s (then held)
+  bool operator==(const ScheduleEvent&) const = default;
 };
 
 struct ClusterSpec {
@@ -104,6 +139,11 @@ struct ClusterSpec {
   std::string order = "timed";
   NetworkSpec network;
   JitterSpec jitter;
+  int32_t servers = 1;  // server shards: parameters split evenly, each shard with its own link
+  std::vector<ScheduleEvent> schedule;
+  // What synchronous policies do about a crashed worker: "wait" for it to rejoin, or "drop" it
+  // from the slowest-clock computation until it rejoins (at the then minimum clock).
+  std::string on_crash = "wait";
   int32_t worker_count() const {
     int32_t n = 0;
     for (const auto& g : workers) n += g.count;

@@ -10,7 +10,10 @@
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
 #include "models/model.hpp"
+#include "sim/cluster_schedule.hpp"
 #include "sim/engine.hpp"
+#include "sim/jitter.hpp"
+#include "sim/lazy_deque.hpp"
 #include "sim/param_store.hpp"
 #include "sim/policies/sync_policy.hpp"
 #include "sim/policies/vap.hpp"
@@ -32,6 +35,9 @@ enum EventKind : uint32_t {
   kSnapshotArrives = 7,     // cache modes: parameters (fetched or pushed by the server) arrive
   kRefreshArrives = 8,      // VAP: a holding worker's fresh copy arrives
   kOrderStep = 9,           // uniform order: the next update
+  kCrash = 10,              // schedule: a worker crashes (payload: index in the crash list)
+  kRejoin = 11,             // schedule: a crashed worker rejoins (payload: index in the crash list)
+  kRejoinRequest = 12,      // a rejoined worker's request for parameters reaches the server
 };
 
 enum class WorkerState { kCommunicating, kComputing, kWaiting };
@@ -61,6 +67,11 @@ struct InFlight {
 
 struct Worker {
   int32_t id = 0;
+  int32_t group = 0;  // index into cluster.workers
+  // Crash handling: events for this worker carry its generation; a crash bumps it, so whatever the
+  // worker had in flight (a compute, a push on the wire, a pull) is dropped when it arrives.
+  uint32_t gen = 0;
+  bool down = false;
   std::string profile;
   double base_compute_ns = 0;  // one iteration before jitter
   Rng jitter_rng{0};
@@ -77,8 +88,8 @@ struct Worker {
   int64_t sent = 0;            // pushes sent: the worker's own clock
   std::vector<float> local;    // cache plus own updates it does not include (when has_local)
   bool has_local = false;
-  std::deque<OwnPush> own;     // own pushes not yet in an arrived snapshot, oldest first
-  std::deque<InFlight> inbox;  // parameters on their way, in arrival order
+  LazyDeque<OwnPush> own;      // own pushes not yet in an arrived snapshot, oldest first
+  LazyDeque<InFlight> inbox;   // parameters on their way, in arrival order
   bool blocked = true;         // waiting for parameters fresh enough to start its next clock
   bool fetch_wanted = false;   // lazy: a fetch request rides on the last push
   SimTime link_free;           // when the worker's outgoing link is next idle
@@ -103,6 +114,14 @@ struct Worker {
 };
 
 }  // namespace
+
+// One worker group's links and jitter, resolved from the group and the cluster defaults.
+struct GroupRuntime {
+  JitterSampler jitter;
+  SimTime latency;
+  double bandwidth_gbps = 0;
+  double latency_sigma = 0;
+};
 
 DataSplit load_data(const Scenario& s) {
   DataSplit d;
@@ -147,7 +166,13 @@ struct Simulation::Impl {
   std::vector<int32_t> holders; // VAP: workers holding an update, ascending
   std::vector<std::vector<float>> free_grads;  // reusable gradient buffers (cache modes)
   SimTime latency;
-  SimTime server_free;  // when the server's link is next idle
+  std::vector<SimTime> shard_free;  // when each server shard's link is next idle
+  SimTime message_overhead;         // per message and shard on the server link
+  std::vector<GroupRuntime> groups;
+  std::vector<Rng> net_rngs;        // per worker link, only when some latency jitters
+  ClusterSchedule schedule;
+  int32_t down_count = 0;           // crashed workers not yet rejoined
+  int32_t pending_rejoins = 0;      // scheduled rejoins not yet run
   RunResult result;
   // Since the last metrics row:
   double loss_sum = 0.0;
@@ -158,7 +183,7 @@ struct Simulation::Impl {
   bool measured = false;  // compute.timing "measured": the model's GPU times replace the profiles'
 
   Impl(const Scenario& s, const DataSplit& d)
-      : sc(s), data(d), clocks(s.cluster.worker_count()) {
+      : sc(s), data(d), clocks(s.cluster.worker_count()), schedule(s.cluster) {
     const int32_t n = s.cluster.worker_count();
     const bool wants_data = s.model.type != "time-only";
     model = is_workload_model(s.model.type)
@@ -178,6 +203,21 @@ struct Simulation::Impl {
     store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
     message_bytes = model->wire_bytes();
     latency = SimTime::from_us(s.cluster.network.latency_us);
+    shard_free.assign(static_cast<size_t>(s.cluster.servers), SimTime::zero());
+    message_overhead = SimTime::from_us(s.cluster.network.message_overhead_us);
+    bool link_jitter = false;
+    for (size_t g = 0; g < s.cluster.workers.size(); ++g) {
+      const auto& grp = s.cluster.workers[g];
+      const auto& net = s.cluster.network;
+      GroupRuntime rt{JitterSampler(grp.jitter ? *grp.jitter : s.cluster.jitter,
+                                    grp.jitter ? fmt::format("/cluster/workers/{}/jitter", g) : "/cluster/jitter"),
+                      SimTime::from_us(grp.latency_us.value_or(net.latency_us)),
+                      grp.bandwidth_gbps.value_or(net.bandwidth_gbps), grp.latency_sigma.value_or(net.latency_sigma)};
+      link_jitter = link_jitter || rt.latency_sigma > 0;
+      groups.push_back(std::move(rt));
+    }
+    if (link_jitter)
+      for (int32_t i = 0; i < n; ++i) net_rngs.emplace_back(s.seed, Purpose::kNetwork, static_cast<uint64_t>(i));
     if (math) {
       Rng init_rng(s.seed, Purpose::kInit, 0);
       model->init(store->write(), init_rng);
@@ -193,7 +233,8 @@ struct Simulation::Impl {
         for (int i = 0; i < 5; ++i) model->loss_and_gradient(store->read().values(), d.train, probe, grad);
       }
     }
-    auto shards = math ? shard_iid(d.train.size(), n, s.seed) : std::vector<std::vector<int32_t>>{};
+    const bool shared_data = s.data.partition == "shared";
+    auto shards = math && !shared_data ? shard_iid(d.train.size(), n, s.seed) : std::vector<std::vector<int32_t>>{};
     double flops_per_sample = model->flops_per_sample();
     if (const auto cost = find_cost_architecture(s.model.cost)) {  // time and size as `cost`
       flops_per_sample = cost->training_flops();
@@ -209,12 +250,21 @@ struct Simulation::Impl {
       for (int32_t k = 0; k < group.count; ++k, ++id) {
         Worker& w = workers[static_cast<size_t>(id)];
         w.id = id;
+        w.group = static_cast<int32_t>(g);
         w.profile = profile->name;
-        w.base_compute_ns = flops_per_batch / (profile->peak_fp32_tflops * 1e3 * profile->efficiency) +
-                            profile->overhead_us * 1e3;
+        w.base_compute_ns = group.iteration_ms ? *group.iteration_ms * 1e6
+                                               : flops_per_batch / (peak_tflops(*profile, group.precision) * 1e3 *
+                                                                    profile->efficiency) +
+                                                     profile->overhead_us * 1e3;
         w.jitter_rng = Rng(s.seed, Purpose::kJitter, static_cast<uint64_t>(id));
         w.transmit_rng = Rng(s.seed, Purpose::kTransmit, static_cast<uint64_t>(id));
-        if (math) {
+        if (math && shared_data) {
+          if (d.train.size() < s.optimizer.batch_size)
+            throw ScenarioError(fmt::format("/optimizer/batch_size: {} is larger than the {} training samples",
+                                            s.optimizer.batch_size, d.train.size()));
+          w.sampler = std::make_unique<BatchSampler>(
+              BatchSampler::shared(d.train.size(), s.seed, static_cast<uint32_t>(id)));
+        } else if (math) {
           auto& shard = shards[static_cast<size_t>(id)];
           if (static_cast<int64_t>(shard.size()) < s.optimizer.batch_size)
             throw ScenarioError(fmt::format(
@@ -231,15 +281,36 @@ struct Simulation::Impl {
   SimTime compute_time(Worker& w) {
     if (measured)  // hardware in the loop: the GPU time of the latest gradient (any worker's)
       return SimTime::from_ns(std::max<int64_t>(1, std::llround(*model->last_measured_seconds() * 1e9)));
-    double factor = 1.0;
-    if (sc.cluster.jitter.type == "lognormal" && sc.cluster.jitter.sigma > 0) {
-      const double s = sc.cluster.jitter.sigma;
-      factor = w.jitter_rng.lognormal(-0.5 * s * s, s);  // mean 1
-    }
-    return SimTime::from_ns(std::max<int64_t>(1, std::llround(w.base_compute_ns * factor)));
+    const double ns = groups[static_cast<size_t>(w.group)].jitter.sample_ns(w.base_compute_ns, w.jitter_rng);
+    if (schedule.affects_compute(w.id)) return schedule.compute_end(w.id, engine.now(), ns) - engine.now();
+    return SimTime::from_ns(std::max<int64_t>(1, std::llround(ns)));
   }
-  SimTime worker_link(int64_t bytes) const { return transfer_time(bytes, sc.cluster.network.bandwidth_gbps); }
+  SimTime worker_link(const Worker& w, int64_t bytes) const {
+    return transfer_time(bytes, groups[static_cast<size_t>(w.group)].bandwidth_gbps);
+  }
   SimTime server_link(int64_t bytes) const { return transfer_time(bytes, sc.cluster.network.server_bandwidth_gbps); }
+  // One-way latency of w's link for one message (lognormal jitter of mean 1 when configured).
+  SimTime latency_of(const Worker& w) {
+    const GroupRuntime& g = groups[static_cast<size_t>(w.group)];
+    if (!(g.latency_sigma > 0)) return g.latency;
+    const double s = g.latency_sigma;
+    const double f = net_rngs[static_cast<size_t>(w.id)].lognormal(-0.5 * s * s, s);
+    return SimTime::from_ns(std::llround(static_cast<double>(g.latency.ns()) * f));
+  }
+  // A message of `bytes` that reaches the server side at `arrive`: each shard's part (the bytes
+  // split evenly, the first shards taking the remainder) queues on that shard's link in arrival
+  // order. Returns when the last part is through.
+  SimTime server_transfer(SimTime arrive, int64_t bytes) {
+    const auto shards = static_cast<int64_t>(shard_free.size());
+    SimTime done = arrive;
+    for (int64_t k = 0; k < shards; ++k) {
+      const int64_t part = bytes / shards + (k < bytes % shards ? 1 : 0);
+      SimTime& free = shard_free[static_cast<size_t>(k)];
+      free = max(arrive, free) + server_link(part) + message_overhead;
+      done = max(done, free);
+    }
+    return done;
+  }
 
   void set_state(Worker& w, WorkerState s) {
     const int64_t dt = (engine.now() - w.state_since).ns();
@@ -261,7 +332,7 @@ struct Simulation::Impl {
       set_state(w, WorkerState::kCommunicating);
       ++result.skipped_fetch;
       if (uniform) return mark_ready(w);
-      engine.schedule_in(latency, kParamsArrive, static_cast<uint32_t>(w.id));  // "go on": no data
+      engine.schedule_in(latency_of(w), kParamsArrive, static_cast<uint32_t>(w.id), w.gen);  // "go on": no data
       return;
     }
     w.read_staleness = gap;
@@ -269,12 +340,12 @@ struct Simulation::Impl {
     w.params = store->read();
     w.read_version = store->version();
     set_state(w, WorkerState::kCommunicating);
-    const SimTime start = max(engine.now(), server_free);
-    server_free = start + server_link(message_bytes);
+    const SimTime sent = server_transfer(engine.now(), message_bytes);
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
     if (uniform) return mark_ready(w);
-    engine.schedule(server_free + latency + worker_link(message_bytes), kParamsArrive, static_cast<uint32_t>(w.id));
+    engine.schedule(sent + latency_of(w) + worker_link(w, message_bytes), kParamsArrive, static_cast<uint32_t>(w.id),
+                    w.gen);
   }
 
   // Uniform order: w holds parameters and is one of the workers the next step may draw.
@@ -296,7 +367,7 @@ struct Simulation::Impl {
   void on_params_arrive(Worker& w) {
     w.seen_version = w.read_version;
     set_state(w, WorkerState::kComputing);
-    engine.schedule_in(compute_time(w), kComputeDone, static_cast<uint32_t>(w.id));
+    engine.schedule_in(compute_time(w), kComputeDone, static_cast<uint32_t>(w.id), w.gen);
     if (vap) recheck_holders();  // this read may complete the receipt of others' updates
   }
 
@@ -317,7 +388,7 @@ struct Simulation::Impl {
         ++result.skipped_push;
         if (uniform) return on_push_applied(w);
         set_state(w, WorkerState::kCommunicating);
-        engine.schedule_in(latency, kPushApplied, static_cast<uint32_t>(w.id));
+        engine.schedule_in(latency_of(w), kPushApplied, static_cast<uint32_t>(w.id), w.gen);
         return;
       }
     }
@@ -327,7 +398,7 @@ struct Simulation::Impl {
     if (uniform) return on_push_applied(w);
     set_state(w, WorkerState::kCommunicating);
     w.push_bytes.push_back(bytes);
-    engine.schedule_in(worker_link(bytes) + latency, kPushAtServer, static_cast<uint32_t>(w.id));
+    engine.schedule_in(worker_link(w, bytes) + latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
   }
 
   // Bytes of a push: the model's size for the batch (sparse for mf and lda) unless a cost
@@ -345,9 +416,7 @@ struct Simulation::Impl {
   void on_push_at_server(Worker& w) {
     const int64_t bytes = w.push_bytes.front();
     w.push_bytes.pop_front();
-    const SimTime start = max(engine.now(), server_free);
-    server_free = start + server_link(bytes);
-    engine.schedule(server_free, kPushApplied, static_cast<uint32_t>(w.id));
+    engine.schedule(server_transfer(engine.now(), bytes), kPushApplied, static_cast<uint32_t>(w.id), w.gen);
   }
 
   void diverge(Worker& w, double loss) {
@@ -415,7 +484,7 @@ struct Simulation::Impl {
       set_state(w, WorkerState::kWaiting);
       waiting.push_back(w.id);
     }
-    if (static_cast<int32_t>(waiting.size()) == clocks.workers()) deadlock();
+    if (static_cast<int32_t>(waiting.size()) + down_count == clocks.workers() && pending_rejoins == 0) deadlock();
   }
 
   // ---- Cache modes: lazy SSP (Bosen) and ESSP (Bosen's SSPPush) -------------------------------
@@ -428,12 +497,12 @@ struct Simulation::Impl {
   // The server sends the current parameters to w, stamped with the server clock.
   void send_snapshot(Worker& w) {
     InFlight m{store->read(), clocks.min_clock(), clocks.clock(w.id)};
-    const SimTime start = max(engine.now(), server_free);
-    server_free = start + server_link(message_bytes);
+    const SimTime sent = server_transfer(engine.now(), message_bytes);
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
     w.inbox.push_back(std::move(m));
-    engine.schedule(server_free + latency + worker_link(message_bytes), kSnapshotArrives, static_cast<uint32_t>(w.id));
+    engine.schedule(sent + latency_of(w) + worker_link(w, message_bytes), kSnapshotArrives, static_cast<uint32_t>(w.id),
+                    w.gen);
   }
 
   void on_snapshot_arrives(Worker& w) {
@@ -467,7 +536,7 @@ struct Simulation::Impl {
     w.read_staleness = w.sent - w.cache_clock;
     w.read_version = w.cache.version();
     set_state(w, WorkerState::kComputing);
-    engine.schedule_in(compute_time(w), kComputeDone, static_cast<uint32_t>(w.id));
+    engine.schedule_in(compute_time(w), kComputeDone, static_cast<uint32_t>(w.id), w.gen);
   }
 
   void on_compute_done_cached(Worker& w) {
@@ -498,11 +567,11 @@ struct Simulation::Impl {
     // The push leaves on the worker's own link, behind any push still being sent.
     const int64_t bytes = math ? w.own.back().bytes : message_bytes;
     const SimTime start = max(engine.now(), w.link_free);
-    w.link_free = start + worker_link(bytes);
+    w.link_free = start + worker_link(w, bytes);
     result.bytes_push += bytes;
     ++result.messages_push;
     w.push_bytes.push_back(bytes);
-    engine.schedule(w.link_free + latency, kPushAtServer, static_cast<uint32_t>(w.id));
+    engine.schedule(w.link_free + latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
     if (w.cache_clock >= w.sent - staleness_bound()) return start_cached(w);
     w.blocked = true;
     w.fetch_wanted = !eager;
@@ -655,12 +724,12 @@ struct Simulation::Impl {
     // while the request travels are not counted as received). The request takes the latency;
     // the reply queues on the server link like any copy.
     w.refresh_version = store->version();
-    const SimTime at_server = engine.now() + latency;
-    const SimTime start = max(at_server, server_free);
-    server_free = start + server_link(message_bytes);
+    const SimTime at_server = engine.now() + latency_of(w);
+    const SimTime sent = server_transfer(at_server, message_bytes);
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
-    engine.schedule(server_free + latency + worker_link(message_bytes), kRefreshArrives, static_cast<uint32_t>(w.id));
+    engine.schedule(sent + latency_of(w) + worker_link(w, message_bytes), kRefreshArrives, static_cast<uint32_t>(w.id),
+                    w.gen);
   }
 
   void on_refresh_arrives(Worker& w) {
@@ -680,6 +749,40 @@ struct Simulation::Impl {
         waiting[keep++] = id;
     }
     waiting.resize(keep);
+  }
+
+  // ---- Schedule: crashes and rejoins (issue 5) ----------------------------------------------
+  // A crash loses whatever the worker had in flight: its compute, its push (unless applied), its
+  // pull. Under on_crash "drop" it also leaves the minimum-clock computation, so synchronous
+  // policies proceed without it; under "wait" they wait for it. The time down counts as waiting.
+
+  void on_crash(Worker& w) {
+    if (w.down || stopped) return;
+    w.down = true;
+    ++w.gen;
+    w.push_bytes.clear();  // its pushes in flight are lost with it
+    ++down_count;
+    w.params.reset();
+    set_state(w, WorkerState::kWaiting);
+    if (const auto it = std::find(waiting.begin(), waiting.end(), w.id); it != waiting.end()) waiting.erase(it);
+    const bool alone = down_count == clocks.workers();
+    if (sc.cluster.on_crash == "drop" && !alone && clocks.drop(w.id)) release_waiting();
+    if (static_cast<int32_t>(waiting.size()) + down_count == clocks.workers() && pending_rejoins == 0) deadlock();
+  }
+
+  void on_rejoin(Worker& w) {
+    --pending_rejoins;
+    if (!w.down || stopped) return;
+    w.down = false;
+    --down_count;
+    if (clocks.dropped(w.id)) clocks.rejoin(w.id);
+    engine.schedule_in(latency_of(w), kRejoinRequest, static_cast<uint32_t>(w.id), w.gen);
+  }
+
+  // The rejoined worker asks for leave and parameters like any worker after a push.
+  void on_rejoin_request(Worker& w) {
+    if (policy->may_start(w.id, clocks)) return grant(w);
+    waiting.push_back(w.id);
   }
 
   void deadlock() {
@@ -735,7 +838,11 @@ struct Simulation::Impl {
       return;
     }
     Worker& w = workers[e.target];
+    if (e.kind == kCrash) return on_crash(w);
+    if (e.kind == kRejoin) return on_rejoin(w);
+    if (e.payload != w.gen) return;  // sent before a crash: lost
     switch (e.kind) {
+      case kRejoinRequest: on_rejoin_request(w); break;
       case kPullRequestArrives: cached ? send_snapshot(w) : grant(w); break;
       case kSnapshotArrives: on_snapshot_arrives(w); break;
       case kRefreshArrives: on_refresh_arrives(w); break;
@@ -762,7 +869,15 @@ struct Simulation::Impl {
       for (auto& w : workers) grant(w);
       engine.schedule(order_step, kOrderStep, 0, 1);
     } else {
-      for (auto& w : workers) engine.schedule(latency, kPullRequestArrives, static_cast<uint32_t>(w.id));
+      for (auto& w : workers) engine.schedule(latency_of(w), kPullRequestArrives, static_cast<uint32_t>(w.id), w.gen);
+      const auto& crashes = schedule.crashes();
+      for (size_t i = 0; i < crashes.size(); ++i) {
+        engine.schedule(crashes[i].at, kCrash, static_cast<uint32_t>(crashes[i].worker), i);
+        if (crashes[i].rejoin) {
+          engine.schedule(*crashes[i].rejoin, kRejoin, static_cast<uint32_t>(crashes[i].worker), i);
+          ++pending_rejoins;
+        }
+      }
     }
     engine.schedule(SimTime::zero(), kEvaluate, 0, 0);
     Progress progress;

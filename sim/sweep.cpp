@@ -444,7 +444,9 @@ SweepKey parse_sweep_key(std::string_view arg, std::string_view option) {
   std::set<std::string> seen;
   for (size_t i = 0; i < k.values.size(); ++i) {
     if (k.values[i].empty()) throw bad(fmt::format("value {} of {} is empty", i + 1, k.values.size()));
-    if (!seen.insert(k.values[i]).second) throw bad(fmt::format("value '{}' is listed twice", k.values[i]));
+    // A --zip list may repeat a value (policy.type=ssp,ssp with staleness=3,15); its tuples may not.
+    if (option != "--zip" && !seen.insert(k.values[i]).second)
+      throw bad(fmt::format("value '{}' is listed twice", k.values[i]));
   }
   return k;
 }
@@ -522,6 +524,16 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
                                      spec.zip.front().path, zip.size, zip.size == 1 ? "" : "s", k.path,
                                      k.values.size()));
       zip.keys.push_back(&k);
+    }
+    std::set<std::vector<std::string>> tuples;
+    for (size_t i = 0; i < zip.size; ++i) {
+      std::vector<std::string> t;
+      for (const auto* k : zip.keys) t.push_back(k->values[i]);
+      if (!tuples.insert(t).second) {
+        std::string shown;
+        for (size_t j = 0; j < t.size(); ++j) shown += fmt::format("{}{}={}", j ? ", " : "", zip.keys[j]->path, t[j]);
+        throw SweepError(fmt::format("--zip: the point ({}) is listed twice", shown));
+      }
     }
     axes.push_back(zip);
   }

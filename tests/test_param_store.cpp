@@ -76,3 +76,31 @@ TEST_CASE("a store of zero parameters still counts versions (time-only model)") 
   CHECK(store.version() == 1);
   CHECK(s.values().empty());
 }
+
+TEST_CASE("write_next updates in place when unheld and into a fresh block when a reader holds the version") {
+  ParamStore store(3);
+  {
+    auto [from, to] = store.write_next();
+    CHECK(from.data() == to.data());  // nobody holds version 0: in place
+    for (size_t i = 0; i < 3; ++i) to[i] = from[i] + static_cast<float>(i + 1);
+    store.commit();
+  }
+  CHECK(store.copies() == 0);
+  Snapshot held = store.read();
+  {
+    auto [from, to] = store.write_next();
+    CHECK(from.data() != to.data());         // the reader's block is left alone...
+    CHECK(from.data() == held.values().data());  // ...and read from, without a copy pass first
+    for (size_t i = 0; i < 3; ++i) to[i] = from[i] * 10.0f;
+    store.commit();
+  }
+  CHECK(held.values()[2] == 3.0f);
+  CHECK(store.peek()[0] == 10.0f);
+  CHECK(store.peek()[2] == 30.0f);
+  CHECK(store.version() == 2);
+  CHECK(held.version() == 1);
+  CHECK(store.copies() == 1);
+  CHECK(store.live_blocks() == 2);
+  held.reset();
+  CHECK(store.live_blocks() == 1);
+}

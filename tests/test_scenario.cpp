@@ -104,8 +104,8 @@ TEST_CASE("the quickstart scenario parses with its values and every default reso
   CHECK(s.policy.type == "ssp");
   CHECK(s.policy.staleness == 3);
   REQUIRE(s.cluster.workers.size() == 2);
-  CHECK(s.cluster.workers[0] == stalesim::WorkerGroup{"gtx1060", 2});
-  CHECK(s.cluster.workers[1] == stalesim::WorkerGroup{"gtx1080ti", 2});
+  CHECK((s.cluster.workers[0].profile == "gtx1060" && s.cluster.workers[0].count == 2));
+  CHECK((s.cluster.workers[1].profile == "gtx1080ti" && s.cluster.workers[1].count == 2));
   CHECK(s.cluster.worker_count() == 4);
   CHECK(s.cluster.network.latency_us == 50.0);
   CHECK(s.cluster.network.bandwidth_gbps == 10.0);
@@ -126,7 +126,8 @@ TEST_CASE("a minimal scenario takes its name from the caller and its values from
   CHECK(s.seed == 1);
   CHECK(s.model == stalesim::ModelSpec{});
   CHECK(s.policy == stalesim::PolicySpec{});
-  CHECK(s.cluster.workers == std::vector<stalesim::WorkerGroup>{{"gtx1060", 1}});
+  REQUIRE(s.cluster.workers.size() == 1);
+  CHECK((s.cluster.workers[0].profile == "gtx1060" && s.cluster.workers[0].count == 1));
   CHECK(s.stop.max_updates == 100);
   CHECK_FALSE(s.stop.virtual_time_s.has_value());
 }
@@ -276,7 +277,9 @@ TEST_CASE("the resolved scenario spells out dependent defaults and unset stop co
   CHECK(j.at("name") == "x");
   CHECK(j.at("optimizer").at("aggregate") == "mean");
   CHECK(j.at("cluster").at("network").at("server_bandwidth_gbps") == 10.0);
-  CHECK(j.at("cluster").at("workers") == json::parse(R"([{"profile": "gtx1060", "count": 1}])"));
+  CHECK(j.at("cluster").at("workers") ==
+        json::parse(R"([{"profile": "gtx1060", "count": 1, "precision": "fp32", "iteration_ms": null,
+                         "latency_us": null, "bandwidth_gbps": null, "latency_sigma": null}])"));
   CHECK(j.at("stop").at("virtual_time_s").is_null());
   CHECK(j.at("stop").at("target_accuracy").is_null());
   CHECK(j.at("stop").at("max_updates") == 100);
@@ -341,7 +344,7 @@ TEST_CASE("the markdown field reference has a row for every path") {
       md.find("| `/model/hidden` | array of integers | units | `[200]` | non-empty; each in [1, 65536] |") !=
       std::string::npos);
   CHECK(md.find("| `/stop/target_accuracy` | number |  | unset | in (0, 1] |") != std::string::npos);
-  CHECK(md.find("| `/cluster/workers/*/profile` | string |  | required | \"gtx1060\", \"gtx1080ti\" |") !=
+  CHECK(md.find("| `/cluster/workers/*/profile` | string |  | required | \"a100\", \"cpu-core\", \"gtx1060\", \"gtx1080ti\", \"h100\", \"h200\", \"p100\", \"t4\", \"v100\" |") !=
         std::string::npos);
 }
 
@@ -387,8 +390,8 @@ TEST_CASE("a key at the wrong level points to where it belongs") {
 TEST_CASE("a key found at several other levels names them all") {
   CHECK_THROWS_WITH_AS(
       parse(with(minimal(), "/type", "bsp")),
-      "x.json: /type: unknown key here; did you mean /model/type, /policy/type or "
-      "/cluster/jitter/type? (allowed here: cluster, comment, compute, data, eval, model, name, optimizer, "
+      "x.json: /type: unknown key here; did you mean /model/type, /policy/type, "
+      "/cluster/workers/*/jitter/type or /cluster/jitter/type? (allowed here: cluster, comment, compute, data, eval, model, name, optimizer, "
       "policy, seed, stop)",
       ScenarioError);
 }
@@ -486,7 +489,7 @@ TEST_CASE("a string that is not among the allowed values lists them") {
 TEST_CASE("an unknown device profile lists the known ones") {
   CHECK_THROWS_WITH_AS(
       parse(with(quickstart(), "/cluster/workers/1/profile", "gtx9999")),
-      "x.json: /cluster/workers/1/profile: unknown device profile \"gtx9999\"; known: gtx1060, gtx1080ti",
+      "x.json: /cluster/workers/1/profile: unknown device profile \"gtx9999\"; known: a100, cpu-core, gtx1060, gtx1080ti, h100, h200, p100, t4, v100",
       ScenarioError);
 }
 

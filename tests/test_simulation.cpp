@@ -207,3 +207,13 @@ TEST_CASE("a batch larger than a worker's shard is refused with the field's path
                        "(600 training samples over 4 workers)",
                        ScenarioError);
 }
+
+TEST_CASE("shared data lets a batch exceed a worker's shard, which the iid partition refuses") {
+  auto j = tiny_math_json();
+  j["cluster"]["workers"] = nlohmann::json::array({{{"profile", "gtx1080ti"}, {"count", 40}}});
+  j["optimizer"]["batch_size"] = 16;  // 600 samples over 40 workers: shards of 15
+  CHECK_THROWS_WITH(run(j), doctest::Contains("/optimizer/batch_size: 16 is larger than worker 0's shard"));
+  j["data"]["partition"] = "shared";
+  const RunResult r = run(j);
+  CHECK(r.server_updates == 400);
+}

@@ -348,6 +348,8 @@ TEST_CASE("bad sweep arguments exit 2 with a message naming the argument and wha
       {"--grid optimizer.lr=0.1 --set optimizer.lr=0.2",
        "--grid optimizer.lr: also given by --set optimizer.lr=0.2"},
       {"--jobs 0", "--jobs: expected an integer >= 1, got 0"},
+      {"--zip policy.type=ssp,ssp --zip policy.staleness=1,1",
+       "--zip: the point (policy.type=ssp, policy.staleness=1) is listed twice"},
       {"--set policy.type=asp --grid policy.staleness=1,2", "--grid policy.staleness: applies to ssp"},
   };
   for (const auto& c : cases) {
@@ -375,6 +377,8 @@ TEST_CASE("sweep keys and seeds parse with clear errors") {
                        "--grid 'policy.staleness=1,,2': value 2 of 3 is empty", SweepError);
   CHECK_THROWS_WITH_AS(parse_sweep_key("policy.type=ssp,ssp", "--grid"),
                        "--grid 'policy.type=ssp,ssp': value 'ssp' is listed twice", SweepError);
+  // A zip list may repeat a value: its tuples with the other zip lists are what must differ.
+  CHECK(parse_sweep_key("policy.type=ssp,ssp", "--zip").values == std::vector<std::string>{"ssp", "ssp"});
   CHECK_THROWS_WITH_AS(parse_sweep_key("=1,2", "--zip"),
                        "--zip '=1,2': expected PATH=V1,V2,... (e.g. --zip policy.staleness=0,1,2)",
                        SweepError);

@@ -227,11 +227,13 @@ int cmd_profiles(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (!args.empty()) throw UsageError("profiles takes no arguments, got '" + args[0] + "'");
-  fmt::print("{:<12} {:>12} {:>12} {:>10} {:>12}  {}\n", "name", "fp32 TFLOP/s", "mem GB/s", "efficiency",
-             "overhead us", "description");
+  fmt::print("{:<12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>12}  {}\n", "name", "fp32 TFLOP/s", "fp16 TFLOP/s",
+             "bf16 TFLOP/s", "mem GB/s", "efficiency", "overhead us", "description");
+  auto opt = [](double x) { return x > 0 ? fmt::format("{:g}", x) : std::string("-"); };
   for (const auto& pr : builtin_profiles())
-    fmt::print("{:<12} {:>12g} {:>12g} {:>10g} {:>12g}  {}\n", pr.name, pr.peak_fp32_tflops,
-               pr.memory_bandwidth_gbs, pr.efficiency, pr.overhead_us, pr.description);
+    fmt::print("{:<12} {:>12g} {:>12} {:>12} {:>12g} {:>10g} {:>12g}  {}\n", pr.name, pr.peak_fp32_tflops,
+               opt(pr.peak_fp16_tflops), opt(pr.peak_bf16_tflops), pr.memory_bandwidth_gbs, pr.efficiency,
+               pr.overhead_us, pr.description);
   return kExitOk;
 }
 

@@ -1,5 +1,6 @@
 #include "sim/policies/sync_policy.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "sim/policies/asp.hpp"
@@ -23,6 +24,7 @@ bool ClockTable::advance(int32_t w) {
   if (old_index + 1 >= at_clock_.size()) at_clock_.push_back(0);
   --at_clock_[old_index];
   ++at_clock_[old_index + 1];
+  update_tree(w);
   if (old_index == 0 && at_clock_[0] == 0) {
     // The minimum rises by exactly one: every worker is at >= min_ + 1 now.
     at_clock_.pop_front();
@@ -32,10 +34,62 @@ bool ClockTable::advance(int32_t w) {
   return false;
 }
 
+bool ClockTable::drop(int32_t w) {
+  if (dropped_.empty()) dropped_.assign(clocks_.size(), false);
+  dropped_[static_cast<size_t>(w)] = true;
+  update_tree(w);
+  --at_clock_[static_cast<size_t>(clocks_[static_cast<size_t>(w)] - min_)];
+  bool rose = false;
+  while (at_clock_.size() > 1 && at_clock_.front() == 0) {
+    at_clock_.pop_front();
+    ++min_;
+    rose = true;
+  }
+  return rose;
+}
+
+void ClockTable::rejoin(int32_t w) {
+  dropped_[static_cast<size_t>(w)] = false;
+  int64_t& c = clocks_[static_cast<size_t>(w)];
+  c = std::max(c, min_);
+  max_ = std::max(max_, c);
+  const auto index = static_cast<size_t>(c - min_);
+  if (index >= at_clock_.size()) at_clock_.resize(index + 1, 0);
+  ++at_clock_[index];
+  update_tree(w);
+}
+
+// a before b as the slowest: live first, then the lower clock, then the lower id (-1: no worker).
+bool ClockTable::better(int32_t a, int32_t b) const {
+  if (b < 0) return a >= 0;
+  if (a < 0) return false;
+  const bool da = dropped(a), db = dropped(b);
+  if (da != db) return db;
+  const int64_t ca = clocks_[static_cast<size_t>(a)], cb = clocks_[static_cast<size_t>(b)];
+  return ca != cb ? ca < cb : a < b;
+}
+
+void ClockTable::update_tree(int32_t w) {
+  if (tree_.empty()) return;
+  size_t i = (size_ + static_cast<size_t>(w)) / 2;
+  for (; i >= 1; i /= 2) {
+    const int32_t a = tree_[2 * i], b = tree_[2 * i + 1];
+    tree_[i] = better(a, b) ? a : b;
+  }
+}
+
 int32_t ClockTable::slowest() const {
-  for (size_t w = 0; w < clocks_.size(); ++w)
-    if (clocks_[w] == min_) return static_cast<int32_t>(w);
-  return 0;
+  if (tree_.empty()) {
+    size_ = 1;
+    while (size_ < clocks_.size()) size_ *= 2;
+    tree_.assign(2 * size_, -1);
+    for (size_t w = 0; w < clocks_.size(); ++w) tree_[size_ + w] = static_cast<int32_t>(w);
+    for (size_t i = size_ - 1; i >= 1; --i) {
+      const int32_t a = tree_[2 * i], b = tree_[2 * i + 1];
+      tree_[i] = better(a, b) ? a : b;
+    }
+  }
+  return std::max(0, tree_[1]);
 }
 
 std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers) {

@@ -34,14 +34,28 @@ class ClockTable {
   int64_t max_clock() const { return max_; }
   // Worker w completed one more clock. Returns true when the minimum clock rose.
   bool advance(int32_t w);
-  // The lowest-numbered worker at the minimum clock (the "slowest"), for explanations.
+  // The lowest-numbered live worker at the minimum clock (the "slowest"). O(log n): a tournament
+  // tree over (clock, id), built on the first call and kept up to date from then on.
   int32_t slowest() const;
+  // Crash handling "drop" (issue 5): worker w leaves the minimum-clock computation until rejoin().
+  // Returns true when the minimum clock rose. REQUIRES: w is live and not the last live worker.
+  bool drop(int32_t w);
+  // Worker w counts again, at max(its clock, the minimum clock). REQUIRES: w was dropped.
+  void rejoin(int32_t w);
+  bool dropped(int32_t w) const { return !dropped_.empty() && dropped_[static_cast<size_t>(w)]; }
 
  private:
   std::vector<int64_t> clocks_;
   std::deque<int64_t> at_clock_;   // at_clock_[c - min_] = workers whose clock is c
   int64_t min_ = 0;
   int64_t max_ = 0;
+  std::vector<bool> dropped_;  // sized on the first drop
+  // Tournament tree for slowest(): leaves at [size_, 2 size_), each inner node the better of its
+  // children; empty until slowest() is first called.
+  mutable std::vector<int32_t> tree_;
+  mutable size_t size_ = 0;
+  bool better(int32_t a, int32_t b) const;
+  void update_tree(int32_t w);
 };
 
 // How workers get parameters (design.md section 6).

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -37,6 +38,10 @@ class LearningRule {
   virtual double compute_update(std::span<float> update, std::span<const float> grad,
                                 const GradientInfo& info, std::span<const float> params,
                                 std::span<const float> read_params) = 0;
+  // When this gradient's update is exactly step * grad (float step, no state touched), the step;
+  // the server then fuses it into the parameter write (ServerOptimizer) with identical bits.
+  // compute_update must give the same update and step for the same gradient.
+  virtual std::optional<float> uniform_step(const GradientInfo&) const { return std::nullopt; }
   // True when compute_update needs the parameters the gradient was computed on (DC-ASGD).
   virtual bool needs_read_params() const { return false; }
   // The step a worker applies to its own copy for its own update, so that it sees its own writes

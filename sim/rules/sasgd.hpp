@@ -15,6 +15,7 @@ class SasgdRule final : public LearningRule {
   std::string name() const override { return "sasgd"; }
   double compute_update(std::span<float> update, std::span<const float> grad, const GradientInfo& info,
                         std::span<const float> params, std::span<const float> read_params) override;
+  std::optional<float> uniform_step(const GradientInfo& info) const override;
   double worker_step() const override { return lr_; }
 
  private:

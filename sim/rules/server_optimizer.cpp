@@ -25,6 +25,17 @@ double ServerOptimizer::add(ParamStore& store, std::span<const float> grad, cons
     store.commit();
     return 1.0;
   }
+  if (math_ && c_ == 1 && momentum_ == 0) {
+    if (const auto step = rule_->uniform_step(info)) {
+      // One pass: w' = w - step * g, read from the held version and written to the next one. The
+      // same float operations as the general path below (update = step * g; w -= update).
+      const float eta = *step;
+      const auto [from, to] = store.write_next();
+      for (size_t i = 0; i < to.size(); ++i) to[i] = from[i] - eta * grad[i];
+      store.commit();
+      return eta;
+    }
+  }
   double step = 0.0;
   std::span<const float> delta;
   if (math_) {
@@ -49,8 +60,8 @@ double ServerOptimizer::add(ParamStore& store, std::span<const float> grad, cons
       for (size_t i = 0; i < velocity_.size(); ++i) velocity_[i] = momentum_ * velocity_[i] + delta[i];
       delta = velocity_;
     }
-    auto w = store.write();
-    for (size_t i = 0; i < w.size(); ++i) w[i] -= delta[i];
+    const auto [from, to] = store.write_next();
+    for (size_t i = 0; i < to.size(); ++i) to[i] = from[i] - delta[i];
   }
   store.commit();
   return step;

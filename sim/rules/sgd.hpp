@@ -13,6 +13,7 @@ class SgdRule final : public LearningRule {
   std::string name() const override { return "sgd"; }
   double compute_update(std::span<float> update, std::span<const float> grad, const GradientInfo& info,
                         std::span<const float> params, std::span<const float> read_params) override;
+  std::optional<float> uniform_step(const GradientInfo&) const override { return step_; }
   double worker_step() const override { return step_; }
 
  private:
