@@ -459,4 +459,13 @@ std::span<const int32_t> BatchSampler::next(int32_t batch) {
   return batch_;
 }
 
+std::vector<int32_t> BatchSampler::peek(int32_t batch) const {
+  if (epoch_ > 0 && batch >= 1 && pos_ + static_cast<size_t>(batch) <= order_.size())
+    return {order_.begin() + static_cast<std::ptrdiff_t>(pos_),
+            order_.begin() + static_cast<std::ptrdiff_t>(pos_) + batch};
+  BatchSampler copy = *this;  // the batch crosses an epoch: replay the reshuffle on a copy
+  const auto b = copy.next(batch);
+  return {b.begin(), b.end()};
+}
+
 }  // namespace stalesim

@@ -91,6 +91,9 @@ class BatchSampler {
   static BatchSampler shared(int64_t population, uint64_t root_seed, uint32_t worker);
   // The indices of the next batch; valid until the next call.
   std::span<const int32_t> next(int32_t batch);
+  // The indices next(batch) will return, without consuming them (for message sizes that depend
+  // on the batch before its gradient is computed).
+  std::vector<int32_t> peek(int32_t batch) const;
   int64_t epochs_started() const { return epoch_; }
   int64_t shard_size() const { return population_ > 0 ? population_ : static_cast<int64_t>(order_.size()); }
 

@@ -23,7 +23,17 @@ struct Evaluation {
   double loss = 0.0;      // mean cross-entropy (natural log) over the evaluated samples
   double accuracy = 0.0;  // fraction of arg-max predictions equal to the label
   int64_t samples = 0;
+  // Models that are not classifiers (mf, lda) leave out what does not apply and report their own
+  // metric instead, named by Model::metric_name().
+  bool has_loss = true;
+  bool has_accuracy = true;
+  std::optional<double> metric;
 };
+
+// How the server applies what a worker pushes. kGradient: the learning rule turns it into a step
+// (w -= rule(g)). kDelta: it is an additive delta the server adds as is (w += d), with no learning
+// rule (LDA's count deltas): only rule "sgd" without momentum or softsync averaging is accepted.
+enum class UpdateKind { kGradient, kDelta };
 
 class Model {
  public:
@@ -38,6 +48,18 @@ class Model {
   virtual int64_t wire_bytes() const { return parameter_count() * 4; }
   // False for the time-only model, which has parameters by declaration only.
   virtual bool has_math() const { return true; }
+  // What loss_and_gradient writes: a gradient (default) or a delta to add (see UpdateKind).
+  virtual UpdateKind update_kind() const { return UpdateKind::kGradient; }
+  // Bytes of the push for this batch: wire_bytes() unless the model sends sparse updates (mf,
+  // lda: only the rows the batch touched).
+  virtual int64_t update_bytes(const Dataset& data, std::span<const int32_t> batch) {
+    (void)data;
+    (void)batch;
+    return wire_bytes();
+  }
+  // Name of Evaluation::metric in metrics.csv and summary.json ("test_rmse", "loglik_per_token"),
+  // or "" when the model reports test loss and accuracy only.
+  virtual std::string metric_name() const { return ""; }
 
   // Writes initial parameters drawn from `rng`. REQUIRES: params.size() == parameter_count().
   virtual void init(std::span<float> params, Rng& rng) = 0;
@@ -63,6 +85,11 @@ struct ModelSpec {
   std::string cost = "derived";
   int64_t parameters = 0;         // time-only: declared parameter count
   double flops_per_sample = 0.0;  // time-only: declared forward+backward FLOPs per sample
+  int32_t rank = 5;               // mf: factor rank
+  double l2 = 0.01;               // mf: L2 regularization strength
+  int32_t topics = 10;            // lda: number of topics K
+  double alpha = 0.1;             // lda: document-topic Dirichlet prior of the sampler
+  double beta = 0.01;             // lda: topic-word Dirichlet prior of the sampler
   bool operator==(const ModelSpec&) const = default;
 };
 

@@ -24,10 +24,15 @@ nlohmann::json opt_json(const std::optional<double>& v) {
 }
 
 std::string metrics_csv(const RunResult& r) {
-  std::string out = "virtual_time_s,server_version,test_loss,test_accuracy,train_loss,mean_staleness,bytes\n";
-  for (const auto& m : r.metrics)
-    out += fmt::format("{},{},{},{},{},{},{}\n", m.time.seconds(), m.server_version, opt(m.test_loss),
+  // The model's own metric (mf, lda) is a last column named after it; classifiers have none.
+  const bool extra = !r.metric_name.empty();
+  std::string out = "virtual_time_s,server_version,test_loss,test_accuracy,train_loss,mean_staleness,bytes";
+  out += extra ? "," + r.metric_name + "\n" : "\n";
+  for (const auto& m : r.metrics) {
+    out += fmt::format("{},{},{},{},{},{},{}", m.time.seconds(), m.server_version, opt(m.test_loss),
                        opt(m.test_accuracy), opt(m.train_loss), opt(m.mean_staleness), m.bytes);
+    out += extra ? "," + opt(m.metric) + "\n" : "\n";
+  }
   return out;
 }
 
@@ -110,6 +115,7 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
       {"events", r.events},
       {"workers", workers},
   };
+  if (!r.metric_name.empty()) j["final"][r.metric_name] = last ? opt_json(last->metric) : json(nullptr);
   if (!r.policy_facts.is_null()) j["policy"] = r.policy_facts;
   if (r.status == RunStatus::kDiverged)
     j["divergence"] = {{"time_s", opt_json(r.diverged_at_s)},

@@ -38,6 +38,7 @@ struct MetricsRow {
   std::optional<double> train_loss;      // mean loss of gradients applied since the last row
   std::optional<double> mean_staleness;  // mean clock staleness of those gradients
   int64_t bytes = 0;                     // push + pull bytes so far
+  std::optional<double> metric;          // the model's own metric (RunResult::metric_name), if any
   bool operator==(const MetricsRow&) const = default;
 };
 
@@ -66,6 +67,9 @@ struct RunResult {
   SimTime end_time;
   int64_t server_updates = 0;
   std::vector<MetricsRow> metrics;
+  // Name of MetricsRow::metric ("test_rmse" for mf, "loglik_per_token" for lda), or "" for the
+  // classifiers: then metrics.csv has no extra column and summary.json no extra final entry.
+  std::string metric_name;
   Histogram clock_staleness;  // per gradient: worker clock at read - server clock at read
   Histogram step_staleness;   // per gradient: tau = version at apply - version read
   int64_t max_clock_gap = 0;  // max over granted clocks of (worker clock - minimum clock)

@@ -33,6 +33,7 @@ enum class Purpose : uint64_t {
   kNetwork = 8,      // per-link network jitter
   kSchedule = 9,     // cluster schedules (stragglers, faults)
   kOrder = 10,       // order-only mode's choice of worker
+  kGibbs = 11,       // LDA's collapsed Gibbs draws, one stream per document
 };
 
 // Seed of the stream for (root, purpose, entity): adding an entity never changes another's draws.

@@ -272,6 +272,7 @@ std::string check_profile(const json& v) {
 bool has_math(const Scenario& s) { return s.model.type != "time-only"; }
 bool is_fasgd(const Scenario& s) { return s.optimizer.rule == "fasgd" || s.optimizer.rule == "bfasgd"; }
 bool has_data(const Scenario& s) { return s.data.dataset != "none"; }
+bool is_workload(const Scenario& s) { return s.model.type == "mf" || s.model.type == "lda"; }
 
 // ---- The table ---------------------------------------------------------------------------
 
@@ -309,10 +310,11 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/data", .type = F::kObject, .doc = "Training and test data."},
       {.path = "/data/dataset",
        .type = F::kString,
-       .allowed = {"fashion-mnist", "blobs", "none"},
+       .allowed = {"fashion-mnist", "blobs", "ratings", "corpus", "none"},
        .default_value = d.data.dataset,
        .default_note = "\"none\" when model.type is \"time-only\"",
-       .doc = "Dataset; \"none\" (no data) goes with the time-only model and only with it.",
+       .doc = "Dataset; \"ratings\" goes with model mf, \"corpus\" with lda, \"none\" (no data) with the "
+              "time-only model, each only with it.",
        .set = set_m<&Scenario::data, &DataSpec::dataset>,
        .get = get_m<&Scenario::data, &DataSpec::dataset>,
        .resolve = [](Scenario& s) { s.data.dataset = has_math(s) ? s.data.dataset : "none"; }},
@@ -403,13 +405,147 @@ std::vector<FieldInfo> build_fields() {
        .doc = "Standard deviation of samples around their class centre.",
        .set = set_m<&Scenario::data, &DataSpec::blobs, &BlobsSpec::spread>,
        .get = get_m<&Scenario::data, &DataSpec::blobs, &BlobsSpec::spread>},
+      {.path = "/data/ratings",
+       .type = F::kObject,
+       .applies_to = "the ratings dataset",
+       .applies_key = "/data/dataset",
+       .doc = "Synthetic ratings of known rank with Zipf row and column popularity (models/mf.hpp).",
+       .applies = [](const Scenario& s) { return s.data.dataset == "ratings"; }},
+      {.path = "/data/ratings/rows",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = (int64_t{1} << 24) - 1,
+       .default_value = d.data.ratings.rows,
+       .doc = "Rows (users) of the matrix.",
+       .set = set_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::rows>,
+       .get = get_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::rows>},
+      {.path = "/data/ratings/cols",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = (int64_t{1} << 24) - 1,
+       .default_value = d.data.ratings.cols,
+       .doc = "Columns (items) of the matrix.",
+       .set = set_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::cols>,
+       .get = get_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::cols>},
+      {.path = "/data/ratings/rank",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = 4096,
+       .default_value = d.data.ratings.rank,
+       .doc = "Rank of the true factors (entries N(0, rank^-1/4): ratings have variance 1 before noise).",
+       .set = set_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::rank>,
+       .get = get_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::rank>},
+      {.path = "/data/ratings/noise",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = false,
+       .default_value = d.data.ratings.noise,
+       .doc = "Standard deviation of the Gaussian noise added to each rating (the best reachable test RMSE).",
+       .set = set_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::noise>,
+       .get = get_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::noise>},
+      {.path = "/data/ratings/train",
+       .type = F::kInteger,
+       .unit = "entries",
+       .minimum = 1,
+       .maximum = kMaxInt32,
+       .maximum_is_limit = true,
+       .default_value = d.data.ratings.train,
+       .doc = "Observed entries for training (distinct cells; train + test <= rows x cols / 2).",
+       .set = set_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::train>,
+       .get = get_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::train>},
+      {.path = "/data/ratings/test",
+       .type = F::kInteger,
+       .unit = "entries",
+       .minimum = 1,
+       .maximum = kMaxInt32,
+       .maximum_is_limit = true,
+       .default_value = d.data.ratings.test,
+       .doc = "Held-out entries for the test RMSE.",
+       .set = set_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::test>,
+       .get = get_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::test>},
+      {.path = "/data/ratings/popularity",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = false,
+       .default_value = d.data.ratings.popularity,
+       .doc = "Zipf exponent a: P(row i) and P(column j) proportional to (index + 1)^-a; 0 = uniform.",
+       .set = set_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::popularity>,
+       .get = get_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::popularity>},
+      {.path = "/data/corpus",
+       .type = F::kObject,
+       .applies_to = "the corpus dataset",
+       .applies_key = "/data/dataset",
+       .doc = "Synthetic corpus drawn from known topics by LDA's generative process (models/lda.hpp).",
+       .applies = [](const Scenario& s) { return s.data.dataset == "corpus"; }},
+      {.path = "/data/corpus/vocabulary",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = (int64_t{1} << 24) - 1,
+       .default_value = d.data.corpus.vocabulary,
+       .doc = "Vocabulary size V.",
+       .set = set_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::vocabulary>,
+       .get = get_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::vocabulary>},
+      {.path = "/data/corpus/topics",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = 65536,
+       .default_value = d.data.corpus.topics,
+       .doc = "Number of true topics.",
+       .set = set_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::topics>,
+       .get = get_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::topics>},
+      {.path = "/data/corpus/documents",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = kMaxInt32,
+       .maximum_is_limit = true,
+       .default_value = d.data.corpus.documents,
+       .doc = "Documents (documents x max_length < 2^24 keeps counts exact in float32).",
+       .set = set_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::documents>,
+       .get = get_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::documents>},
+      {.path = "/data/corpus/min_length",
+       .type = F::kInteger,
+       .unit = "tokens",
+       .minimum = 1,
+       .maximum = kMaxInt32,
+       .maximum_is_limit = true,
+       .default_value = d.data.corpus.min_length,
+       .doc = "Fewest tokens in a document (lengths are uniform in [min_length, max_length]).",
+       .set = set_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::min_length>,
+       .get = get_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::min_length>},
+      {.path = "/data/corpus/max_length",
+       .type = F::kInteger,
+       .unit = "tokens",
+       .minimum = 1,
+       .maximum = kMaxInt32,
+       .maximum_is_limit = true,
+       .default_value = d.data.corpus.max_length,
+       .doc = "Most tokens in a document.",
+       .set = set_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::max_length>,
+       .get = get_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::max_length>},
+      {.path = "/data/corpus/alpha",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.data.corpus.alpha,
+       .doc = "Generator's Dirichlet concentration of each document's topic mixture.",
+       .set = set_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::alpha>,
+       .get = get_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::alpha>},
+      {.path = "/data/corpus/beta",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.data.corpus.beta,
+       .doc = "Generator's Dirichlet concentration of each topic's word distribution.",
+       .set = set_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::beta>,
+       .get = get_m<&Scenario::data, &DataSpec::corpus, &CorpusSpec::beta>},
 
       {.path = "/model", .type = F::kObject, .doc = "The model that is trained (the math)."},
       {.path = "/model/type",
        .type = F::kString,
-       .allowed = {"softmax", "mlp", "time-only"},
+       .allowed = {"softmax", "mlp", "mf", "lda", "time-only"},
        .default_value = d.model.type,
-       .doc = "softmax regression, a ReLU MLP, or a model that is only timed (no math).",
+       .doc = "softmax regression, a ReLU MLP, matrix factorization (mf), LDA by collapsed Gibbs sampling "
+              "(lda), or a model that is only timed (no math).",
        .set = set_m<&Scenario::model, &ModelSpec::type>,
        .get = get_m<&Scenario::model, &ModelSpec::type>},
       {.path = "/model/hidden",
@@ -432,7 +568,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "softmax and mlp models",
        .applies_key = "/model/type",
        .doc = "Weight initialization.",
-       .applies = has_math,
+       .applies = [](const Scenario& s) { return has_math(s) && !is_workload(s); },
        .set = set_m<&Scenario::model, &ModelSpec::init>,
        .get = get_m<&Scenario::model, &ModelSpec::init>},
       {.path = "/model/parameters",
@@ -476,6 +612,60 @@ std::vector<FieldInfo> build_fields() {
        .applies = [](const Scenario& s) { return has_math(s); },
        .set = set_m<&Scenario::model, &ModelSpec::cost>,
        .get = get_m<&Scenario::model, &ModelSpec::cost>},
+      {.path = "/model/rank",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = 4096,
+       .default_value = d.model.rank,
+       .applies_to = "mf models",
+       .applies_key = "/model/type",
+       .doc = "Rank of the learned factors.",
+       .applies = [](const Scenario& s) { return s.model.type == "mf"; },
+       .set = set_m<&Scenario::model, &ModelSpec::rank>,
+       .get = get_m<&Scenario::model, &ModelSpec::rank>},
+      {.path = "/model/l2",
+       .type = F::kNumber,
+       .minimum = 0,
+       .default_value = d.model.l2,
+       .applies_to = "mf models",
+       .applies_key = "/model/type",
+       .doc = "L2 strength lambda: each observation adds 0.5 lambda (|u_i|^2 + |v_j|^2) to its loss.",
+       .applies = [](const Scenario& s) { return s.model.type == "mf"; },
+       .set = set_m<&Scenario::model, &ModelSpec::l2>,
+       .get = get_m<&Scenario::model, &ModelSpec::l2>},
+      {.path = "/model/topics",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = 65536,
+       .default_value = d.model.topics,
+       .applies_to = "lda models",
+       .applies_key = "/model/type",
+       .doc = "Number of topics K the sampler fits.",
+       .applies = [](const Scenario& s) { return s.model.type == "lda"; },
+       .set = set_m<&Scenario::model, &ModelSpec::topics>,
+       .get = get_m<&Scenario::model, &ModelSpec::topics>},
+      {.path = "/model/alpha",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.model.alpha,
+       .applies_to = "lda models",
+       .applies_key = "/model/type",
+       .doc = "Sampler's symmetric document-topic Dirichlet prior.",
+       .applies = [](const Scenario& s) { return s.model.type == "lda"; },
+       .set = set_m<&Scenario::model, &ModelSpec::alpha>,
+       .get = get_m<&Scenario::model, &ModelSpec::alpha>},
+      {.path = "/model/beta",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.model.beta,
+       .applies_to = "lda models",
+       .applies_key = "/model/type",
+       .doc = "Sampler's symmetric topic-word Dirichlet prior.",
+       .applies = [](const Scenario& s) { return s.model.type == "lda"; },
+       .set = set_m<&Scenario::model, &ModelSpec::beta>,
+       .get = get_m<&Scenario::model, &ModelSpec::beta>},
 
       {.path = "/optimizer", .type = F::kObject, .doc = "How gradients become updates."},
       {.path = "/optimizer/rule",
@@ -1386,6 +1576,7 @@ class Loader {
     if (has_math(s_) && !has_data(s_))
       fail("/data/dataset",
            fmt::format("\"none\" needs model.type \"time-only\" (model.type is \"{}\")", s_.model.type));
+    check_workloads();
     if (s_.compute.timing == "measured" && s_.compute.backend != "cuda")
       fail("/compute/timing", fmt::format("\"measured\" times iterations on the GPU and needs compute.backend "
                                           "\"cuda\" (compute.backend is \"{}\")",
@@ -1427,6 +1618,49 @@ class Loader {
       fail("/stop",
            "the run would never stop: set virtual_time_s, max_updates, or target_accuracy "
            "with at_target");
+  }
+
+  // mf and lda (issue 6): each with its own dataset, and lda's count deltas with no learning rule.
+  void check_workloads() const {
+    const auto& t = s_.model.type;
+    const auto& ds = s_.data.dataset;
+    const std::string want = t == "mf" ? "ratings" : t == "lda" ? "corpus" : "";
+    if (!want.empty() && ds != want)
+      fail("/data/dataset", fmt::format("model.type \"{}\" needs dataset \"{}\", got \"{}\"", t, want, ds));
+    if (want.empty() && (ds == "ratings" || ds == "corpus"))
+      fail("/data/dataset", fmt::format("\"{}\" goes with model.type \"{}\" (model.type is \"{}\")", ds,
+                                        ds == "ratings" ? "mf" : "lda", t));
+    if (want.empty()) return;
+    if (s_.compute.backend != "cpu")
+      fail("/compute/backend", fmt::format("model.type \"{}\" runs on the cpu backend only, got \"{}\"", t,
+                                           s_.compute.backend));
+    if (ds == "ratings") {
+      const auto& r = s_.data.ratings;
+      if (static_cast<double>(r.train + r.test) > static_cast<double>(r.rows) * r.cols / 2)
+        fail("/data/ratings/train", fmt::format("train + test = {} entries, but at most rows x cols / 2 = {} "
+                                                "distinct cells may be drawn",
+                                                r.train + r.test, static_cast<int64_t>(r.rows) * r.cols / 2));
+    } else {
+      const auto& c = s_.data.corpus;
+      if (c.min_length > c.max_length)
+        fail("/data/corpus/min_length", fmt::format("expected <= max_length ({}), got {}", c.max_length, c.min_length));
+      if (int64_t{c.documents} * c.max_length >= (int64_t{1} << 24))
+        fail("/data/corpus/documents", fmt::format("documents x max_length = {} must be below 2^24 = 16777216: "
+                                                   "the counts are integers held exactly in float32",
+                                                   int64_t{c.documents} * c.max_length));
+      if (s_.optimizer.rule != "sgd")
+        fail("/optimizer/rule", fmt::format("model.type \"lda\" pushes count deltas that the server adds as is; "
+                                            "no learning rule applies, so only \"sgd\" (the plain sum) is "
+                                            "allowed, got \"{}\"",
+                                            s_.optimizer.rule));
+      if (s_.optimizer.momentum != 0.0)
+        fail("/optimizer/momentum", fmt::format("model.type \"lda\" adds count deltas as is: momentum must be 0, "
+                                                "got {}",
+                                                s_.optimizer.momentum));
+      if (s_.policy.type == "softsync")
+        fail("/policy/type", "model.type \"lda\" adds every count delta as is; softsync averages updates, "
+                             "which would break the counts: use bsp, asp, ssp, essp, dssp or vap");
+    }
   }
 
   // Groups' precisions and jitter, the schedule, and crash handling (issue 5).

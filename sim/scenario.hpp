@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "models/dataset.hpp"
+#include "models/lda.hpp"
+#include "models/mf.hpp"
 #include "models/model.hpp"
 
 namespace stalesim {
@@ -28,11 +30,13 @@ class ScenarioError : public std::runtime_error {
 };
 
 struct DataSpec {
-  std::string dataset = "fashion-mnist";  // "fashion-mnist" | "blobs" | "none" (time-only)
+  std::string dataset = "fashion-mnist";  // "fashion-mnist" | "blobs" | "ratings" | "corpus" | "none"
   std::string path = kFashionMnistDefaultDir;  // fashion-mnist: folder with the IDX files
   int64_t train_samples = 0;  // use the first N training samples; 0 = all
   std::string partition = "iid";  // "iid" (disjoint shards) | "shared" (all draw from all)
   BlobsSpec blobs;            // dataset "blobs" only
+  RatingsSpec ratings;        // dataset "ratings" only (model mf)
+  CorpusSpec corpus;          // dataset "corpus" only (model lda)
   bool operator==(const DataSpec&) const = default;
 };
 

@@ -20,6 +20,7 @@
 #include "sim/policies/vap.hpp"
 #include "sim/rules/bfasgd.hpp"
 #include "sim/rules/server_optimizer.hpp"
+#include "sim/workloads.hpp"
 
 namespace stalesim {
 
@@ -55,6 +56,7 @@ struct OwnPush {
   int64_t read_version = 0;
   int64_t read_staleness = 0;
   double loss = 0.0;
+  int64_t bytes = 0;  // its size on the wire
 };
 
 // Cache modes: parameters on their way to a worker.
@@ -108,6 +110,8 @@ struct Worker {
   bool has_last_grad = false;
   int64_t last_grad_version = 0;  // the version last_grad was computed on
   int64_t read_server_clock = 0;  // server clock when the held parameters were read
+  std::deque<int64_t> push_bytes;  // sizes of the pushes on their way to the server, oldest first
+  int64_t vap_push_bytes = 0;      // VAP: size of the held update
 };
 
 }  // namespace
@@ -126,6 +130,8 @@ DataSplit load_data(const Scenario& s) {
     d = load_fashion_mnist(s.data.path);
   } else if (s.data.dataset == "blobs") {
     d = make_blobs(s.data.blobs, s.seed);
+  } else if (s.data.dataset == "ratings" || s.data.dataset == "corpus") {
+    d = make_workload_data(s);
   } else {
     return d;  // "none": the time-only model
   }
@@ -183,8 +189,10 @@ struct Simulation::Impl {
       : sc(s), data(d), clocks(s.cluster.worker_count()), schedule(s.cluster) {
     const int32_t n = s.cluster.worker_count();
     const bool wants_data = s.model.type != "time-only";
-    model = make_model(s.model, wants_data ? d.train.features : 0, wants_data ? d.train.classes : 0,
-                       s.compute.backend);
+    model = is_workload_model(s.model.type)
+                ? make_workload_model(s, d)
+                : make_model(s.model, wants_data ? d.train.features : 0, wants_data ? d.train.classes : 0,
+                             s.compute.backend);
     math = model->has_math();
     policy = make_policy(s.policy, n);
     eager = policy->cache_mode() == CacheMode::kEager;
@@ -192,7 +200,8 @@ struct Simulation::Impl {
     vap = dynamic_cast<VapPolicy*>(policy.get());
     uniform = s.cluster.order == "uniform";
     order_rng = Rng(s.seed, Purpose::kOrder, 0);
-    opt = std::make_unique<ServerOptimizer>(s, n, math ? model->parameter_count() : 0, math);
+    opt = std::make_unique<ServerOptimizer>(s, n, math ? model->parameter_count() : 0, math, model->update_kind());
+    result.metric_name = model->metric_name();
     bfasgd = dynamic_cast<const BfasgdRule*>(&opt->rule());
     store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
     message_bytes = model->wire_bytes();
@@ -395,15 +404,31 @@ struct Simulation::Impl {
         return;
       }
     }
-    result.bytes_push += message_bytes;
+    const int64_t bytes = vap ? w.vap_push_bytes : next_push_bytes(w);
+    result.bytes_push += bytes;
     ++result.messages_push;
     if (uniform) return on_push_applied(w);
     set_state(w, WorkerState::kCommunicating, Activity::kPush);
-    engine.schedule_in(worker_link(w, message_bytes) + latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
+    w.push_bytes.push_back(bytes);
+    engine.schedule_in(worker_link(w, bytes) + latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
+  }
+
+  // Bytes of a push: the model's size for the batch (sparse for mf and lda) unless a cost
+  // architecture sizes every message. Pull mode draws the batch when the push is applied, so the
+  // size comes from the batch the worker's sampler will hand out next.
+  int64_t push_bytes_for(std::span<const int32_t> batch) {
+    if (!math || sc.model.cost != "derived") return message_bytes;
+    return model->update_bytes(data.train, batch);
+  }
+  int64_t next_push_bytes(Worker& w) {
+    if (!math || sc.model.cost != "derived") return message_bytes;
+    return push_bytes_for(w.sampler->peek(sc.optimizer.batch_size));
   }
 
   void on_push_at_server(Worker& w) {
-    engine.schedule(server_transfer(engine.now(), message_bytes, w.id, WireKind::kPush), kPushApplied,
+    const int64_t bytes = w.push_bytes.front();
+    w.push_bytes.pop_front();
+    engine.schedule(server_transfer(engine.now(), bytes, w.id, WireKind::kPush), kPushApplied,
                     static_cast<uint32_t>(w.id), w.gen);
   }
 
@@ -515,7 +540,7 @@ struct Simulation::Impl {
   }
 
   void apply_own(Worker& w, const std::vector<float>& g) {
-    const auto step = static_cast<float>(opt->rule().worker_step());
+    const auto step = static_cast<float>(opt->own_step());
     for (size_t i = 0; i < g.size(); ++i) w.local[i] -= step * g[i];
   }
 
@@ -543,6 +568,7 @@ struct Simulation::Impl {
       const std::span<const float> view = w.has_local ? std::span<const float>(w.local) : w.cache.values();
       const auto batch = w.sampler->next(sc.optimizer.batch_size);
       o.loss = model->loss_and_gradient(view, data.train, batch, o.grad);
+      o.bytes = push_bytes_for(batch);
       if (!std::isfinite(o.loss)) return diverge(w, o.loss);
       result.last_finite_loss = o.loss;
       if (!w.has_local) {
@@ -554,10 +580,12 @@ struct Simulation::Impl {
     w.own.push_back(std::move(o));
     ++w.sent;
     // The push leaves on the worker's own link, behind any push still being sent.
+    const int64_t bytes = math ? w.own.back().bytes : message_bytes;
     const SimTime start = max(engine.now(), w.link_free);
-    w.link_free = start + worker_link(w, message_bytes);
-    result.bytes_push += message_bytes;
+    w.link_free = start + worker_link(w, bytes);
+    result.bytes_push += bytes;
     ++result.messages_push;
+    w.push_bytes.push_back(bytes);
     engine.schedule(w.link_free + latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
     if (w.cache_clock >= w.sent - staleness_bound()) return start_cached(w);
     w.blocked = true;
@@ -647,6 +675,7 @@ struct Simulation::Impl {
     o.loss = model->loss_and_gradient(w.params.values(), data.train, batch, o.grad);
     if (!std::isfinite(o.loss)) return diverge(w, o.loss);
     result.last_finite_loss = o.loss;
+    w.vap_push_bytes = push_bytes_for(batch);
     if (!opt->rule().needs_read_params()) w.params.reset();  // else kept for the apply
     w.held = std::move(o);
     w.holding = true;
@@ -676,7 +705,7 @@ struct Simulation::Impl {
       retired = true;
     }
     if (!retired && !w.in_transit.empty()) return;
-    const auto step = static_cast<float>(opt->rule().worker_step());
+    const auto step = static_cast<float>(opt->own_step());
     w.in_transit.assign(grad.size(), 0.0f);
     for (const auto& o : w.own)
       for (size_t i = 0; i < grad.size(); ++i) w.in_transit[i] -= step * o.grad[i];
@@ -684,7 +713,7 @@ struct Simulation::Impl {
 
   bool try_send_vap(Worker& w) {
     retire_received(w);
-    const auto step = static_cast<float>(opt->rule().worker_step());
+    const auto step = static_cast<float>(opt->own_step());
     const auto& g = w.held.grad;
     double norm = 0.0;
     for (size_t i = 0; i < g.size(); ++i)
@@ -749,6 +778,7 @@ struct Simulation::Impl {
     if (w.down || stopped) return;
     w.down = true;
     ++w.gen;
+    w.push_bytes.clear();  // its pushes in flight are lost with it
     ++down_count;
     w.params.reset();
     set_state(w, WorkerState::kWaiting);
@@ -808,8 +838,9 @@ struct Simulation::Impl {
     row.server_version = store->version();
     if (math) {
       const Evaluation e = model->evaluate(store->peek(), data.test, eval_indices);
-      row.test_loss = e.loss;
-      row.test_accuracy = e.accuracy;
+      if (e.has_loss) row.test_loss = e.loss;
+      if (e.has_accuracy) row.test_accuracy = e.accuracy;
+      row.metric = e.metric;
       if (loss_count) row.train_loss = loss_sum / static_cast<double>(loss_count);
     }
     if (staleness_count) row.mean_staleness = static_cast<double>(staleness_sum) / static_cast<double>(staleness_count);

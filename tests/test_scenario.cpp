@@ -478,7 +478,7 @@ TEST_CASE("a string that is not among the allowed values lists them") {
                        "x.json: /policy/type: expected one of \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\", \"softsync\", got \"bspp\"",
                        ScenarioError);
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/model/type", 3)),
-                       "x.json: /model/type: expected one of \"softmax\", \"mlp\", \"time-only\", got 3",
+                       "x.json: /model/type: expected one of \"softmax\", \"mlp\", \"mf\", \"lda\", \"time-only\", got 3",
                        ScenarioError);
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/name", "")),
                        "x.json: /name: expected a non-empty string, got \"\"", ScenarioError);

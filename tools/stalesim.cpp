@@ -230,6 +230,8 @@ int cmd_run(const std::vector<std::string>& args) {
              r.time_to_target_s ? fmt::format("{:g} s", *r.time_to_target_s) : std::string("not reached"),
              r.clock_staleness.mean(), r.clock_staleness.max(), r.step_staleness.mean(), r.step_staleness.max(), out,
              files.result_hash);
+  if (!r.metric_name.empty())  // mf, lda: the model's own metric
+    fmt::print("{}: final {} {}\n", sc.name, r.metric_name, last ? fmt_opt(last->metric) : "n/a");
   if (!quiet) fmt::print(stderr, "wall time {:.2f} s, {} events\n", wall, r.events);
   if (r.status == RunStatus::kDeadlock) {
     fmt::print(stderr, "stalesim: deadlock: {}\n", r.detail);

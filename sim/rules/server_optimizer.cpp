@@ -4,9 +4,11 @@
 
 namespace stalesim {
 
-ServerOptimizer::ServerOptimizer(const Scenario& s, int32_t workers, int64_t parameters, bool math)
+ServerOptimizer::ServerOptimizer(const Scenario& s, int32_t workers, int64_t parameters, bool math,
+                                 UpdateKind kind)
     : rule_(make_rule(s.optimizer, workers, parameters)),
       math_(math),
+      kind_(kind),
       momentum_(static_cast<float>(s.optimizer.momentum)) {
   if (s.policy.type == "softsync") c_ = std::max<int64_t>(1, workers / s.policy.n);
   const auto n = static_cast<size_t>(math ? parameters : 0);
@@ -17,6 +19,12 @@ ServerOptimizer::ServerOptimizer(const Scenario& s, int32_t workers, int64_t par
 
 double ServerOptimizer::add(ParamStore& store, std::span<const float> grad, const GradientInfo& info,
                             std::span<const float> read_params) {
+  if (kind_ == UpdateKind::kDelta) {  // added as is, in parameter order
+    auto w = store.write();
+    for (size_t i = 0; i < w.size(); ++i) w[i] += grad[i];
+    store.commit();
+    return 1.0;
+  }
   if (math_ && c_ == 1 && momentum_ == 0) {
     if (const auto step = rule_->uniform_step(info)) {
       // One pass: w' = w - step * g, read from the held version and written to the next one. The
