@@ -32,6 +32,10 @@ struct DataSpec {
   std::string path = kFashionMnistDefaultDir;  // fashion-mnist: folder with the IDX files
   int64_t train_samples = 0;  // use the first N training samples; 0 = all
   BlobsSpec blobs;            // dataset "blobs" only
+  // How training samples are split across workers (models/partition.hpp): "iid" (one seeded
+  // shuffle, equal slices) or "label-skew" (each worker's label mix drawn from Dirichlet(alpha)).
+  std::string partition = "iid";
+  double alpha = 0.5;  // label-skew: Dirichlet concentration, > 0; small = few labels per worker
   bool operator==(const DataSpec&) const = default;
 };
 

@@ -10,6 +10,7 @@
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
 #include "models/model.hpp"
+#include "models/partition.hpp"
 #include "sim/engine.hpp"
 #include "sim/param_store.hpp"
 #include "sim/policies/sync_policy.hpp"
@@ -184,7 +185,12 @@ struct Simulation::Impl {
         for (int i = 0; i < 5; ++i) model->loss_and_gradient(store->read().values(), d.train, probe, grad);
       }
     }
-    auto shards = math ? shard_iid(d.train.size(), n, s.seed) : std::vector<std::vector<int32_t>>{};
+    std::vector<std::vector<int32_t>> shards;
+    if (math && s.data.partition == "label-skew") {
+      shards = shard_label_skew(d.train.y, d.train.classes, n, s.data.alpha, s.seed);
+    } else if (math) {
+      shards = shard_iid(d.train.size(), n, s.seed);
+    }
     double flops_per_sample = model->flops_per_sample();
     if (const auto cost = find_cost_architecture(s.model.cost)) {  // time and size as `cost`
       flops_per_sample = cost->training_flops();
