@@ -2,10 +2,12 @@
 
 #include "models/model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 #include "models/classifier_common.hpp"
+#include "models/cnn.hpp"
 #include "models/cuda/cuda_model.hpp"
 
 namespace stalesim {
@@ -47,6 +49,18 @@ void check_dense(const std::string& type, int64_t features, int32_t classes,
   add_layer(classes);
 }
 
+// The CNN takes S x S one-channel images (models/cnn.hpp).
+void check_cnn(int64_t features, int32_t classes) {
+  if (classes < 2) bad("cnn: classes must be >= 2, got " + std::to_string(classes));
+  const double root = std::sqrt(static_cast<double>(std::max<int64_t>(features, 0)));
+  const auto side = static_cast<int64_t>(std::llround(root));
+  if (side * side != features || !detail::CnnShape::valid_side(side)) {
+    bad("cnn: takes square one-channel images S x S with S a multiple of 4 and >= 12 (28 x 28 = 784 "
+        "features for Fashion-MNIST), got " +
+        std::to_string(features) + " features");
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes,
@@ -64,7 +78,11 @@ std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32
       return detail::make_cuda_dense(spec.type, features, classes, spec.hidden,
                                      parse_init(spec.init) == detail::WeightInit::kHe);
     }
-    bad("unknown type '" + spec.type + "' (allowed on the cuda backend: softmax, mlp)");
+    if (spec.type == "cnn") {
+      check_cnn(features, classes);
+      return detail::make_cuda_cnn(features, classes, parse_init(spec.init) == detail::WeightInit::kHe);
+    }
+    bad("unknown type '" + spec.type + "' (allowed on the cuda backend: softmax, mlp, cnn)");
   }
   if (backend != "cpu") bad("unknown backend '" + std::string(backend) + "' (allowed: cpu, cuda)");
   if (spec.type == "softmax") {
@@ -77,6 +95,10 @@ std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32
     check_dense(spec.type, features, classes, spec.hidden);
     return detail::make_mlp(features, classes, spec.hidden, parse_init(spec.init));
   }
+  if (spec.type == "cnn") {
+    check_cnn(features, classes);
+    return detail::make_cnn(features, classes, parse_init(spec.init));
+  }
   if (spec.type == "time-only") {
     if (spec.parameters < 1 || spec.parameters > kMaxParameters) {
       bad("time-only: parameters must be in [1, 2^40], got " + std::to_string(spec.parameters));
@@ -86,7 +108,7 @@ std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32
     }
     return detail::make_time_only(spec.parameters, spec.flops_per_sample);
   }
-  bad("unknown type '" + spec.type + "' (allowed: softmax, mlp, time-only)");
+  bad("unknown type '" + spec.type + "' (allowed: softmax, mlp, cnn, time-only)");
 }
 
 }  // namespace stalesim

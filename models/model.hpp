@@ -38,7 +38,7 @@ enum class UpdateKind { kGradient, kDelta };
 class Model {
  public:
   virtual ~Model() = default;
-  // "softmax", "mlp", "time-only".
+  // "softmax", "mlp", "cnn", "time-only".
   virtual std::string type() const = 0;
   // Number of float32 parameters.
   virtual int64_t parameter_count() const = 0;
@@ -77,7 +77,7 @@ class Model {
 };
 
 struct ModelSpec {
-  std::string type = "mlp";          // "softmax" | "mlp" | "time-only"
+  std::string type = "mlp";          // "softmax" | "mlp" | "cnn" (models/cnn.hpp) | "time-only"
   std::vector<int64_t> hidden{200};  // mlp: hidden layer widths
   std::string init = "he";           // "he" | "glorot": weight initialization
   // "derived" (time and size from this model) or a cost architecture (models/cost_arch.hpp)
@@ -94,7 +94,7 @@ struct ModelSpec {
 };
 
 // Builds the model for inputs of `features` values and `classes` labels (ignored by time-only).
-// `backend` (compute.backend): "cpu" (Eigen) or "cuda" (the local GPU, softmax and mlp only:
+// `backend` (compute.backend): "cpu" (Eigen) or "cuda" (the local GPU, softmax, mlp and cnn:
 // models/cuda/cuda_model.hpp); "cuda" throws DeviceError when the build has no CUDA or there is
 // no GPU, and std::invalid_argument for the time-only model.
 std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes,

@@ -273,6 +273,12 @@ bool has_math(const Scenario& s) { return s.model.type != "time-only"; }
 bool is_fasgd(const Scenario& s) { return s.optimizer.rule == "fasgd" || s.optimizer.rule == "bfasgd"; }
 bool has_data(const Scenario& s) { return s.data.dataset != "none"; }
 bool is_workload(const Scenario& s) { return s.model.type == "mf" || s.model.type == "lda"; }
+// Whether the cnn (models/cnn.hpp) takes images of `features` pixels: S x S, S % 4 == 0, S >= 12.
+bool cnn_takes(int64_t features) {
+  for (int64_t side = 12; side * side <= features; side += 4)
+    if (side * side == features) return true;
+  return false;
+}
 
 // ---- The table ---------------------------------------------------------------------------
 
@@ -343,16 +349,31 @@ std::vector<FieldInfo> build_fields() {
        .get = get_m<&Scenario::data, &DataSpec::train_samples>},
       {.path = "/data/partition",
        .type = F::kString,
-       .allowed = {"iid", "shared"},
+       .allowed = {"iid", "shared", "label-skew"},
        .default_value = d.data.partition,
        .applies_to = "the fashion-mnist and blobs datasets",
        .applies_key = "/data/dataset",
-       .doc = "iid: each worker owns a disjoint random shard and goes through it epoch by epoch; shared: "
-              "every batch is drawn uniformly with replacement from the whole training set, as in the "
-              "FASGD paper's simulator (Odena 2016), so batches may exceed a shard's size.",
+       .doc = "How training samples reach workers: iid (a seeded shuffle, equal disjoint slices, each "
+              "worker goes through its slice epoch by epoch), shared (every batch drawn uniformly with "
+              "replacement from the whole training set, as in the FASGD paper's simulator, Odena 2016, "
+              "so batches may exceed a slice) or label-skew (each worker's label mix drawn from "
+              "Dirichlet(alpha); slice sizes still differ by at most one; Hsu, Qi and Brown 2019).",
        .applies = has_data,
        .set = set_m<&Scenario::data, &DataSpec::partition>,
        .get = get_m<&Scenario::data, &DataSpec::partition>},
+      {.path = "/data/alpha",
+       .type = F::kNumber,
+       .minimum = 0,
+       .maximum = 1e6,
+       .exclusive_minimum = true,
+       .default_value = d.data.alpha,
+       .applies_to = "label-skew partitions",
+       .applies_key = "/data/partition",
+       .doc = "Dirichlet concentration of each worker's label mix: 0.1 gives most workers one or two "
+              "labels, 100 is close to iid.",
+       .applies = [](const Scenario& s) { return has_data(s) && s.data.partition == "label-skew"; },
+       .set = set_m<&Scenario::data, &DataSpec::alpha>,
+       .get = get_m<&Scenario::data, &DataSpec::alpha>},
       {.path = "/data/blobs",
        .type = F::kObject,
        .applies_to = "the blobs dataset",
@@ -542,10 +563,11 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/model", .type = F::kObject, .doc = "The model that is trained (the math)."},
       {.path = "/model/type",
        .type = F::kString,
-       .allowed = {"softmax", "mlp", "mf", "lda", "time-only"},
+       .allowed = {"softmax", "mlp", "cnn", "mf", "lda", "time-only"},
        .default_value = d.model.type,
-       .doc = "softmax regression, a ReLU MLP, matrix factorization (mf), LDA by collapsed Gibbs sampling "
-              "(lda), or a model that is only timed (no math).",
+       .doc = "softmax regression, a ReLU MLP, a LeNet-5-style CNN for 28x28 images (see README), matrix "
+              "factorization (mf), LDA by collapsed Gibbs sampling (lda), or a model that is only timed "
+              "(no math).",
        .set = set_m<&Scenario::model, &ModelSpec::type>,
        .get = get_m<&Scenario::model, &ModelSpec::type>},
       {.path = "/model/hidden",
@@ -565,7 +587,7 @@ std::vector<FieldInfo> build_fields() {
        .type = F::kString,
        .allowed = {"he", "glorot"},
        .default_value = d.model.init,
-       .applies_to = "softmax and mlp models",
+       .applies_to = "softmax, mlp and cnn models",
        .applies_key = "/model/type",
        .doc = "Weight initialization.",
        .applies = [](const Scenario& s) { return has_math(s) && !is_workload(s); },
@@ -604,7 +626,7 @@ std::vector<FieldInfo> build_fields() {
              return names;
            }(),
        .default_value = d.model.cost,
-       .applies_to = "softmax and mlp models",
+       .applies_to = "softmax, mlp and cnn models",
        .applies_key = "/model/type",
        .doc = "Time each iteration and size each message as this architecture would (FLOPs and "
               "parameters from its paper; see README) while the math model trains; \"derived\": "
@@ -1243,7 +1265,7 @@ std::vector<FieldInfo> build_fields() {
 
       {.path = "/compute",
        .type = F::kObject,
-       .applies_to = "softmax and mlp models",
+       .applies_to = "softmax, mlp and cnn models",
        .applies_key = "/model/type",
        .doc = "Where the math runs and what times each iteration.",
        .applies = has_math},
@@ -1299,7 +1321,7 @@ std::vector<FieldInfo> build_fields() {
        .exclusive_minimum = true,
        .nullable = true,
        .default_note = "unset",
-       .applies_to = "softmax and mlp models",
+       .applies_to = "softmax, mlp and cnn models",
        .applies_key = "/model/type",
        .doc = "Test accuracy whose first reaching time is recorded.",
        .applies = has_math,
@@ -1577,6 +1599,11 @@ class Loader {
       fail("/data/dataset",
            fmt::format("\"none\" needs model.type \"time-only\" (model.type is \"{}\")", s_.model.type));
     check_workloads();
+    if (s_.model.type == "cnn" && s_.data.dataset == "blobs" && !cnn_takes(s_.data.blobs.features))
+      fail("/data/blobs/features",
+           fmt::format(
+               "the cnn takes S x S images with S a multiple of 4 and >= 12 (e.g. 784 = 28 x 28), got {}",
+               s_.data.blobs.features));
     if (s_.compute.timing == "measured" && s_.compute.backend != "cuda")
       fail("/compute/timing", fmt::format("\"measured\" times iterations on the GPU and needs compute.backend "
                                           "\"cuda\" (compute.backend is \"{}\")",
@@ -1605,7 +1632,7 @@ class Loader {
                               "fetches every clock (bsp, asp, ssp with pull-every-iteration, dssp, softsync)");
     if (!has_math(s_) && s_.policy.type == "vap")
       fail("/policy/type", "vap bounds the values of updates, which the time-only model does not "
-                           "compute; use a softmax or mlp model, or another policy");
+                           "compute; use a softmax, mlp or cnn model, or another policy");
     int64_t workers = 0;
     for (const auto& g : s_.cluster.workers) workers += g.count;
     if (workers > kMaxWorkers)

@@ -33,10 +33,11 @@ struct DataSpec {
   std::string dataset = "fashion-mnist";  // "fashion-mnist" | "blobs" | "ratings" | "corpus" | "none"
   std::string path = kFashionMnistDefaultDir;  // fashion-mnist: folder with the IDX files
   int64_t train_samples = 0;  // use the first N training samples; 0 = all
-  std::string partition = "iid";  // "iid" (disjoint shards) | "shared" (all draw from all)
+  std::string partition = "iid";  // "iid" | "shared" (all draw from all) | "label-skew" (models/partition.hpp)
   BlobsSpec blobs;            // dataset "blobs" only
   RatingsSpec ratings;        // dataset "ratings" only (model mf)
   CorpusSpec corpus;          // dataset "corpus" only (model lda)
+  double alpha = 0.5;  // label-skew: Dirichlet concentration, > 0; small = few labels per worker
   bool operator==(const DataSpec&) const = default;
 };
 

@@ -10,6 +10,7 @@
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
 #include "models/model.hpp"
+#include "models/partition.hpp"
 #include "sim/cluster_schedule.hpp"
 #include "sim/engine.hpp"
 #include "sim/jitter.hpp"
@@ -237,7 +238,12 @@ struct Simulation::Impl {
       }
     }
     const bool shared_data = s.data.partition == "shared";
-    auto shards = math && !shared_data ? shard_iid(d.train.size(), n, s.seed) : std::vector<std::vector<int32_t>>{};
+    std::vector<std::vector<int32_t>> shards;
+    if (math && s.data.partition == "label-skew") {
+      shards = shard_label_skew(d.train.y, d.train.classes, n, s.data.alpha, s.seed);
+    } else if (math && !shared_data) {
+      shards = shard_iid(d.train.size(), n, s.seed);
+    }
     double flops_per_sample = model->flops_per_sample();
     if (const auto cost = find_cost_architecture(s.model.cost)) {  // time and size as `cost`
       flops_per_sample = cost->training_flops();

@@ -1,5 +1,5 @@
 // The CUDA backend (models/cuda/): the errors of a build without CUDA or a machine without a GPU
-// (these run everywhere), and, on a GPU, the softmax and MLP models against the CPU model (initial
+// (these run everywhere), and, on a GPU, the softmax, MLP and CNN models against the CPU model (initial
 // parameters, losses, gradients, evaluation) and their determinism. GPU cases skip with a MESSAGE
 // when there is no GPU; in a build without CUDA they compile to one case that says so.
 // On a GPU machine: stalesim_tests -tc='*CUDA*' (tools/device-check).
@@ -57,6 +57,10 @@ TEST_CASE("CUDA backend requests fail clearly without CUDA or without a GPU") {
         DeviceError);
     CHECK_THROWS_WITH_AS(require_cuda_device(),
                          doctest::Contains("no CUDA device: this stalesim was built without"), DeviceError);
+    CHECK_THROWS_WITH_AS(
+        make_model(spec_of("cnn"), 784, 10, "cuda"),
+        doctest::Contains("compute.backend \"cuda\" (cnn model): this stalesim was built without"),
+        DeviceError);
     // The scenario says so before a run starts.
     CHECK_THROWS_WITH_AS(
         testing::scenario(cuda_scenario_json("modelled")),
@@ -67,6 +71,8 @@ TEST_CASE("CUDA backend requests fail clearly without CUDA or without a GPU") {
     MESSAGE("this build has CUDA and this machine no GPU (" << why << "): checking the no-device error");
     CHECK_THROWS_WITH_AS(make_model(mlp, 4, 3, "cuda"), doctest::Contains("no CUDA device: "), DeviceError);
     CHECK_THROWS_WITH_AS(make_model(spec_of("softmax"), 4, 3, "cuda"), ("no CUDA device: " + why).c_str(),
+                         DeviceError);
+    CHECK_THROWS_WITH_AS(make_model(spec_of("cnn"), 784, 10, "cuda"), ("no CUDA device: " + why).c_str(),
                          DeviceError);
     CHECK_THROWS_WITH_AS(require_cuda_device(), ("no CUDA device: " + why).c_str(), DeviceError);
     // The scenario is valid (the build can run it on a GPU); the run fails when the model is built.
@@ -84,6 +90,8 @@ TEST_CASE("CUDA backend requests fail clearly without CUDA or without a GPU") {
   CHECK_THROWS_WITH_AS(make_model(time_only, 0, 0, "cuda"),
                        "model: time-only: has no math to run on the cuda backend (use backend cpu)",
                        std::invalid_argument);
+  CHECK_THROWS_WITH_AS(make_model(spec_of("cnn"), 100, 3, "cuda"),
+                       doctest::Contains("model: cnn: takes square"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(make_model(spec_of("mlp", {0}), 4, 3, "cuda"),
                        "model: mlp: hidden[0] must be >= 1, got 0", std::invalid_argument);
 }
@@ -120,10 +128,11 @@ TEST_CASE("CUDA compute section: defaults, measured timing needs the cuda backen
   auto timing_only = testing::time_only_json(1, 1);
   CHECK_FALSE(scenario_to_json(testing::scenario(timing_only)).contains("compute"));
   timing_only["compute"] = {{"backend", "cpu"}};
-  CHECK_THROWS_WITH_AS(testing::scenario(timing_only),
-                       "test.json: /compute: compute applies to softmax and mlp models only (model.type is "
-                       "\"time-only\"); remove it",
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      testing::scenario(timing_only),
+      "test.json: /compute: compute applies to softmax, mlp and cnn models only (model.type is "
+      "\"time-only\"); remove it",
+      ScenarioError);
 }
 
 TEST_CASE(
@@ -215,7 +224,9 @@ std::vector<Shape> shapes() {
   return {{"softmax", spec_of("softmax"), 5, 20},
           {"mlp [32]", spec_of("mlp", {32}), 5, 20},
           {"mlp [64,16] glorot", spec_of("mlp", {64, 16}, "glorot"), 4, 12},
-          {"mlp 784-200-10 (the quick start's)", spec_of("mlp", {200}), 10, 784}};
+          {"mlp 784-200-10 (the quick start's)", spec_of("mlp", {200}), 10, 784},
+          {"cnn 28x28 (LeNet-5, models/cnn.hpp)", spec_of("cnn"), 10, 784},
+          {"cnn 12x12 glorot", spec_of("cnn", {}, "glorot"), 3, 144}};
 }
 
 }  // namespace
@@ -332,6 +343,14 @@ TEST_CASE("CUDA models reject what the CPU model rejects") {
   CHECK_THROWS_WITH_AS(gpu->loss_and_gradient(short_p, d.train, idx, g),
                        "mlp loss_and_gradient (params): expected 67 values, got 3", std::invalid_argument);
   CHECK_THROWS_WITH_AS(gpu->loss_and_gradient(p, d.train, {}, g), "mlp loss_and_gradient: empty batch",
+                       std::invalid_argument);
+  const DataSplit images = blobs(3, 144, 20, 5, 1);
+  auto cnn = make_model(spec_of("cnn"), 144, 3, "cuda");
+  std::vector<float> pc(static_cast<size_t>(cnn->parameter_count())), gc(pc.size());
+  CHECK_THROWS_WITH_AS(cnn->loss_and_gradient(pc, images.train, std::vector<int32_t>{0, 20}, gc),
+                       "cnn: sample index 20 out of range for a dataset of 20", std::out_of_range);
+  CHECK_THROWS_WITH_AS(cnn->loss_and_gradient(pc, d.train, std::vector<int32_t>{0}, gc),
+                       "cnn loss_and_gradient: model takes 144 features, dataset has 4",
                        std::invalid_argument);
 }
 

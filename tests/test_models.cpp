@@ -125,8 +125,9 @@ TEST_CASE("make_model reports sizes, FLOPs and types for each model") {
 
 TEST_CASE("make_model rejects unknown types and impossible shapes") {
   ModelSpec s;
-  s.type = "cnn";
-  CHECK_THROWS_WITH_AS(make_model(s, 4, 2), "model: unknown type 'cnn' (allowed: softmax, mlp, time-only)",
+  s.type = "rnn";
+  CHECK_THROWS_WITH_AS(make_model(s, 4, 2),
+                       "model: unknown type 'rnn' (allowed: softmax, mlp, cnn, time-only)",
                        std::invalid_argument);
   CHECK_THROWS_AS(make_model(mlp_spec({}), 4, 2), std::invalid_argument);
   CHECK_THROWS_AS(make_model(mlp_spec({8, 0}), 4, 2), std::invalid_argument);

@@ -477,9 +477,10 @@ TEST_CASE("a string that is not among the allowed values lists them") {
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy/type", "bspp")),
                        "x.json: /policy/type: expected one of \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\", \"softsync\", got \"bspp\"",
                        ScenarioError);
-  CHECK_THROWS_WITH_AS(parse(with(minimal(), "/model/type", 3)),
-                       "x.json: /model/type: expected one of \"softmax\", \"mlp\", \"mf\", \"lda\", \"time-only\", got 3",
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      parse(with(minimal(), "/model/type", 3)),
+      "x.json: /model/type: expected one of \"softmax\", \"mlp\", \"cnn\", \"mf\", \"lda\", \"time-only\", got 3",
+      ScenarioError);
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/name", "")),
                        "x.json: /name: expected a non-empty string, got \"\"", ScenarioError);
 }
@@ -546,7 +547,7 @@ TEST_CASE("the time-only model needs its size and takes no dataset, hidden layer
       ScenarioError);
   CHECK_THROWS_WITH_AS(
       parse(with(time_only, "/stop/target_accuracy", 0.9)),
-      "x.json: /stop/target_accuracy: target_accuracy applies to softmax and mlp models only "
+      "x.json: /stop/target_accuracy: target_accuracy applies to softmax, mlp and cnn models only "
       "(model.type is \"time-only\"); remove it",
       ScenarioError);
 }
@@ -752,8 +753,9 @@ TEST_CASE("VAP is refused for the time-only model, which has no values to bound"
   const json j = json::parse(R"({ "model": { "type": "time-only", "parameters": 10, "flops_per_sample": 1 },
     "policy": { "type": "vap", "value_bound": 0.1 },
     "cluster": { "workers": [ { "profile": "gtx1060" } ] }, "stop": { "max_updates": 5 } })");
-  CHECK_THROWS_WITH_AS(parse(j),
-                       "x.json: /policy/type: vap bounds the values of updates, which the time-only model does "
-                       "not compute; use a softmax or mlp model, or another policy",
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      parse(j),
+      "x.json: /policy/type: vap bounds the values of updates, which the time-only model does "
+      "not compute; use a softmax, mlp or cnn model, or another policy",
+      ScenarioError);
 }

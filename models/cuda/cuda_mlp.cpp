@@ -19,69 +19,10 @@
 #include "models/cuda/cublas_api.hpp"
 #include "models/cuda/cuda_kernels.hpp"
 #include "models/cuda/cuda_model.hpp"
+#include "models/cuda/cuda_util.hpp"
 
 namespace stalesim::detail {
 namespace {
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw DeviceError(std::string("cuda: ") + what + ": " + cudaGetErrorString(e));
-}
-
-// cuBLAS, loaded on first use (models/cuda/cublas_api.hpp).
-const cuda::CublasApi& blas() {
-  const char* why = "";
-  const cuda::CublasApi* api = cuda::cublas(&why);
-  if (api == nullptr) throw DeviceError(std::string("no CUDA device: ") + why);
-  return *api;
-}
-
-void check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw DeviceError(std::string("cuBLAS: ") + what + ": " + blas().status_string(s));
-}
-
-// A device or pinned host allocation of T, grown on demand (never shrunk, contents not kept).
-template <class T, bool kPinned>
-class Buffer {
- public:
-  Buffer() = default;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  Buffer(Buffer&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)), capacity_(std::exchange(o.capacity_, 0)) {}
-  Buffer& operator=(Buffer&& o) noexcept {
-    if (this != &o) {
-      release();
-      data_ = std::exchange(o.data_, nullptr);
-      capacity_ = std::exchange(o.capacity_, 0);
-    }
-    return *this;
-  }
-  ~Buffer() { release(); }
-  void reserve(int64_t count, const char* what) {
-    if (count <= capacity_) return;
-    release();
-    void* p = nullptr;
-    const size_t bytes = static_cast<size_t>(count) * sizeof(T);
-    check(kPinned ? cudaMallocHost(&p, bytes) : cudaMalloc(&p, bytes), what);
-    data_ = static_cast<T*>(p);
-    capacity_ = count;
-  }
-  T* data() const { return data_; }
-
- private:
-  void release() {
-    if (data_ != nullptr) kPinned ? cudaFreeHost(data_) : cudaFree(data_);  // errors ignored: teardown
-    data_ = nullptr;
-    capacity_ = 0;
-  }
-  T* data_ = nullptr;
-  int64_t capacity_ = 0;
-};
-template <class T>
-using DeviceBuffer = Buffer<T, false>;
-template <class T>
-using HostBuffer = Buffer<T, true>;
 
 class CudaDenseClassifier final : public Model {
  public:
@@ -345,21 +286,7 @@ class CudaDenseClassifier final : public Model {
 
   // The stream, events and cuBLAS handle; destroyed after the buffers below (members are
   // destroyed in reverse order), also when the constructor throws half-way.
-  struct Context {
-    cudaStream_t stream = nullptr;
-    cudaEvent_t start = nullptr, stop = nullptr;
-    cublasHandle_t handle = nullptr;
-    Context() = default;
-    Context(const Context&) = delete;
-    Context& operator=(const Context&) = delete;
-    ~Context() {  // errors cannot be reported here
-      if (stream != nullptr) cudaStreamSynchronize(stream);
-      if (handle != nullptr) blas().destroy(handle);
-      if (start != nullptr) cudaEventDestroy(start);
-      if (stop != nullptr) cudaEventDestroy(stop);
-      if (stream != nullptr) cudaStreamDestroy(stream);
-    }
-  };
+  using Context = CudaContext;
   Context ctx_;
   int64_t capacity_ = 0;  // columns the per-sample buffers hold
   DeviceBuffer<float> params_, grad_, x_;

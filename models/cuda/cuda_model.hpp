@@ -1,5 +1,5 @@
 #pragma once
-// The CUDA backend (compute.backend "cuda", issue 12): the softmax and MLP models on the local
+// The CUDA backend (compute.backend "cuda", issue 12): the softmax, MLP and CNN models on the local
 // NVIDIA GPU behind the Model interface, and what `stalesim calibrate` needs to know about the
 // device. Compiled in when CMake finds nvcc and cuBLAS (STALESIM_CUDA=AUTO, the default) or is
 // told to (STALESIM_CUDA=ON); without it (models/cuda/cuda_stub.cpp) the entry points below say
@@ -74,6 +74,10 @@ namespace detail {
 // he_init: He (true) or Glorot (false) initialization, as detail::WeightInit.
 std::unique_ptr<Model> make_cuda_dense(const std::string& type, int64_t features, int32_t classes,
                                        const std::vector<int64_t>& hidden, bool he_init);
+// The "cnn" model (models/cnn.hpp) on the GPU: im2col kernels and cuBLAS SGEMMs for the
+// convolutions, pooling kernels, the dense layers as the MLP's. REQUIRES: sizes validated by
+// make_model. Throws DeviceError when the build has no CUDA or there is no usable GPU.
+std::unique_ptr<Model> make_cuda_cnn(int64_t features, int32_t classes, bool he_init);
 }  // namespace detail
 
 }  // namespace stalesim

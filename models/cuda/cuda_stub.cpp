@@ -37,6 +37,9 @@ std::unique_ptr<Model> make_cuda_dense(const std::string& type, int64_t, int32_t
                                        bool) {
   throw DeviceError("compute.backend \"cuda\" (" + type + " model): " + kNotBuilt);
 }
+std::unique_ptr<Model> make_cuda_cnn(int64_t, int32_t, bool) {
+  throw DeviceError(std::string("compute.backend \"cuda\" (cnn model): ") + kNotBuilt);
+}
 }  // namespace detail
 
 }  // namespace stalesim

@@ -1,5 +1,5 @@
-// Micro-benchmarks (Google Benchmark): the bare event queue, the MLP's gradient, and Eigen's own
-// single-thread SGEMM on the same shapes as the ceiling. tools/bench/run-all runs them with
+// Micro-benchmarks (Google Benchmark): the bare event queue, the MLP's and the CNN's gradients,
+// and Eigen's own single-thread SGEMM on the MLP's shapes as the ceiling. tools/bench/run-all runs them with
 // repetitions, writes their JSON and hands it to stalesim_bench_runs for the summary table.
 //
 // Counters (per second of CPU time, as Google Benchmark's rates are):
@@ -7,6 +7,7 @@
 //   flops_nominal     mlp: Model::flops_per_sample() x batch per call (6 x weights per sample)
 //   flops_performed   mlp: the GEMM FLOPs the code actually performs (2 x weights forward,
 //                     2 x weights for dW, 2 x in x out for each dX but the first layer's)
+//   flops_nominal     cnn: Model::flops_per_sample() x batch per call (6 x multiply-adds per sample)
 //   flops             sgemm: 2 m n k per product
 
 #include <benchmark/benchmark.h>
@@ -113,6 +114,36 @@ void mlp_gradient(benchmark::State& state) {
       benchmark::Counter(performed_flops_per_sample() * b, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(mlp_gradient)->ArgName("batch")->Arg(1)->Arg(32)->Arg(128);
+
+// ---- CNN gradient ------------------------------------------------------------------------------
+
+// loss_and_gradient of the LeNet-5-style CNN (models/cnn.hpp) on 28x28 inputs at batch range(0),
+// batches as in mlp_gradient. Nominal FLOPs only: 6 x multiply-adds per sample (2.5 MFLOP).
+void cnn_gradient(benchmark::State& state) {
+  const auto batch = static_cast<size_t>(state.range(0));
+  Rng rng(kSeed);
+  const stalesim::Dataset data = random_dataset(rng);
+  stalesim::ModelSpec spec;
+  spec.type = "cnn";
+  auto model = stalesim::make_model(spec, kFeatures, kClasses);
+  std::vector<float> params(static_cast<size_t>(model->parameter_count()));
+  std::vector<float> grad(params.size());
+  model->init(params, rng);
+  std::vector<int32_t> order(static_cast<size_t>(kSamples));
+  std::iota(order.begin(), order.end(), 0);
+  rng.shuffle(std::span<int32_t>(order));
+  size_t pos = 0;
+  for (auto _ : state) {
+    if (pos + batch > order.size()) pos = 0;
+    const std::span<const int32_t> indices(order.data() + pos, batch);
+    pos += batch;
+    benchmark::DoNotOptimize(model->loss_and_gradient(params, data, indices, grad));
+    benchmark::ClobberMemory();
+  }
+  state.counters["flops_nominal"] = benchmark::Counter(model->flops_per_sample() * static_cast<double>(batch),
+                                                       benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(cnn_gradient)->ArgName("batch")->Arg(32)->Arg(128);
 
 // ---- Eigen SGEMM: the ceiling ------------------------------------------------------------------
 

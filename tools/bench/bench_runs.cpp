@@ -838,6 +838,12 @@ void section_micro(const Options& opt, std::vector<SummaryRow>& summary) {
                     fmt::format("{:.1f} GFLOP/s nominal, {:.1f} performed", nominal / 1e9, performed / 1e9)});
     rows.push_back({fmt::format("Eigen SGEMM 200x784 * 784x{}", b), fmt::format("{:.1f} GFLOP/s", sgemm / 1e9)});
   }
+  for (int b : {32, 128}) {  // absent from JSON written before the CNN was benchmarked
+    const std::string cnn = fmt::format("cnn_gradient/batch:{}", b);
+    if (!micro.count(cnn)) continue;
+    rows.push_back({fmt::format("CNN (LeNet-5, 28x28) gradient, batch {}", b),
+                    fmt::format("{:.1f} GFLOP/s nominal", get(cnn, "flops_nominal") / 1e9)});
+  }
   rows.push_back({"Eigen SGEMM 512^3 (ceiling)", fmt::format("{:.1f} GFLOP/s", ceiling / 1e9)});
   print_table({"benchmark", "median"}, rows, {false, true});
   fmt::print("nominal FLOPs = Model::flops_per_sample() x batch (6 x weights); performed = the GEMM FLOPs the\n"
@@ -861,6 +867,15 @@ void section_micro(const Options& opt, std::vector<SummaryRow>& summary) {
                                  0.5, ">= 0.50", true));
     summary.push_back({fmt::format("MLP gradient b={} (performed FLOPs) / SGEMM 200x784x{}", b, b),
                        fmt::format("{:.2f}", performed / same), "(same target, other count)", "", Verdict::kInfo});
+  }
+  for (int b : {32, 128}) {
+    const std::string cnn = fmt::format("cnn_gradient/batch:{}", b);
+    if (!micro.count(cnn)) continue;
+    const double nominal = get(cnn, "flops_nominal");
+    summary.push_back(
+        {fmt::format("CNN gradient b={} (nominal FLOPs) / SGEMM 512^3", b),
+         fmt::format("{:.2f} ({:.1f}/{:.1f} GFLOP/s)", nominal / ceiling, nominal / 1e9, ceiling / 1e9),
+         "(none)", "", Verdict::kInfo});
   }
 }
 

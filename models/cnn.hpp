@@ -1,0 +1,141 @@
+#pragma once
+// Private to models/: "cnn", a LeNet-5-style convolutional network for square one-channel images
+// (LeCun, Bottou, Bengio and Haffner, "Gradient-based learning applied to document recognition",
+// Proc. IEEE 1998), in the modern form (ReLU instead of scaled tanh, max pooling instead of
+// trainable subsampling, a full C3 instead of LeNet-5's partial connection table, softmax
+// cross-entropy instead of RBF outputs):
+//
+//   input 1 x S x S (S = 28 for Fashion-MNIST; pixel (y, x) is feature y * S + x)
+//   conv1 5x5, 6 channels, zero padding 2, stride 1  -> 6 x S x S,     ReLU
+//   max pool 2x2, stride 2                           -> 6 x S/2 x S/2
+//   conv2 5x5, 16 channels, no padding               -> 16 x (S/2-4)^2, ReLU
+//   max pool 2x2, stride 2                           -> 16 x Q x Q, Q = (S/2-4)/2 (5 for S = 28)
+//   dense 16 Q^2 -> 120, ReLU; dense 120 -> 84, ReLU; dense 84 -> classes; softmax cross-entropy
+//
+// S must be a multiple of 4 and >= 12. For S = 28 and 10 classes: 61,706 parameters.
+//
+// Parameter layout (the flat float vector the server holds), layer by layer, each W then b:
+//   conv1 W: 6 x 25 column-major (out channel, ky * 5 + kx),       b: 6
+//   conv2 W: 16 x 150 column-major (out channel, c * 25 + ky * 5 + kx), b: 16
+//   dense W_l: out x in column-major, b_l: out; the first dense layer's input index is
+//   c * Q^2 + y * Q + x (channel-major flattening of the second pooling's output).
+// Initialization: He N(0, sqrt(2 / fan_in)) or Glorot uniform with fan_in = in channels x 25 and
+// fan_out = out channels x 25 for the convolutions; biases 0.
+//
+// Computation: each convolution is one im2col over the whole batch and one GEMM (columns are
+// (sample, y, x) positions, rows are patch elements), in float32, single-threaded, with scratch
+// matrices that only grow; pooling keeps the arg-max (ties to the first element of the window in
+// row-major order) for the backward pass; col2im and the pooling backward pass accumulate in a
+// fixed order. Same inputs => bit-identical gradient.
+
+#include <Eigen/Core>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/classifier_common.hpp"
+#include "models/dataset.hpp"
+#include "models/model.hpp"
+#include "sim/rng.hpp"
+
+namespace stalesim::detail {
+
+// The shapes and parameter offsets of the CNN for an S x S input; shared with the CUDA model.
+struct CnnShape {
+  static constexpr int64_t kKernel = 5;                    // both convolutions are 5x5
+  static constexpr int64_t kPad1 = 2;                      // conv1's zero padding
+  static constexpr int64_t kC1 = 6;                        // conv1 output channels
+  static constexpr int64_t kC2 = 16;                       // conv2 output channels
+  static constexpr int64_t kDense1 = 120;                  // first dense width
+  static constexpr int64_t kDense2 = 84;                   // second dense width
+  static constexpr int64_t kK1 = kKernel * kKernel;        // conv1 patch: 25
+  static constexpr int64_t kK2 = kC1 * kKernel * kKernel;  // conv2 patch: 150
+
+  int64_t side = 28;  // S
+  int64_t classes = 10;
+  int64_t h1 = 28;     // conv1 output side (= S)
+  int64_t p1 = 14;     // pool1 output side
+  int64_t h2 = 10;     // conv2 output side
+  int64_t p2 = 5;      // pool2 output side (Q)
+  int64_t flat = 400;  // kC2 * Q^2
+
+  // Offsets into the parameter vector: conv1 W, b; conv2 W, b; dense 1..3 W, b.
+  struct Block {
+    int64_t out = 0, in = 0;  // W is out x in, column-major
+    int64_t w = 0, b = 0;     // offsets
+  };
+  std::array<Block, 5> blocks{};
+  int64_t parameter_count = 0;
+  // Nominal forward + backward FLOPs per sample: 6 per weight-use (2 forward, 4 backward:
+  // weight and input gradient), i.e. 6 x (conv MACs + dense MACs) per sample, as the MLP counts.
+  double flops_per_sample = 0.0;
+
+  // REQUIRES: valid_side(side), classes >= 2.
+  CnnShape(int64_t side, int64_t classes);
+  // True when an S x S image fits the architecture (S % 4 == 0 and S >= 12).
+  static bool valid_side(int64_t side) { return side >= 12 && side % 4 == 0; }
+};
+
+class Cnn final : public Model {
+ public:
+  // REQUIRES: features == side * side with CnnShape::valid_side(side); classes >= 2.
+  Cnn(int64_t features, int32_t classes, WeightInit init);
+
+  std::string type() const override { return "cnn"; }
+  int64_t parameter_count() const override { return shape_.parameter_count; }
+  double flops_per_sample() const override { return shape_.flops_per_sample; }
+
+  void init(std::span<float> params, Rng& rng) override;
+  double loss_and_gradient(std::span<const float> params, const Dataset& data,
+                           std::span<const int32_t> indices, std::span<float> grad) override;
+  Evaluation evaluate(std::span<const float> params, const Dataset& data,
+                      std::span<const int32_t> indices) override;
+
+  const CnnShape& shape() const { return shape_; }
+
+ private:
+  // Samples per evaluation chunk: bounds scratch memory (conv1's im2col is 25 x 784 floats per
+  // sample) during evaluate().
+  static constexpr Eigen::Index kEvalChunk = 256;
+
+  void check_params(std::span<const float> params, const char* what) const;
+  void check_data(const Dataset& data, const char* what) const;
+  void reserve(Eigen::Index n);
+  template <class IndexAt>
+  void gather(const Dataset& data, Eigen::Index n, IndexAt index_at);
+  // Forward pass on the first n samples of x_; logits end in logits_.
+  void forward(const float* params, Eigen::Index n);
+  // Backward pass from d(loss)/d(logits) in logits_; writes the whole gradient.
+  void backward(const float* params, Eigen::Index n, float* grad);
+
+  CnnShape shape_;
+  int64_t features_;
+  WeightInit init_;
+
+  // Scratch, reused between calls (grown, never shrunk). Column-major; "N1" = n * h1^2 etc.
+  Eigen::Index capacity_ = 0;
+  Eigen::MatrixXf x_;                // side^2 x n: gathered inputs
+  Eigen::MatrixXf cols1_;            // 25 x N1: conv1 im2col
+  Eigen::MatrixXf a1_;               // 6 x N1: conv1 ReLU output; reused as its gradient in backward
+  Eigen::MatrixXf p1_;               // 6 x (n p1^2): pool1 output
+  std::vector<int32_t> arg1_;        // per p1_ element: the a1_ column of the window's max
+  Eigen::MatrixXf cols2_;            // 150 x N2: conv2 im2col; reused as its gradient in backward
+  Eigen::MatrixXf a2_;               // 16 x N2: conv2 ReLU output
+  Eigen::MatrixXf da2_;              // 16 x N2: gradient at conv2's pre-activation
+  Eigen::MatrixXf flat_;             // flat x n: pool2 output, flattened per sample
+  std::vector<int32_t> arg2_;        // per flat_ element: the a2_ column of the window's max
+  Eigen::MatrixXf d1_, d2_;          // 120 x n, 84 x n: dense ReLU outputs
+  Eigen::MatrixXf logits_;           // classes x n; d(loss)/d(logits) after the loss
+  Eigen::MatrixXf g2_, g1_, gflat_;  // gradients at d2_, d1_ (pre-activation) and flat_
+  Eigen::MatrixXf dp1_;              // 6 x (n p1^2): gradient at pool1's output
+  Eigen::VectorXf db_;               // bias-gradient scratch (aligned: see mlp.cpp)
+  std::vector<int32_t> labels_;
+};
+
+std::unique_ptr<Model> make_cnn(int64_t features, int32_t classes, WeightInit init);
+
+}  // namespace stalesim::detail
