@@ -110,7 +110,7 @@ int32_t lda_draw(std::span<const double> cumulative, Rng& rng) {
 
 LdaModel::LdaModel(const Dataset& train, int32_t vocabulary, int32_t topics, double alpha, double beta,
                    uint64_t seed)
-    : train_(train), vocabulary_(vocabulary), topics_(topics), alpha_(alpha), beta_(beta), seed_(seed) {
+    : train_(train), vocabulary_(vocabulary), topics_(topics), alpha_(alpha), beta_(beta) {
   if (vocabulary < 1 || topics < 1 || !(alpha > 0) || !(beta > 0))
     throw std::invalid_argument("model: lda: vocabulary and topics must be >= 1, alpha and beta > 0");
   offset_.resize(static_cast<size_t>(train.size()) + 1);

@@ -104,7 +104,6 @@ class LdaModel final : public Model {
   const Dataset& train_;
   int32_t vocabulary_, topics_;
   double alpha_, beta_;
-  uint64_t seed_;
   int64_t tokens_ = 0;
   std::vector<int64_t> offset_;  // z_ of document d starts at offset_[d]
   std::vector<int32_t> z_;

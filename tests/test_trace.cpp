@@ -128,7 +128,9 @@ json check_trace_schema(const std::string& text) {
     CHECK(named_threads.count(t) == 1);
     CHECK(named_processes.count(t.first) == 1);
   }
-  for (auto& [track, list] : spans) {
+  for (auto& entry : spans) {  // not a structured binding: clang 14 cannot capture those in INFO
+    const auto& track = entry.first;
+    auto& list = entry.second;
     std::sort(list.begin(), list.end());
     for (size_t i = 1; i < list.size(); ++i) {
       INFO("track pid " << track.first << " tid " << track.second << " at ts " << list[i].first);
