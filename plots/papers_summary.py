@@ -108,6 +108,35 @@ def plain(path, name, cols):
     print()
 
 
+def essp(path, name):
+    """SSP against ESSP: staleness, and the workload's own metric (test_rmse for mf,
+    loglik_per_token for lda) at a sixth of the run, at version 10,000 and at the end."""
+    sweep = sr.Sweep(path)
+    rows = [r for r in sweep.rows if sweep.ok(r)]
+    if not rows:
+        return
+    final = sweep.summary(rows[0]).get("final", {})
+    metric = next((k for k in ("test_rmse", "loglik_per_token") if k in final), "test_loss")
+    better = max if metric == "loglik_per_token" else min
+    print(f"### {name}: clock staleness and {metric} (mean staleness in clocks; time in virtual s)\n")
+    print(f"| policy | s | staleness mean | staleness max | updates | {metric} at T/6 | {metric} at version 10000 | "
+          f"final {metric} | best {metric} |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        table = sr.read_csv(os.path.join(sweep.dir, r["folder"], "metrics.csv"))
+        t_end = num(sweep, r, "virtual_time_s")
+        values = [(sr.number(x["virtual_time_s"]), sr.number(x["server_version"]), sr.number(x.get(metric)))
+                  for x in table]
+        values = [v for v in values if sr.finite(v[2])]
+        at_t = next((v[2] for v in values if v[0] >= t_end / 6), None)
+        at_v = next((v[2] for v in values if v[1] >= 10000), None)
+        print(f"| {sweep.cell(r, 'policy.type')} | {sweep.cell(r, 'policy.staleness')} | "
+              f"{fmt(num(sweep, r, 'staleness_mean'), '.3f')} | {fmt(num(sweep, r, 'staleness_max'), 'g')} | "
+              f"{fmt(num(sweep, r, 'server_updates'), '.0f')} | {fmt(at_t)} | {fmt(at_v)} | "
+              f"{fmt(values[-1][2] if values else None)} | {fmt(better(v[2] for v in values) if values else None)} |")
+    print()
+
+
 def bfasgd(path, name):
     sweep = sr.Sweep(path)
     rows = [r for r in sweep.rows if sweep.ok(r)]
@@ -149,7 +178,7 @@ def main():
         elif name == "bfasgd":
             bfasgd(path, name)
         elif name.startswith("essp-"):
-            plain(path, name, ["staleness_mean", "staleness_max", "final_test_loss", "virtual_time_s", "server_updates"])
+            essp(path, name)
         else:
             plain(path, name, ["final_test_loss", "final_test_accuracy", "staleness_mean", "step_staleness_mean"])
     if not found:
