@@ -26,6 +26,7 @@
 #include "sim/scenario.hpp"
 #include "sim/scenario_fields.hpp"
 #include "sim/scenario_schema.hpp"
+#include "tests/cli_test_util.hpp"
 
 using namespace std::string_literals;
 using namespace stalesim;
@@ -34,18 +35,9 @@ using json = nlohmann::json;
 
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using stalesim::testing::Outcome;
+using stalesim::testing::run_cli;
+using stalesim::testing::slurp;
 
 // A fresh scratch folder under the system's temporary folder, removed by the destructor.
 struct Scratch {
@@ -69,16 +61,7 @@ struct Scratch {
 
 // Runs `env stalesim args` (shell words) from the source folder.
 Outcome cli(const std::string& args, const std::string& env = "") {
-  const Scratch tmp("cli");
-  const std::string cmd = "cd '"s + STALESIM_SOURCE_DIR + "' && " + env + " '" + STALESIM_BINARY + "' " + args +
-                          " >'" + (tmp.path / "out").string() + "' 2>'" + (tmp.path / "err").string() +
-                          "' </dev/null";
-  const int status = std::system(cmd.c_str());
-  Outcome o;
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(tmp.path / "out");
-  o.err = slurp(tmp.path / "err");
-  return o;
+  return run_cli(args, env.empty() ? "" : env + " ");
 }
 
 const char* kTiny = "tests/golden/tiny/scenario.json";

@@ -12,6 +12,7 @@
 
 #include "sim/build_info.hpp"
 #include "sim/reproduce.hpp"
+#include "tests/cli_test_util.hpp"
 
 using namespace std::string_literals;
 using namespace stalesim;
@@ -20,18 +21,9 @@ using nlohmann::json;
 
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using stalesim::testing::Outcome;
+using stalesim::testing::run_cli;
+using stalesim::testing::slurp;
 
 void spit(const fs::path& p, const std::string& text) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
@@ -39,21 +31,7 @@ void spit(const fs::path& p, const std::string& text) {
 }
 
 // Runs the stalesim binary with `args` (shell words) from the source folder.
-Outcome cli(const std::string& args) {
-  static int n = 0;
-  const fs::path tmp = fs::temp_directory_path() /
-                       ("stalesim-repro-io-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-  fs::create_directories(tmp);
-  const std::string cmd = "cd '"s + STALESIM_SOURCE_DIR + "' && '" + STALESIM_BINARY + "' " + args + " >'" +
-                          (tmp / "out").string() + "' 2>'" + (tmp / "err").string() + "' </dev/null";
-  const int status = std::system(cmd.c_str());
-  Outcome o;
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(tmp / "out");
-  o.err = slurp(tmp / "err");
-  fs::remove_all(tmp);
-  return o;
-}
+Outcome cli(const std::string& args) { return run_cli(args); }
 
 fs::path fresh_run(const std::string& name) {
   const fs::path d =

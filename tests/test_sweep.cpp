@@ -16,6 +16,7 @@
 #include "sim/scenario.hpp"
 #include "sim/sweep.hpp"
 #include "sim/sweep_mpi.hpp"
+#include "tests/cli_test_util.hpp"
 
 using namespace std::string_literals;
 using namespace stalesim;
@@ -24,36 +25,12 @@ using nlohmann::json;
 
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using stalesim::testing::Outcome;
+using stalesim::testing::run_cli;
+using stalesim::testing::slurp;
 
 // Runs `prefix` + the stalesim binary + `args` (shell words) from the source folder.
-Outcome shell(const std::string& prefix, const std::string& args) {
-  static int n = 0;
-  const fs::path tmp = fs::temp_directory_path() /
-                       ("stalesim-sweep-io-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-  fs::create_directories(tmp);
-  const std::string cmd = "cd '"s + STALESIM_SOURCE_DIR + "' && " + prefix + "'" + STALESIM_BINARY + "' " +
-                          args + " >'" + (tmp / "out").string() + "' 2>'" + (tmp / "err").string() +
-                          "' </dev/null";
-  const int status = std::system(cmd.c_str());
-  Outcome o;
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(tmp / "out");
-  o.err = slurp(tmp / "err");
-  fs::remove_all(tmp);
-  return o;
-}
+Outcome shell(const std::string& prefix, const std::string& args) { return run_cli(args, prefix); }
 
 Outcome cli(const std::string& args) { return shell("", args); }
 
