@@ -49,8 +49,8 @@ std::string MemoryEstimate::describe() const {
   return fmt::format(
       "{} (dataset {}, parameter snapshots {}, workers' state {}, server state {}, gradients and indices {}; "
       "{:.0f} parameters x 4 bytes)",
-      format_bytes(total()), format_bytes(dataset_bytes), format_bytes(snapshot_bytes), format_bytes(worker_bytes),
-      format_bytes(server_bytes), format_bytes(gradient_bytes), parameters);
+      format_bytes(total()), format_bytes(dataset_bytes), format_bytes(snapshot_bytes),
+      format_bytes(worker_bytes), format_bytes(server_bytes), format_bytes(gradient_bytes), parameters);
 }
 
 MemoryEstimate estimate_memory(const Scenario& s) {
@@ -102,7 +102,8 @@ std::optional<double> parse_size(const std::string& text) {
   }
   if (!std::isfinite(v) || v < 0 || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
   std::string suffix = text.substr(used);
-  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b') && suffix.size() <= 3) suffix.pop_back();
+  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b') && suffix.size() <= 3)
+    suffix.pop_back();
   if (suffix.size() == 2 && (suffix[1] == 'i')) suffix.pop_back();  // "GiB" -> "G"
   if (suffix.empty()) return v;
   if (suffix.size() != 1) return std::nullopt;
@@ -116,9 +117,10 @@ std::optional<MemoryLimit> memory_limit() {
   if (const char* env = std::getenv("STALESIM_MEMORY_LIMIT"); env != nullptr && *env != '\0') {
     const auto v = parse_size(env);
     if (!v)
-      throw ScenarioError(fmt::format(
-          "STALESIM_MEMORY_LIMIT='{}': expected a size in bytes, optionally with a K, M, G or T suffix (e.g. 512M, 8G)",
-          env));
+      throw ScenarioError(
+          fmt::format("STALESIM_MEMORY_LIMIT='{}': expected a size in bytes, optionally with a K, M, G or T "
+                      "suffix (e.g. 512M, 8G)",
+                      env));
     return MemoryLimit{*v, "STALESIM_MEMORY_LIMIT"};
   }
   std::ifstream f("/proc/meminfo");

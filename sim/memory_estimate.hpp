@@ -32,7 +32,9 @@ struct MemoryEstimate {
   double worker_bytes = 0;
   double server_bytes = 0;
   double gradient_bytes = 0;
-  double total() const { return dataset_bytes + snapshot_bytes + worker_bytes + server_bytes + gradient_bytes; }
+  double total() const {
+    return dataset_bytes + snapshot_bytes + worker_bytes + server_bytes + gradient_bytes;
+  }
   // "1.23 GiB (dataset 210 MiB, snapshots 800 MiB, workers' state ..., server ..., gradients ...;
   // 1,234,567 parameters x 4 bytes)".
   std::string describe() const;

@@ -200,7 +200,8 @@ void check_output_dir(const std::string& dir, bool force) {
   for (fs::path p = parent; !p.empty(); p = p.parent_path()) {  // the nearest existing ancestor
     if (fs::exists(p, ec)) {
       if (!fs::is_directory(p, ec))
-        throw IoError(fmt::format("{}: cannot create the output folder: {} is not a folder", dir, p.string()));
+        throw IoError(
+            fmt::format("{}: cannot create the output folder: {} is not a folder", dir, p.string()));
       break;
     }
     if (p == p.parent_path()) break;
@@ -209,7 +210,8 @@ void check_output_dir(const std::string& dir, bool force) {
   if (ec) throw IoError(fmt::format("{}: cannot create the output folder: {}", dir, ec.message()));
   const fs::path probe = parent / fmt::format(".{}.probe-{}", target.filename().string(), ::getpid());
   fs::create_directory(probe, ec);
-  if (ec) throw IoError(fmt::format("{}: output folder not writable: {}: {}", dir, parent.string(), ec.message()));
+  if (ec)
+    throw IoError(fmt::format("{}: output folder not writable: {}: {}", dir, parent.string(), ec.message()));
   fs::remove(probe, ec);
 }
 

@@ -21,9 +21,9 @@ std::string_view to_string(RunStatus s);
 struct WorkerStats {
   int32_t id = 0;
   std::string profile;
-  int64_t iterations = 0;   // pushes applied at the server
-  int64_t compute_ns = 0;   // computing a gradient
-  int64_t wait_ns = 0;      // held at the server by the policy
+  int64_t iterations = 0;      // pushes applied at the server
+  int64_t compute_ns = 0;      // computing a gradient
+  int64_t wait_ns = 0;         // held at the server by the policy
   int64_t communicate_ns = 0;  // pushes and parameter transfers in flight, queueing included
   bool operator==(const WorkerStats&) const = default;
 };

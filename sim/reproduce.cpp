@@ -222,7 +222,8 @@ ReproduceResult reproduce(const Reproduction& r, const RunOptions& options) {
     ObserverList observers;
     observers.add(options.observer);
     if (fs::exists(fs::path(r.dir) / "trace.json"))
-      observers.add(&tracer.emplace(r.scenario.name, trace_options_of(read_text(fs::path(r.dir) / "trace.json"))));
+      observers.add(
+          &tracer.emplace(r.scenario.name, trace_options_of(read_text(fs::path(r.dir) / "trace.json"))));
     if (fs::exists(fs::path(r.dir) / "explain.txt")) observers.add(&explainer.emplace(r.scenario.name));
     if (!observers.empty()) opts.observer = &observers;
     const RunResult res = sim.run(opts);

@@ -23,17 +23,17 @@ constexpr uint64_t splitmix64(uint64_t& state) {
 
 // What a stream is used for. Values are part of the determinism contract: never renumber.
 enum class Purpose : uint64_t {
-  kInit = 1,         // parameter initialization
-  kShard = 2,        // assignment of samples to workers
-  kBatchOrder = 3,   // per-worker epoch shuffles
-  kJitter = 4,       // per-worker compute-time jitter
-  kData = 5,         // synthetic dataset generation
-  kEvalSubset = 6,   // choice of evaluation samples
-  kTransmit = 7,     // per-worker transmission decisions (B-FASGD)
-  kNetwork = 8,      // per-link network jitter
-  kSchedule = 9,     // cluster schedules (stragglers, faults)
-  kOrder = 10,       // order-only mode's choice of worker
-  kGibbs = 11,       // LDA's collapsed Gibbs draws, one stream per document
+  kInit = 1,        // parameter initialization
+  kShard = 2,       // assignment of samples to workers
+  kBatchOrder = 3,  // per-worker epoch shuffles
+  kJitter = 4,      // per-worker compute-time jitter
+  kData = 5,        // synthetic dataset generation
+  kEvalSubset = 6,  // choice of evaluation samples
+  kTransmit = 7,    // per-worker transmission decisions (B-FASGD)
+  kNetwork = 8,     // per-link network jitter
+  kSchedule = 9,    // cluster schedules (stragglers, faults)
+  kOrder = 10,      // order-only mode's choice of worker
+  kGibbs = 11,      // LDA's collapsed Gibbs draws, one stream per document
 };
 
 // Seed of the stream for (root, purpose, entity): adding an entity never changes another's draws.

@@ -862,7 +862,8 @@ std::vector<FieldInfo> build_fields() {
        .applies = [](const Scenario& s) { return s.policy.uses_staleness(); },
        .set = set_m<&Scenario::policy, &PolicySpec::staleness>,
        .get = get_m<&Scenario::policy, &PolicySpec::staleness>,
-       .resolve = [](Scenario& s) { s.policy.staleness = s.policy.uses_staleness() ? s.policy.staleness : 0; }},
+       .resolve =
+           [](Scenario& s) { s.policy.staleness = s.policy.uses_staleness() ? s.policy.staleness : 0; }},
       {.path = "/policy/range",
        .type = F::kInteger,
        .unit = "clocks",
@@ -996,9 +997,10 @@ std::vector<FieldInfo> build_fields() {
        .type = F::kObject,
        .doc = "This group's compute jitter, replacing cluster.jitter for it (keys as there; "
               "defaults as there, not the cluster's values). Per worker: a group of one.",
-       .get = [](const Scenario& s, size_t i) {
-         return s.cluster.workers[i].jitter ? json::object() : json(json::value_t::discarded);
-       }},
+       .get =
+           [](const Scenario& s, size_t i) {
+             return s.cluster.workers[i].jitter ? json::object() : json(json::value_t::discarded);
+           }},
       {.path = "/cluster/workers/*/jitter/type",
        .type = F::kString,
        .allowed = {"lognormal", "none", "constant", "normal", "exponential", "gamma", "trace"},
@@ -1081,7 +1083,8 @@ std::vector<FieldInfo> build_fields() {
        .type = F::kObjectArray,
        .default_value = json::array(),
        .doc = "Timed events: slow a worker down, pause it, crash it (and rejoin), or let its speed drift.",
-       .set = [](Scenario& s, size_t, const json& v) { s.cluster.schedule.assign(v.size(), ScheduleEvent{}); },
+       .set = [](Scenario& s, size_t,
+                 const json& v) { s.cluster.schedule.assign(v.size(), ScheduleEvent{}); },
        .get = [](const Scenario& s,
                  size_t) { return json(std::vector<json>(s.cluster.schedule.size(), json::object())); }},
       {.path = "/cluster/schedule/*/kind",
@@ -1215,7 +1218,10 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "normal and gamma jitter",
        .applies_key = "/cluster/jitter/type",
        .doc = "Coefficient of variation (standard deviation / mean) of the factor.",
-       .applies = [](const Scenario& s) { return s.cluster.jitter.type == "normal" || s.cluster.jitter.type == "gamma"; },
+       .applies =
+           [](const Scenario& s) {
+             return s.cluster.jitter.type == "normal" || s.cluster.jitter.type == "gamma";
+           },
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::cv>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::cv>},
       {.path = "/cluster/jitter/factor",
@@ -1237,7 +1243,8 @@ std::vector<FieldInfo> build_fields() {
        .default_value = d.cluster.jitter.shift,
        .applies_to = "exponential jitter",
        .applies_key = "/cluster/jitter/type",
-       .doc = "factor = shift + Exp(mean 1 - shift): the least an iteration can take, as a fraction of the mean.",
+       .doc = "factor = shift + Exp(mean 1 - shift): the least an iteration can take, as a fraction of the "
+              "mean.",
        .applies = [](const Scenario& s) { return s.cluster.jitter.type == "exponential"; },
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::shift>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::shift>},
@@ -1258,7 +1265,8 @@ std::vector<FieldInfo> build_fields() {
        .default_value = d.cluster.jitter.scale,
        .applies_to = "trace jitter",
        .applies_key = "/cluster/jitter/type",
-       .doc = "absolute: an iteration takes the drawn time; relative: the modelled time x drawn / trace mean.",
+       .doc =
+           "absolute: an iteration takes the drawn time; relative: the modelled time x drawn / trace mean.",
        .applies = [](const Scenario& s) { return s.cluster.jitter.type == "trace"; },
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::scale>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::scale>},
@@ -1605,34 +1613,41 @@ class Loader {
                "the cnn takes S x S images with S a multiple of 4 and >= 12 (e.g. 784 = 28 x 28), got {}",
                s_.data.blobs.features));
     if (s_.compute.timing == "measured" && s_.compute.backend != "cuda")
-      fail("/compute/timing", fmt::format("\"measured\" times iterations on the GPU and needs compute.backend "
-                                          "\"cuda\" (compute.backend is \"{}\")",
-                                          s_.compute.backend));
+      fail("/compute/timing",
+           fmt::format("\"measured\" times iterations on the GPU and needs compute.backend "
+                       "\"cuda\" (compute.backend is \"{}\")",
+                       s_.compute.backend));
     if (s_.compute.timing == "measured" && s_.model.cost != "derived")
-      fail("/compute/timing", fmt::format("\"measured\" times the math model on the GPU, and model.cost \"{}\" "
-                                          "times it as another architecture: use one or the other",
-                                          s_.model.cost));
+      fail("/compute/timing",
+           fmt::format("\"measured\" times the math model on the GPU, and model.cost \"{}\" "
+                       "times it as another architecture: use one or the other",
+                       s_.model.cost));
     if (s_.compute.timing == "measured" && s_.cluster.order == "uniform")
-      fail("/compute/timing", "\"measured\" times each iteration on the GPU, which cluster.order \"uniform\" "
-                              "(every iteration takes the same time) does not use: use cluster.order \"timed\"");
+      fail("/compute/timing",
+           "\"measured\" times each iteration on the GPU, which cluster.order \"uniform\" "
+           "(every iteration takes the same time) does not use: use cluster.order \"timed\"");
     if (s_.compute.backend == "cuda" && !cuda_built())
-      fail("/compute/backend", "\"cuda\" needs a stalesim built with CUDA, and this one was built without "
-                               "(configure with -DSTALESIM_CUDA=ON on a machine with the CUDA toolkit)");
+      fail("/compute/backend",
+           "\"cuda\" needs a stalesim built with CUDA, and this one was built without "
+           "(configure with -DSTALESIM_CUDA=ON on a machine with the CUDA toolkit)");
     if (s_.policy.type == "softsync" && s_.policy.n > s_.cluster.worker_count())
       fail("/policy/n", fmt::format("expected an integer in [1, {}] (the number of workers), got {}",
                                     s_.cluster.worker_count(), s_.policy.n));
     const bool fetches_every_clock = s_.policy.type != "essp" && s_.policy.type != "vap" &&
                                      !(s_.policy.type == "ssp" && s_.policy.cache == "lazy");
     if (s_.cluster.order == "uniform" && !fetches_every_clock)
-      fail("/cluster/order", fmt::format("uniform order needs a policy that fetches every clock (bsp, "
-                                         "asp, ssp with pull-every-iteration, dssp, softsync), got {}{}",
-                                         s_.policy.type, s_.policy.type == "ssp" ? " with a lazy cache" : ""));
+      fail("/cluster/order",
+           fmt::format("uniform order needs a policy that fetches every clock (bsp, "
+                       "asp, ssp with pull-every-iteration, dssp, softsync), got {}{}",
+                       s_.policy.type, s_.policy.type == "ssp" ? " with a lazy cache" : ""));
     if (s_.optimizer.rule == "bfasgd" && !fetches_every_clock)
-      fail("/optimizer/rule", "bfasgd decides each fetch and push itself; use it with a policy that "
-                              "fetches every clock (bsp, asp, ssp with pull-every-iteration, dssp, softsync)");
+      fail("/optimizer/rule",
+           "bfasgd decides each fetch and push itself; use it with a policy that "
+           "fetches every clock (bsp, asp, ssp with pull-every-iteration, dssp, softsync)");
     if (!has_math(s_) && s_.policy.type == "vap")
-      fail("/policy/type", "vap bounds the values of updates, which the time-only model does not "
-                           "compute; use a softmax, mlp or cnn model, or another policy");
+      fail("/policy/type",
+           "vap bounds the values of updates, which the time-only model does not "
+           "compute; use a softmax, mlp or cnn model, or another policy");
     int64_t workers = 0;
     for (const auto& g : s_.cluster.workers) workers += g.count;
     if (workers > kMaxWorkers)
@@ -1659,8 +1674,8 @@ class Loader {
                                         ds == "ratings" ? "mf" : "lda", t));
     if (want.empty()) return;
     if (s_.compute.backend != "cpu")
-      fail("/compute/backend", fmt::format("model.type \"{}\" runs on the cpu backend only, got \"{}\"", t,
-                                           s_.compute.backend));
+      fail("/compute/backend",
+           fmt::format("model.type \"{}\" runs on the cpu backend only, got \"{}\"", t, s_.compute.backend));
     if (ds == "ratings") {
       const auto& r = s_.data.ratings;
       if (static_cast<double>(r.train + r.test) > static_cast<double>(r.rows) * r.cols / 2)
@@ -1670,23 +1685,28 @@ class Loader {
     } else {
       const auto& c = s_.data.corpus;
       if (c.min_length > c.max_length)
-        fail("/data/corpus/min_length", fmt::format("expected <= max_length ({}), got {}", c.max_length, c.min_length));
+        fail("/data/corpus/min_length",
+             fmt::format("expected <= max_length ({}), got {}", c.max_length, c.min_length));
       if (int64_t{c.documents} * c.max_length >= (int64_t{1} << 24))
-        fail("/data/corpus/documents", fmt::format("documents x max_length = {} must be below 2^24 = 16777216: "
-                                                   "the counts are integers held exactly in float32",
-                                                   int64_t{c.documents} * c.max_length));
+        fail("/data/corpus/documents",
+             fmt::format("documents x max_length = {} must be below 2^24 = 16777216: "
+                         "the counts are integers held exactly in float32",
+                         int64_t{c.documents} * c.max_length));
       if (s_.optimizer.rule != "sgd")
-        fail("/optimizer/rule", fmt::format("model.type \"lda\" pushes count deltas that the server adds as is; "
-                                            "no learning rule applies, so only \"sgd\" (the plain sum) is "
-                                            "allowed, got \"{}\"",
-                                            s_.optimizer.rule));
+        fail("/optimizer/rule",
+             fmt::format("model.type \"lda\" pushes count deltas that the server adds as is; "
+                         "no learning rule applies, so only \"sgd\" (the plain sum) is "
+                         "allowed, got \"{}\"",
+                         s_.optimizer.rule));
       if (s_.optimizer.momentum != 0.0)
-        fail("/optimizer/momentum", fmt::format("model.type \"lda\" adds count deltas as is: momentum must be 0, "
-                                                "got {}",
-                                                s_.optimizer.momentum));
+        fail("/optimizer/momentum",
+             fmt::format("model.type \"lda\" adds count deltas as is: momentum must be 0, "
+                         "got {}",
+                         s_.optimizer.momentum));
       if (s_.policy.type == "softsync")
-        fail("/policy/type", "model.type \"lda\" adds every count delta as is; softsync averages updates, "
-                             "which would break the counts: use bsp, asp, ssp, essp, dssp or vap");
+        fail("/policy/type",
+             "model.type \"lda\" adds every count delta as is; softsync averages updates, "
+             "which would break the counts: use bsp, asp, ssp, essp, dssp or vap");
     }
   }
 
@@ -1711,7 +1731,8 @@ class Loader {
       if (e.group.has_value() == !e.workers.empty())
         fail(at, "give either workers (a list of worker ids) or group (a group index), not both or neither");
       if (e.group && *e.group >= static_cast<int64_t>(c.workers.size()))
-        fail(at + "/group", fmt::format("expected a group index in [0, {}], got {}", c.workers.size() - 1, *e.group));
+        fail(at + "/group",
+             fmt::format("expected a group index in [0, {}], got {}", c.workers.size() - 1, *e.group));
       for (size_t k = 0; k < e.workers.size(); ++k)
         if (e.workers[k] >= workers)
           fail(fmt::format("{}/workers/{}", at, k),
@@ -1722,14 +1743,16 @@ class Loader {
         fail(at + "/until_s", fmt::format("required for a {}", e.kind));
     }
     if (!c.schedule.empty() && c.order == "uniform")
-      fail("/cluster/schedule", "cluster.order \"uniform\" gives every iteration the same time; a schedule "
-                                "needs cluster.order \"timed\"");
+      fail("/cluster/schedule",
+           "cluster.order \"uniform\" gives every iteration the same time; a schedule "
+           "needs cluster.order \"timed\"");
     const bool pulls = s_.policy.type == "bsp" || s_.policy.type == "asp" || s_.policy.type == "dssp" ||
                        (s_.policy.type == "ssp" && s_.policy.cache == "pull-every-iteration");
     if (crashes && !pulls)
-      fail("/cluster/schedule", fmt::format("crash events are supported with bsp, asp, dssp and ssp with "
-                                            "pull-every-iteration, got {}{}",
-                                            s_.policy.type, s_.policy.type == "ssp" ? " with a lazy cache" : ""));
+      fail("/cluster/schedule",
+           fmt::format("crash events are supported with bsp, asp, dssp and ssp with "
+                       "pull-every-iteration, got {}{}",
+                       s_.policy.type, s_.policy.type == "ssp" ? " with a lazy cache" : ""));
   }
 
   Scenario s_;
@@ -1832,11 +1855,13 @@ json parse_json_text(const std::string& text, const std::string& origin) {
     std::string where;
     if (const size_t q = reason.find('\''), q2 = reason.rfind('\''); q != std::string::npos && q2 > q)
       if (const size_t at = text.find(reason.substr(q + 1, q2 - q - 1)); at != std::string::npos) {
-        const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+        const size_t line = 1 + static_cast<size_t>(std::count(
+                                    text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
         const size_t nl = text.rfind('\n', at);
         where = fmt::format(":{}:{}", line, at - (nl == std::string::npos ? 0 : nl + 1) + 1);
       }
-    throw ScenarioError(fmt::format("{}{}: invalid JSON: {} (larger than a double can hold)", origin, where, reason));
+    throw ScenarioError(
+        fmt::format("{}{}: invalid JSON: {} (larger than a double can hold)", origin, where, reason));
   }
 }
 
@@ -2055,7 +2080,8 @@ Scenario load_scenario_text(const std::string& text, const std::string& path, st
         return std::any_of(sets.begin(), sets.end(),
                            [&](const Override& o) { return related(override_pointer(o), pointer); });
       };
-      const bool inapplicable = f && !f->applies_key.empty() && e.problem.find(" applies to ") != std::string::npos;
+      const bool inapplicable =
+          f && !f->applies_key.empty() && e.problem.find(" applies to ") != std::string::npos;
       if (!inapplicable || !touched(f->applies_key) || touched(e.path)) break;
       const json::json_pointer ptr(e.path);
       doc[ptr.parent_pointer()].erase(ptr.back());

@@ -30,49 +30,50 @@ class ScenarioError : public std::runtime_error {
 };
 
 struct DataSpec {
-  std::string dataset = "fashion-mnist";  // "fashion-mnist" | "blobs" | "ratings" | "corpus" | "none"
+  std::string dataset = "fashion-mnist";       // "fashion-mnist" | "blobs" | "ratings" | "corpus" | "none"
   std::string path = kFashionMnistDefaultDir;  // fashion-mnist: folder with the IDX files
-  int64_t train_samples = 0;  // use the first N training samples; 0 = all
-  std::string partition = "iid";  // "iid" | "shared" (all draw from all) | "label-skew" (models/partition.hpp)
-  BlobsSpec blobs;            // dataset "blobs" only
-  RatingsSpec ratings;        // dataset "ratings" only (model mf)
-  CorpusSpec corpus;          // dataset "corpus" only (model lda)
-  double alpha = 0.5;  // label-skew: Dirichlet concentration, > 0; small = few labels per worker
+  int64_t train_samples = 0;                   // use the first N training samples; 0 = all
+  std::string partition =
+      "iid";            // "iid" | "shared" (all draw from all) | "label-skew" (models/partition.hpp)
+  BlobsSpec blobs;      // dataset "blobs" only
+  RatingsSpec ratings;  // dataset "ratings" only (model mf)
+  CorpusSpec corpus;    // dataset "corpus" only (model lda)
+  double alpha = 0.5;   // label-skew: Dirichlet concentration, > 0; small = few labels per worker
   bool operator==(const DataSpec&) const = default;
 };
 
 enum class Aggregate { kSum, kMean };
 
 struct OptimizerSpec {
-  std::string rule = "sgd";   // "sgd" | "sasgd" | "fasgd" | "bfasgd" | "dcasgd"
-  double lr = 0.05;           // learning rate, > 0
-  int32_t batch_size = 32;    // samples per worker iteration, >= 1
+  std::string rule = "sgd";  // "sgd" | "sasgd" | "fasgd" | "bfasgd" | "dcasgd"
+  double lr = 0.05;          // learning rate, > 0
+  int32_t batch_size = 32;   // samples per worker iteration, >= 1
   // How the server combines pushes. kSum: each push applies w -= lr * g (additive updates, as in
   // SSP/Bosen). kMean: each push applies w -= (lr / workers) * g, so one clock of pushes moves by
   // lr times the mean gradient (BSP's averaging). Default: kMean for bsp, kSum otherwise.
   Aggregate aggregate = Aggregate::kSum;
-  double momentum = 0.0;        // server-side heavy-ball momentum mu in [0, 1), every rule
-  double gamma = 0.9;           // fasgd, bfasgd: decay of the moving averages of g and g^2
-  double beta = 0.9;            // fasgd, bfasgd: decay of the moving average of sigma
-  double epsilon = 1e-4;        // fasgd, bfasgd: added to the averaged sigma (paper variant)
+  double momentum = 0.0;          // server-side heavy-ball momentum mu in [0, 1), every rule
+  double gamma = 0.9;             // fasgd, bfasgd: decay of the moving averages of g and g^2
+  double beta = 0.9;              // fasgd, bfasgd: decay of the moving average of sigma
+  double epsilon = 1e-4;          // fasgd, bfasgd: added to the averaged sigma (paper variant)
   std::string variant = "paper";  // fasgd, bfasgd: "paper" | "fred" (the FRED code's form)
-  double c_fetch = 0.01;        // bfasgd: fetch threshold c in 1 / (1 + c / (v + eps))
-  double c_push = 0.01;         // bfasgd: push threshold
-  double lambda = 2.0;          // dcasgd: lambda_0, the delay-compensation strength
-  bool adaptive = true;         // dcasgd: lambda_t = lambda_0 / sqrt(MS_t + eps) (DC-ASGD-a)
-  double ms_decay = 0.95;       // dcasgd: decay of the moving average MS of g^2
+  double c_fetch = 0.01;          // bfasgd: fetch threshold c in 1 / (1 + c / (v + eps))
+  double c_push = 0.01;           // bfasgd: push threshold
+  double lambda = 2.0;            // dcasgd: lambda_0, the delay-compensation strength
+  bool adaptive = true;           // dcasgd: lambda_t = lambda_0 / sqrt(MS_t + eps) (DC-ASGD-a)
+  double ms_decay = 0.95;         // dcasgd: decay of the moving average MS of g^2
   bool operator==(const OptimizerSpec&) const = default;
 };
 
 struct PolicySpec {
-  std::string type = "ssp";  // "bsp" | "asp" | "ssp" | "essp" | "dssp" | "vap" | "softsync"
-  int64_t staleness = 3;     // ssp, essp: s; dssp: the lower bound s_L. Resolved to 0 elsewhere.
-  int64_t range = 12;        // dssp: r_max, the most extra clocks the controller may grant
+  std::string type = "ssp";            // "bsp" | "asp" | "ssp" | "essp" | "dssp" | "vap" | "softsync"
+  int64_t staleness = 3;               // ssp, essp: s; dssp: the lower bound s_L. Resolved to 0 elsewhere.
+  int64_t range = 12;                  // dssp: r_max, the most extra clocks the controller may grant
   std::string dssp_grant = "bounded";  // dssp: "bounded" (gap <= s_L + r_max) | "literal" (+1)
   std::string cache = "pull-every-iteration";  // ssp: "pull-every-iteration" | "lazy" (Bosen)
-  double value_bound = 0.0;  // vap: v > 0, bound on the infinity norm of in-transit updates
-  int64_t n = 1;             // softsync: the server applies the mean of every floor(workers / n)
-                             // gradients (Zhang et al. 2016); 1 <= n <= workers
+  double value_bound = 0.0;                    // vap: v > 0, bound on the infinity norm of in-transit updates
+  int64_t n = 1;  // softsync: the server applies the mean of every floor(workers / n)
+                  // gradients (Zhang et al. 2016); 1 <= n <= workers
   bool uses_staleness() const { return type == "ssp" || type == "essp" || type == "dssp"; }
   bool operator==(const PolicySpec&) const = default;
 };
@@ -94,24 +95,24 @@ struct NetworkSpec {
 struct JitterSpec {
   // "none" | "constant" | "normal" | "lognormal" | "exponential" | "gamma" | "trace"
   std::string type = "lognormal";
-  double sigma = 0.05;       // lognormal: standard deviation of the log, >= 0
-  double cv = 0.1;           // normal, gamma: coefficient of variation (stddev / mean), > 0
-  double factor = 1.0;       // constant: the factor itself, > 0
-  double shift = 0.0;        // exponential: factor = shift + Exp(mean 1 - shift), shift in [0, 1)
-  std::string path;          // trace: text file of iteration times in ms (whitespace separated)
+  double sigma = 0.05;             // lognormal: standard deviation of the log, >= 0
+  double cv = 0.1;                 // normal, gamma: coefficient of variation (stddev / mean), > 0
+  double factor = 1.0;             // constant: the factor itself, > 0
+  double shift = 0.0;              // exponential: factor = shift + Exp(mean 1 - shift), shift in [0, 1)
+  std::string path;                // trace: text file of iteration times in ms (whitespace separated)
   std::string scale = "absolute";  // trace: "absolute" (an iteration takes the drawn time) |
                                    // "relative" (the modelled time x drawn time / trace mean)
   bool operator==(const JitterSpec&) const = default;
 };
 
 struct WorkerGroup {
-  std::string profile;  // a built-in device profile name
-  int32_t count = 1;    // >= 1
+  std::string profile;                 // a built-in device profile name
+  int32_t count = 1;                   // >= 1
   std::string precision = "fp32";      // "fp32" | "fp16" | "bf16": which peak of the profile
   std::optional<double> iteration_ms;  // explicit time of one iteration before jitter; unset =
                                        // batch FLOPs / (peak x efficiency) + overhead
   std::optional<JitterSpec> jitter;    // this group's jitter; unset = cluster.jitter
-  std::optional<double> latency_us;     // this group's links; unset = cluster.network's
+  std::optional<double> latency_us;    // this group's links; unset = cluster.network's
   std::optional<double> bandwidth_gbps;
   std::optional<double> latency_sigma;
   bool operator==(const WorkerGroup&) const = default;
@@ -120,14 +121,14 @@ struct WorkerGroup {
 // One entry of the cluster's schedule (design.md section 3: stragglers, pauses, failures).
 // Applies to the listed workers, or to every worker of `group`.
 struct ScheduleEvent {
-  std::string kind = "slow";  // "slow" | "pause" | "crash" | "drift"
-  std::vector<int64_t> workers;  // worker ids (groups numbered in order, from 0)
-  std::optional<int64_t> group;  // or a whole group (index into cluster.workers)
-  double at_s = 0.0;             // virtual time the event starts
-  std::optional<double> until_s; // slow, drift: end (unset = for good); pause: end (required);
-                                 // crash: rejoin time (unset = never rejoins)
-  double factor = 2.0;           // slow: compute time multiplier; drift: multiplier reached at
-                                 // until_s, rising linearly from 1 at at_s (then held)
+  std::string kind = "slow";      // "slow" | "pause" | "crash" | "drift"
+  std::vector<int64_t> workers;   // worker ids (groups numbered in order, from 0)
+  std::optional<int64_t> group;   // or a whole group (index into cluster.workers)
+  double at_s = 0.0;              // virtual time the event starts
+  std::optional<double> until_s;  // slow, drift: end (unset = for good); pause: end (required);
+                                  // crash: rejoin time (unset = never rejoins)
+  double factor = 2.0;            // slow: compute time multiplier; drift: multiplier reached at
+                                  // until_s, rising linearly from 1 at at_s (then held)
   bool operator==(const ScheduleEvent&) const = default;
 };
 
@@ -176,7 +177,7 @@ struct EvalSpec {
 };
 
 struct Scenario {
-  std::string name;     // default: the file name without .json
+  std::string name;  // default: the file name without .json
   uint64_t seed = 1;
   std::string comment;  // free text (paper, figure, what is scaled down)
   DataSpec data;
@@ -208,8 +209,8 @@ Scenario load_scenario_file(const std::string& path, std::span<const Override> s
                             std::optional<uint64_t> seed = std::nullopt);
 // As load_scenario_file, on text already read; `path` names it in messages and gives the default
 // name. Used by the fuzzers (tests/fuzz/).
-Scenario load_scenario_text(const std::string& text, const std::string& path, std::span<const Override> sets = {},
-                            std::optional<uint64_t> seed = std::nullopt);
+Scenario load_scenario_text(const std::string& text, const std::string& path,
+                            std::span<const Override> sets = {}, std::optional<uint64_t> seed = std::nullopt);
 // Validates a JSON document; `origin` prefixes messages (usually the file path); `default_name`
 // is used when "name" is absent.
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& origin,

@@ -1,11 +1,11 @@
 #include "sim/simulation.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <deque>
 #include <limits>
 #include <numeric>
-#include <fmt/format.h>
 
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
@@ -51,7 +51,7 @@ SimTime transfer_time(int64_t bytes, double gbps) {
 
 // Cache modes: one of the worker's own pushes, kept until a snapshot that includes it arrives.
 struct OwnPush {
-  int64_t index = 0;  // the worker's clock when it computed it
+  int64_t index = 0;             // the worker's clock when it computed it
   int64_t applied_version = -1;  // VAP: server version it was applied at (-1: not yet)
   std::vector<float> grad;
   int64_t read_version = 0;
@@ -85,32 +85,32 @@ struct Worker {
   SimTime state_since;
   WorkerStats stats;
   // Cache modes (lazy SSP, ESSP): the worker reads its own copy while it is fresh enough.
-  Snapshot cache;              // the last parameters received
-  int64_t cache_clock = -1;    // the server clock they were stamped with; -1 before the first
-  int64_t sent = 0;            // pushes sent: the worker's own clock
-  std::vector<float> local;    // cache plus own updates it does not include (when has_local)
+  Snapshot cache;            // the last parameters received
+  int64_t cache_clock = -1;  // the server clock they were stamped with; -1 before the first
+  int64_t sent = 0;          // pushes sent: the worker's own clock
+  std::vector<float> local;  // cache plus own updates it does not include (when has_local)
   bool has_local = false;
-  LazyDeque<OwnPush> own;      // own pushes not yet in an arrived snapshot, oldest first
-  LazyDeque<InFlight> inbox;   // parameters on their way, in arrival order
-  bool blocked = true;         // waiting for parameters fresh enough to start its next clock
-  bool fetch_wanted = false;   // lazy: a fetch request rides on the last push
-  SimTime link_free;           // when the worker's outgoing link is next idle
+  LazyDeque<OwnPush> own;     // own pushes not yet in an arrived snapshot, oldest first
+  LazyDeque<InFlight> inbox;  // parameters on their way, in arrival order
+  bool blocked = true;        // waiting for parameters fresh enough to start its next clock
+  bool fetch_wanted = false;  // lazy: a fetch request rides on the last push
+  SimTime link_free;          // when the worker's outgoing link is next idle
   // VAP: `own` holds the updates sent but not yet received by every other worker, and
   // in_transit their sum; `held` is an update waiting to be sent.
   std::vector<float> in_transit;
   OwnPush held;
   bool holding = false;
-  int64_t refresh_version = 0; // the version of the fresh copy on its way to a holding worker
+  int64_t refresh_version = 0;  // the version of the fresh copy on its way to a holding worker
   bool refresh_in_flight = false;
-  int64_t seen_version = 0;    // the newest version this worker has received
+  int64_t seen_version = 0;  // the newest version this worker has received
   // B-FASGD: the worker's own transmission decisions and the last gradient it pushed.
   Rng transmit_rng{0};
   bool skip_push = false;
   bool skip_fetch = false;
   std::vector<float> last_grad;
   bool has_last_grad = false;
-  int64_t last_grad_version = 0;  // the version last_grad was computed on
-  int64_t read_server_clock = 0;  // server clock when the held parameters were read
+  int64_t last_grad_version = 0;   // the version last_grad was computed on
+  int64_t read_server_clock = 0;   // server clock when the held parameters were read
   std::deque<int64_t> push_bytes;  // sizes of the pushes on their way to the server, oldest first
   int64_t vap_push_bytes = 0;      // VAP: size of the held update
 };
@@ -157,25 +157,25 @@ struct Simulation::Impl {
   bool cached;  // lazy SSP or ESSP: workers keep a cache and compute while pushes are in flight
   bool eager;   // ESSP: the server pushes parameters to every worker when its clock advances
   int64_t message_bytes;
-  std::vector<int32_t> parked;  // lazy: fetches waiting for the server clock
-  VapPolicy* vap = nullptr;     // set when the policy is VAP
-  const BfasgdRule* bfasgd = nullptr;  // set when the rule is B-FASGD
-  bool uniform;                  // cluster.order "uniform"
-  bool record_gradients = false; // RunOptions::record_gradients
+  std::vector<int32_t> parked;               // lazy: fetches waiting for the server clock
+  VapPolicy* vap = nullptr;                  // set when the policy is VAP
+  const BfasgdRule* bfasgd = nullptr;        // set when the rule is B-FASGD
+  bool uniform;                              // cluster.order "uniform"
+  bool record_gradients = false;             // RunOptions::record_gradients
   std::optional<int64_t> refuse_from_clock;  // RunOptions::refuse_from_clock (fault injection)
   Rng order_rng{0};
-  std::vector<int32_t> ready;    // uniform: workers holding parameters, ascending
-  SimTime order_step;            // uniform: virtual time per update
-  std::vector<int32_t> holders; // VAP: workers holding an update, ascending
+  std::vector<int32_t> ready;                  // uniform: workers holding parameters, ascending
+  SimTime order_step;                          // uniform: virtual time per update
+  std::vector<int32_t> holders;                // VAP: workers holding an update, ascending
   std::vector<std::vector<float>> free_grads;  // reusable gradient buffers (cache modes)
   SimTime latency;
   std::vector<SimTime> shard_free;  // when each server shard's link is next idle
   SimTime message_overhead;         // per message and shard on the server link
   std::vector<GroupRuntime> groups;
-  std::vector<Rng> net_rngs;        // per worker link, only when some latency jitters
+  std::vector<Rng> net_rngs;  // per worker link, only when some latency jitters
   ClusterSchedule schedule;
-  int32_t down_count = 0;           // crashed workers not yet rejoined
-  int32_t pending_rejoins = 0;      // scheduled rejoins not yet run
+  int32_t down_count = 0;       // crashed workers not yet rejoined
+  int32_t pending_rejoins = 0;  // scheduled rejoins not yet run
   RunResult result;
   // Since the last metrics row:
   double loss_sum = 0.0;
@@ -183,17 +183,16 @@ struct Simulation::Impl {
   int64_t staleness_sum = 0;
   int64_t staleness_count = 0;
   bool stopped = false;
-  bool measured = false;  // compute.timing "measured": the model's GPU times replace the profiles'
+  bool measured = false;       // compute.timing "measured": the model's GPU times replace the profiles'
   RunObserver* obs = nullptr;  // RunOptions::observer: trace, timeline, explain (null: none)
 
   Impl(const Scenario& s, const DataSplit& d)
       : sc(s), data(d), clocks(s.cluster.worker_count()), schedule(s.cluster) {
     const int32_t n = s.cluster.worker_count();
     const bool wants_data = s.model.type != "time-only";
-    model = is_workload_model(s.model.type)
-                ? make_workload_model(s, d)
-                : make_model(s.model, wants_data ? d.train.features : 0, wants_data ? d.train.classes : 0,
-                             s.compute.backend);
+    model = is_workload_model(s.model.type) ? make_workload_model(s, d)
+                                            : make_model(s.model, wants_data ? d.train.features : 0,
+                                                         wants_data ? d.train.classes : 0, s.compute.backend);
     math = model->has_math();
     policy = make_policy(s.policy, n);
     eager = policy->cache_mode() == CacheMode::kEager;
@@ -201,7 +200,8 @@ struct Simulation::Impl {
     vap = dynamic_cast<VapPolicy*>(policy.get());
     uniform = s.cluster.order == "uniform";
     order_rng = Rng(s.seed, Purpose::kOrder, 0);
-    opt = std::make_unique<ServerOptimizer>(s, n, math ? model->parameter_count() : 0, math, model->update_kind());
+    opt = std::make_unique<ServerOptimizer>(s, n, math ? model->parameter_count() : 0, math,
+                                            model->update_kind());
     result.metric_name = model->metric_name();
     bfasgd = dynamic_cast<const BfasgdRule*>(&opt->rule());
     store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
@@ -213,20 +213,23 @@ struct Simulation::Impl {
     for (size_t g = 0; g < s.cluster.workers.size(); ++g) {
       const auto& grp = s.cluster.workers[g];
       const auto& net = s.cluster.network;
-      GroupRuntime rt{JitterSampler(grp.jitter ? *grp.jitter : s.cluster.jitter,
-                                    grp.jitter ? fmt::format("/cluster/workers/{}/jitter", g) : "/cluster/jitter"),
-                      SimTime::from_us(grp.latency_us.value_or(net.latency_us)),
-                      grp.bandwidth_gbps.value_or(net.bandwidth_gbps), grp.latency_sigma.value_or(net.latency_sigma)};
+      GroupRuntime rt{
+          JitterSampler(grp.jitter ? *grp.jitter : s.cluster.jitter,
+                        grp.jitter ? fmt::format("/cluster/workers/{}/jitter", g) : "/cluster/jitter"),
+          SimTime::from_us(grp.latency_us.value_or(net.latency_us)),
+          grp.bandwidth_gbps.value_or(net.bandwidth_gbps), grp.latency_sigma.value_or(net.latency_sigma)};
       link_jitter = link_jitter || rt.latency_sigma > 0;
       groups.push_back(std::move(rt));
     }
     if (link_jitter)
-      for (int32_t i = 0; i < n; ++i) net_rngs.emplace_back(s.seed, Purpose::kNetwork, static_cast<uint64_t>(i));
+      for (int32_t i = 0; i < n; ++i)
+        net_rngs.emplace_back(s.seed, Purpose::kNetwork, static_cast<uint64_t>(i));
     if (math) {
       Rng init_rng(s.seed, Purpose::kInit, 0);
       model->init(store->write(), init_rng);
       grad.resize(static_cast<size_t>(model->parameter_count()));
-      const int64_t m = s.eval.test_samples > 0 ? std::min(s.eval.test_samples, d.test.size()) : d.test.size();
+      const int64_t m =
+          s.eval.test_samples > 0 ? std::min(s.eval.test_samples, d.test.size()) : d.test.size();
       eval_indices.resize(static_cast<size_t>(m));
       for (int64_t i = 0; i < m; ++i) eval_indices[static_cast<size_t>(i)] = static_cast<int32_t>(i);
       measured = s.compute.timing == "measured";
@@ -255,30 +258,35 @@ struct Simulation::Impl {
     for (size_t g = 0; g < s.cluster.workers.size(); ++g) {
       const auto& group = s.cluster.workers[g];
       const auto profile = find_profile(group.profile);
-      if (!profile) throw ScenarioError(fmt::format("/cluster/workers/{}/profile: unknown device profile \"{}\"", g, group.profile));
+      if (!profile)
+        throw ScenarioError(
+            fmt::format("/cluster/workers/{}/profile: unknown device profile \"{}\"", g, group.profile));
       for (int32_t k = 0; k < group.count; ++k, ++id) {
         Worker& w = workers[static_cast<size_t>(id)];
         w.id = id;
         w.group = static_cast<int32_t>(g);
         w.profile = profile->name;
-        w.base_compute_ns = group.iteration_ms ? *group.iteration_ms * 1e6
-                                               : flops_per_batch / (peak_tflops(*profile, group.precision) * 1e3 *
-                                                                    profile->efficiency) +
-                                                     profile->overhead_us * 1e3;
+        w.base_compute_ns =
+            group.iteration_ms
+                ? *group.iteration_ms * 1e6
+                : flops_per_batch / (peak_tflops(*profile, group.precision) * 1e3 * profile->efficiency) +
+                      profile->overhead_us * 1e3;
         w.jitter_rng = Rng(s.seed, Purpose::kJitter, static_cast<uint64_t>(id));
         w.transmit_rng = Rng(s.seed, Purpose::kTransmit, static_cast<uint64_t>(id));
         if (math && shared_data) {
           if (d.train.size() < s.optimizer.batch_size)
-            throw ScenarioError(fmt::format("/optimizer/batch_size: {} is larger than the {} training samples",
-                                            s.optimizer.batch_size, d.train.size()));
+            throw ScenarioError(
+                fmt::format("/optimizer/batch_size: {} is larger than the {} training samples",
+                            s.optimizer.batch_size, d.train.size()));
           w.sampler = std::make_unique<BatchSampler>(
               BatchSampler::shared(d.train.size(), s.seed, static_cast<uint32_t>(id)));
         } else if (math) {
           auto& shard = shards[static_cast<size_t>(id)];
           if (static_cast<int64_t>(shard.size()) < s.optimizer.batch_size)
-            throw ScenarioError(fmt::format(
-                "/optimizer/batch_size: {} is larger than worker {}'s shard of {} samples ({} training samples over {} workers)",
-                s.optimizer.batch_size, id, shard.size(), d.train.size(), n));
+            throw ScenarioError(
+                fmt::format("/optimizer/batch_size: {} is larger than worker {}'s shard of {} samples ({} "
+                            "training samples over {} workers)",
+                            s.optimizer.batch_size, id, shard.size(), d.train.size(), n));
           w.sampler = std::make_unique<BatchSampler>(std::move(shard), s.seed, static_cast<uint32_t>(id));
         }
         w.stats.id = id;
@@ -297,7 +305,9 @@ struct Simulation::Impl {
   SimTime worker_link(const Worker& w, int64_t bytes) const {
     return transfer_time(bytes, groups[static_cast<size_t>(w.group)].bandwidth_gbps);
   }
-  SimTime server_link(int64_t bytes) const { return transfer_time(bytes, sc.cluster.network.server_bandwidth_gbps); }
+  SimTime server_link(int64_t bytes) const {
+    return transfer_time(bytes, sc.cluster.network.server_bandwidth_gbps);
+  }
   // One-way latency of w's link for one message (lognormal jitter of mean 1 when configured).
   SimTime latency_of(const Worker& w) {
     const GroupRuntime& g = groups[static_cast<size_t>(w.group)];
@@ -328,9 +338,15 @@ struct Simulation::Impl {
   void set_state(Worker& w, WorkerState s, Activity a = Activity::kPull) {
     const int64_t dt = (engine.now() - w.state_since).ns();
     switch (w.state) {
-      case WorkerState::kComputing: w.stats.compute_ns += dt; break;
-      case WorkerState::kWaiting: w.stats.wait_ns += dt; break;
-      case WorkerState::kCommunicating: w.stats.communicate_ns += dt; break;
+      case WorkerState::kComputing:
+        w.stats.compute_ns += dt;
+        break;
+      case WorkerState::kWaiting:
+        w.stats.wait_ns += dt;
+        break;
+      case WorkerState::kCommunicating:
+        w.stats.communicate_ns += dt;
+        break;
     }
     w.state = s;
     w.state_since = engine.now();
@@ -350,7 +366,8 @@ struct Simulation::Impl {
       set_state(w, WorkerState::kCommunicating);
       ++result.skipped_fetch;
       if (uniform) return mark_ready(w);
-      engine.schedule_in(latency_of(w), kParamsArrive, static_cast<uint32_t>(w.id), w.gen);  // "go on": no data
+      engine.schedule_in(latency_of(w), kParamsArrive, static_cast<uint32_t>(w.id),
+                         w.gen);  // "go on": no data
       return;
     }
     w.read_staleness = gap;
@@ -362,8 +379,8 @@ struct Simulation::Impl {
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
     if (uniform) return mark_ready(w);
-    engine.schedule(sent + latency_of(w) + worker_link(w, message_bytes), kParamsArrive, static_cast<uint32_t>(w.id),
-                    w.gen);
+    engine.schedule(sent + latency_of(w) + worker_link(w, message_bytes), kParamsArrive,
+                    static_cast<uint32_t>(w.id), w.gen);
   }
 
   // Uniform order: w holds parameters and is one of the workers the next step may draw.
@@ -379,7 +396,8 @@ struct Simulation::Impl {
     Worker& w = workers[static_cast<size_t>(ready[pick])];
     ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(pick));
     send_push(w);
-    if (!stopped) engine.schedule(SimTime::from_ns(static_cast<int64_t>(k + 1) * order_step.ns()), kOrderStep, 0, k + 1);
+    if (!stopped)
+      engine.schedule(SimTime::from_ns(static_cast<int64_t>(k + 1) * order_step.ns()), kOrderStep, 0, k + 1);
   }
 
   void on_params_arrive(Worker& w) {
@@ -416,7 +434,8 @@ struct Simulation::Impl {
     if (uniform) return on_push_applied(w);
     set_state(w, WorkerState::kCommunicating, Activity::kPush);
     w.push_bytes.push_back(bytes);
-    engine.schedule_in(worker_link(w, bytes) + latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
+    engine.schedule_in(worker_link(w, bytes) + latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id),
+                       w.gen);
   }
 
   // Bytes of a push: the model's size for the batch (sparse for mf and lda) unless a cost
@@ -443,8 +462,8 @@ struct Simulation::Impl {
     result.stop_reason = "diverged";
     result.diverged_at_s = engine.now().seconds();
     result.diverged_worker = w.id;
-    result.detail = fmt::format("worker {}'s training loss became {} at t={:.6f} s (server version {})",
-                                w.id, loss, engine.now().seconds(), store->version());
+    result.detail = fmt::format("worker {}'s training loss became {} at t={:.6f} s (server version {})", w.id,
+                                loss, engine.now().seconds(), store->version());
     stop();
   }
 
@@ -460,7 +479,7 @@ struct Simulation::Impl {
       loss_sum += o.loss;
       ++loss_count;
       step = opt->add(*store, o.grad, info, read_params(w.params));
-    } else if (math && w.skip_push) {  // B-FASGD: the server re-applies the last gradient
+    } else if (math && w.skip_push) {            // B-FASGD: the server re-applies the last gradient
       w.sampler->next(sc.optimizer.batch_size);  // the batch the worker used, sent nowhere
       info.version_read = w.last_grad_version;
       step = opt->add(*store, w.last_grad, info, {});
@@ -497,7 +516,8 @@ struct Simulation::Impl {
       result.stop_reason = "max_updates";
       return stop();
     }
-    const bool go = policy->may_start(w.id, clocks) && !(refuse_from_clock && clocks.clock(w.id) >= *refuse_from_clock);
+    const bool go =
+        policy->may_start(w.id, clocks) && !(refuse_from_clock && clocks.clock(w.id) >= *refuse_from_clock);
     if (go) grant(w);
     if (!waiting.empty() && (min_rose || policy->recheck_every_push())) release_waiting();
     if (!go) {  // after the release: the pusher is re-checked from the next push on
@@ -505,7 +525,8 @@ struct Simulation::Impl {
       if (obs) obs->blocked(engine.now(), w.id, WaitCause::kPolicy, clocks.clock(w.id), 0);
       waiting.push_back(w.id);
     }
-    if (static_cast<int32_t>(waiting.size()) + down_count == clocks.workers() && pending_rejoins == 0) deadlock();
+    if (static_cast<int32_t>(waiting.size()) + down_count == clocks.workers() && pending_rejoins == 0)
+      deadlock();
   }
 
   // ---- Cache modes: lazy SSP (Bosen) and ESSP (Bosen's SSPPush) -------------------------------
@@ -522,8 +543,8 @@ struct Simulation::Impl {
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
     w.inbox.push_back(std::move(m));
-    engine.schedule(sent + latency_of(w) + worker_link(w, message_bytes), kSnapshotArrives, static_cast<uint32_t>(w.id),
-                    w.gen);
+    engine.schedule(sent + latency_of(w) + worker_link(w, message_bytes), kSnapshotArrives,
+                    static_cast<uint32_t>(w.id), w.gen);
   }
 
   void on_snapshot_arrives(Worker& w) {
@@ -752,8 +773,8 @@ struct Simulation::Impl {
     const SimTime sent = server_transfer(at_server, message_bytes, w.id, WireKind::kPull);
     result.bytes_pull += message_bytes;
     ++result.messages_pull;
-    engine.schedule(sent + latency_of(w) + worker_link(w, message_bytes), kRefreshArrives, static_cast<uint32_t>(w.id),
-                    w.gen);
+    engine.schedule(sent + latency_of(w) + worker_link(w, message_bytes), kRefreshArrives,
+                    static_cast<uint32_t>(w.id), w.gen);
   }
 
   void on_refresh_arrives(Worker& w) {
@@ -788,10 +809,12 @@ struct Simulation::Impl {
     ++down_count;
     w.params.reset();
     set_state(w, WorkerState::kWaiting);
-    if (const auto it = std::find(waiting.begin(), waiting.end(), w.id); it != waiting.end()) waiting.erase(it);
+    if (const auto it = std::find(waiting.begin(), waiting.end(), w.id); it != waiting.end())
+      waiting.erase(it);
     const bool alone = down_count == clocks.workers();
     if (sc.cluster.on_crash == "drop" && !alone && clocks.drop(w.id)) release_waiting();
-    if (static_cast<int32_t>(waiting.size()) + down_count == clocks.workers() && pending_rejoins == 0) deadlock();
+    if (static_cast<int32_t>(waiting.size()) + down_count == clocks.workers() && pending_rejoins == 0)
+      deadlock();
   }
 
   void on_rejoin(Worker& w) {
@@ -822,7 +845,8 @@ struct Simulation::Impl {
       const int64_t c = clocks.clock(id);
       who += i ? "; " : "";
       if (c > clocks.min_clock())
-        who += fmt::format("worker {} (clock {}) waits for worker {} (clock {})", id, c, slowest, clocks.min_clock());
+        who += fmt::format("worker {} (clock {}) waits for worker {} (clock {})", id, c, slowest,
+                           clocks.min_clock());
       else
         who += fmt::format("worker {} (clock {}, the slowest) waits for the policy's leave", id, c);
     }
@@ -849,7 +873,8 @@ struct Simulation::Impl {
       row.metric = e.metric;
       if (loss_count) row.train_loss = loss_sum / static_cast<double>(loss_count);
     }
-    if (staleness_count) row.mean_staleness = static_cast<double>(staleness_sum) / static_cast<double>(staleness_count);
+    if (staleness_count)
+      row.mean_staleness = static_cast<double>(staleness_sum) / static_cast<double>(staleness_count);
     row.bytes = result.bytes_push + result.bytes_pull;
     loss_sum = 0;
     loss_count = 0;
@@ -871,7 +896,9 @@ struct Simulation::Impl {
     if (e.kind == kOrderStep) return on_order_step(e.payload);
     if (e.kind == kEvaluate) {
       record_metrics(engine.now());
-      if (!stopped) engine.schedule(SimTime::from_ns(static_cast<int64_t>(e.payload + 1) * eval_every().ns()), kEvaluate, 0, e.payload + 1);
+      if (!stopped)
+        engine.schedule(SimTime::from_ns(static_cast<int64_t>(e.payload + 1) * eval_every().ns()), kEvaluate,
+                        0, e.payload + 1);
       return;
     }
     Worker& w = workers[e.target];
@@ -879,15 +906,32 @@ struct Simulation::Impl {
     if (e.kind == kRejoin) return on_rejoin(w);
     if (e.payload != w.gen) return;  // sent before a crash: lost
     switch (e.kind) {
-      case kRejoinRequest: on_rejoin_request(w); break;
-      case kPullRequestArrives: cached ? send_snapshot(w) : grant(w); break;
-      case kSnapshotArrives: on_snapshot_arrives(w); break;
-      case kRefreshArrives: on_refresh_arrives(w); break;
-      case kParamsArrive: on_params_arrive(w); break;
-      case kComputeDone: on_compute_done(w); break;
-      case kPushAtServer: on_push_at_server(w); break;
-      case kPushApplied: on_push_applied(w); break;
-      default: break;
+      case kRejoinRequest:
+        on_rejoin_request(w);
+        break;
+      case kPullRequestArrives:
+        cached ? send_snapshot(w) : grant(w);
+        break;
+      case kSnapshotArrives:
+        on_snapshot_arrives(w);
+        break;
+      case kRefreshArrives:
+        on_refresh_arrives(w);
+        break;
+      case kParamsArrive:
+        on_params_arrive(w);
+        break;
+      case kComputeDone:
+        on_compute_done(w);
+        break;
+      case kPushAtServer:
+        on_push_at_server(w);
+        break;
+      case kPushApplied:
+        on_push_applied(w);
+        break;
+      default:
+        break;
     }
   }
 
@@ -902,18 +946,22 @@ struct Simulation::Impl {
       obs->start(clocks, *policy, profiles);
     }
     refuse_from_clock = opt.refuse_from_clock;
-    if (record_gradients) result.gradients_csv = "virtual_time_s,worker,version_read,version_apply,tau,step\n";
-    const SimTime limit = sc.stop.virtual_time_s ? SimTime::from_seconds(*sc.stop.virtual_time_s) : SimTime::max();
+    if (record_gradients)
+      result.gradients_csv = "virtual_time_s,worker,version_read,version_apply,tau,step\n";
+    const SimTime limit =
+        sc.stop.virtual_time_s ? SimTime::from_seconds(*sc.stop.virtual_time_s) : SimTime::max();
     if (uniform) {
       // Every worker reads the initial parameters at time 0; then one update per step.
       double mean_ns = 0;
       for (const auto& w : workers) mean_ns += w.base_compute_ns;
       mean_ns /= static_cast<double>(workers.size());
-      order_step = SimTime::from_ns(std::max<int64_t>(1, std::llround(mean_ns / static_cast<double>(workers.size()))));
+      order_step =
+          SimTime::from_ns(std::max<int64_t>(1, std::llround(mean_ns / static_cast<double>(workers.size()))));
       for (auto& w : workers) grant(w);
       engine.schedule(order_step, kOrderStep, 0, 1);
     } else {
-      for (auto& w : workers) engine.schedule(latency_of(w), kPullRequestArrives, static_cast<uint32_t>(w.id), w.gen);
+      for (auto& w : workers)
+        engine.schedule(latency_of(w), kPullRequestArrives, static_cast<uint32_t>(w.id), w.gen);
       const auto& crashes = schedule.crashes();
       for (size_t i = 0; i < crashes.size(); ++i) {
         engine.schedule(crashes[i].at, kCrash, static_cast<uint32_t>(crashes[i].worker), i);
@@ -945,7 +993,8 @@ struct Simulation::Impl {
       engine.run_until(limit, [&](const Event& e) {
         handle(e);
         ran = true;
-        if (engine.events_run() % every == 0 || (opt.interrupt && opt.interrupt->load(std::memory_order_relaxed)))
+        if (engine.events_run() % every == 0 ||
+            (opt.interrupt && opt.interrupt->load(std::memory_order_relaxed)))
           engine.stop();  // an interrupt stops at the next event
       });
       if (engine.events_run() % every == 0) report();
@@ -968,9 +1017,15 @@ struct Simulation::Impl {
     for (auto& w : workers) {
       const int64_t dt = (end - w.state_since).ns();
       switch (w.state) {
-        case WorkerState::kComputing: w.stats.compute_ns += dt; break;
-        case WorkerState::kWaiting: w.stats.wait_ns += dt; break;
-        case WorkerState::kCommunicating: w.stats.communicate_ns += dt; break;
+        case WorkerState::kComputing:
+          w.stats.compute_ns += dt;
+          break;
+        case WorkerState::kWaiting:
+          w.stats.wait_ns += dt;
+          break;
+        case WorkerState::kCommunicating:
+          w.stats.communicate_ns += dt;
+          break;
       }
       w.state_since = end;
       w.params.reset();
@@ -992,7 +1047,6 @@ struct Simulation::Impl {
     result.peak_live_versions = store->peak_live_blocks();
     result.events = engine.events_run();
   }
-
 };
 
 Simulation::Simulation(const Scenario& scenario, const DataSplit& data)

@@ -31,7 +31,7 @@ struct Progress {
   double virtual_time_s = 0.0;
   double virtual_time_limit_s = 0.0;  // 0 when the run has no time limit
   int64_t server_updates = 0;
-  int64_t max_updates = 0;            // 0 when unset
+  int64_t max_updates = 0;  // 0 when unset
   std::optional<double> last_accuracy;
 };
 

@@ -532,7 +532,8 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
       for (const auto* k : zip.keys) t.push_back(k->values[i]);
       if (!tuples.insert(t).second) {
         std::string shown;
-        for (size_t j = 0; j < t.size(); ++j) shown += fmt::format("{}{}={}", j ? ", " : "", zip.keys[j]->path, t[j]);
+        for (size_t j = 0; j < t.size(); ++j)
+          shown += fmt::format("{}{}={}", j ? ", " : "", zip.keys[j]->path, t[j]);
         throw SweepError(fmt::format("--zip: the point ({}) is listed twice", shown));
       }
     }

@@ -34,9 +34,9 @@ inline Outcome run_cli(const std::string& args, const std::string& prefix = "") 
   const fs::path tmp =
       fs::temp_directory_path() / ("stalesim-run-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
   fs::create_directories(tmp);
-  const std::string cmd = std::string("cd '") + STALESIM_SOURCE_DIR + "' && " + prefix + "'" + STALESIM_BINARY +
-                          "' " + args + " >'" + (tmp / "out").string() + "' 2>'" + (tmp / "err").string() +
-                          "' </dev/null";
+  const std::string cmd = std::string("cd '") + STALESIM_SOURCE_DIR + "' && " + prefix + "'" +
+                          STALESIM_BINARY + "' " + args + " >'" + (tmp / "out").string() + "' 2>'" +
+                          (tmp / "err").string() + "' </dev/null";
   const int status = std::system(cmd.c_str());
   Outcome o;
   o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

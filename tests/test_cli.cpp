@@ -1,12 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include "tests/cli_test_util.hpp"
 
 using namespace std::string_literals;
@@ -41,7 +41,8 @@ TEST_CASE("the CLI runs a scenario, writes every output with done last, and is d
     CHECK(fs::exists(a / f));
     CHECK(slurp(a / f) == slurp(b / f));
   }
-  const auto r3 = cli("run tests/golden/tiny/scenario.json --quiet --seed 4 --out " + b.string() + " --force");
+  const auto r3 =
+      cli("run tests/golden/tiny/scenario.json --quiet --seed 4 --out " + b.string() + " --force");
   REQUIRE(r3.code == 0);
   CHECK(slurp(a / "done") != slurp(b / "done"));  // done holds the result hash
   fs::remove_all(a);
@@ -80,7 +81,8 @@ TEST_CASE("bad input exits 2 with a message naming the file and JSON path") {
 }
 
 TEST_CASE("validate prints the resolved scenario and --set overrides any field") {
-  const auto v = cli("validate tests/golden/tiny/scenario.json --set policy.type=bsp --set cluster.workers.0.count=6");
+  const auto v =
+      cli("validate tests/golden/tiny/scenario.json --set policy.type=bsp --set cluster.workers.0.count=6");
   REQUIRE_MESSAGE(v.code == 0, v.err);
   CHECK(v.out.find("\"aggregate\": \"mean\"") != std::string::npos);
   CHECK(v.out.find("\"count\": 6") != std::string::npos);
@@ -114,7 +116,8 @@ TEST_CASE("run --trace and --explain add deterministic files, and their options 
   fs::remove_all(b);
 
   const fs::path c = fresh_dir("trace-c");
-  const auto cut = cli("run tests/golden/tiny/scenario.json --quiet --trace --trace-max-mb 0.01 --out " + c.string());
+  const auto cut =
+      cli("run tests/golden/tiny/scenario.json --quiet --trace --trace-max-mb 0.01 --out " + c.string());
   CHECK(cut.code == 0);
   CHECK(cut.err.find("trace.json: cut at t=") != std::string::npos);
   CHECK(cut.err.find("size limit of 0.01 MB") != std::string::npos);
@@ -122,7 +125,8 @@ TEST_CASE("run --trace and --explain add deterministic files, and their options 
 
   const auto bad = cli("run tests/golden/tiny/scenario.json --trace --trace-window 2 --out /nonexistent/x");
   CHECK(bad.code == 2);
-  CHECK(bad.err.find("--trace-window: expected FROM:TO in virtual seconds (e.g. 0:2.5), got '2'") != std::string::npos);
+  CHECK(bad.err.find("--trace-window: expected FROM:TO in virtual seconds (e.g. 0:2.5), got '2'") !=
+        std::string::npos);
   const auto alone = cli("run tests/golden/tiny/scenario.json --trace-window 0:1 --out /nonexistent/x");
   CHECK(alone.code == 2);
   CHECK(alone.err.find("--trace-window and --trace-max-mb need --trace") != std::string::npos);
@@ -144,8 +148,9 @@ TEST_CASE("stalesim timeline prints plain text when stdout is not a terminal") {
 
 TEST_CASE("reproduce reruns a traced and explained run with the same options and compares those files too") {
   const fs::path a = fresh_dir("trace-repro");
-  const auto r = cli("run tests/golden/tiny/scenario.json --quiet --trace --trace-window 0.001:0.003 --explain --out " +
-                          a.string());
+  const auto r =
+      cli("run tests/golden/tiny/scenario.json --quiet --trace --trace-window 0.001:0.003 --explain --out " +
+          a.string());
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const auto same = cli("reproduce --quiet " + (a / "summary.json").string());
   CHECK_MESSAGE(same.code == 0, std::string(same.out + same.err));

@@ -108,10 +108,11 @@ TEST_CASE("CUDA compute section: defaults, measured timing needs the cuda backen
                        ScenarioError);
   auto measured_cost = cuda_scenario_json("measured");
   measured_cost["model"]["cost"] = "resnet50";
-  CHECK_THROWS_WITH_AS(testing::scenario(measured_cost),
-                       "test.json: /compute/timing: \"measured\" times the math model on the GPU, and model.cost "
-                       "\"resnet50\" times it as another architecture: use one or the other",
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      testing::scenario(measured_cost),
+      "test.json: /compute/timing: \"measured\" times the math model on the GPU, and model.cost "
+      "\"resnet50\" times it as another architecture: use one or the other",
+      ScenarioError);
   auto measured_uniform = cuda_scenario_json("measured");
   measured_uniform["cluster"]["order"] = "uniform";
   measured_uniform["policy"] = {{"type", "asp"}};

@@ -2,21 +2,21 @@
 // bad inputs, signals, divergence and deadlock through the real CLI binary.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <functional>
-#include <map>
-#include <set>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -88,17 +88,20 @@ long double num(const json& v) {
 }
 
 // Appends "<path>: <problem>" for each way `v` breaks `schema`.
-void check_schema(const json& schema, const json& v, const std::string& path, std::vector<std::string>& errors) {
+void check_schema(const json& schema, const json& v, const std::string& path,
+                  std::vector<std::string>& errors) {
   if (schema.contains("type")) {
     const json& t = schema["type"];
     bool ok = false;
-    for (const auto& one : t.is_array() ? t : json::array({t})) ok = ok || has_type(v, one.get<std::string>());
+    for (const auto& one : t.is_array() ? t : json::array({t}))
+      ok = ok || has_type(v, one.get<std::string>());
     if (!ok) {
       errors.push_back(path + ": not of type " + t.dump());
       return;
     }
   }
-  if (schema.contains("enum") && std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
+  if (schema.contains("enum") &&
+      std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
     errors.push_back(path + ": not one of " + schema["enum"].dump());
   if (v.is_number()) {
     const long double x = num(v);
@@ -109,13 +112,15 @@ void check_schema(const json& schema, const json& v, const std::string& path, st
     if (schema.contains("exclusiveMaximum") && x >= num(schema["exclusiveMaximum"]))
       errors.push_back(path + ": not below exclusiveMaximum");
   }
-  if (v.is_string() && schema.contains("minLength") && v.get<std::string>().size() < schema["minLength"].get<size_t>())
+  if (v.is_string() && schema.contains("minLength") &&
+      v.get<std::string>().size() < schema["minLength"].get<size_t>())
     errors.push_back(path + ": shorter than minLength");
   if (v.is_array()) {
     if (schema.contains("minItems") && v.size() < schema["minItems"].get<size_t>())
       errors.push_back(path + ": fewer than minItems");
     if (schema.contains("items"))
-      for (size_t i = 0; i < v.size(); ++i) check_schema(schema["items"], v[i], path + "/" + std::to_string(i), errors);
+      for (size_t i = 0; i < v.size(); ++i)
+        check_schema(schema["items"], v[i], path + "/" + std::to_string(i), errors);
   }
   if (v.is_object()) {
     const json props = schema.value("properties", json::object());
@@ -126,7 +131,8 @@ void check_schema(const json& schema, const json& v, const std::string& path, st
         errors.push_back(path + "/" + k + ": not allowed (additionalProperties)");
     }
     for (const auto& r : schema.value("required", json::array()))
-      if (!v.contains(r.get<std::string>())) errors.push_back(path + "/" + r.get<std::string>() + ": required");
+      if (!v.contains(r.get<std::string>()))
+        errors.push_back(path + "/" + r.get<std::string>() + ": required");
   }
 }
 
@@ -173,8 +179,8 @@ TEST_CASE("stalesim schema prints JSON Schema 2020-12 with a node for every fiel
   CHECK(schema["$schema"] == "https://json-schema.org/draft/2020-12/schema");
   CHECK(schema["additionalProperties"] == false);
   const std::map<FieldType, std::string> type_of = {
-      {FieldType::kString, "string"},  {FieldType::kInteger, "integer"},     {FieldType::kNumber, "number"},
-      {FieldType::kBool, "boolean"},   {FieldType::kIntegerArray, "array"}, {FieldType::kObject, "object"},
+      {FieldType::kString, "string"},    {FieldType::kInteger, "integer"},    {FieldType::kNumber, "number"},
+      {FieldType::kBool, "boolean"},     {FieldType::kIntegerArray, "array"}, {FieldType::kObject, "object"},
       {FieldType::kObjectArray, "array"}};
   size_t leaves = 0;
   for (const FieldInfo& f : scenario_fields()) {
@@ -200,7 +206,10 @@ TEST_CASE("stalesim schema prints JSON Schema 2020-12 with a node for every fiel
   // And no node the table does not have: count the leaves of the schema.
   size_t schema_leaves = 0;
   std::function<void(const json&)> walk = [&](const json& n) {
-    const json* obj = n.contains("properties") ? &n : (n.contains("items") && n["items"].contains("properties") ? &n["items"] : nullptr);
+    const json* obj =
+        n.contains("properties")
+            ? &n
+            : (n.contains("items") && n["items"].contains("properties") ? &n["items"] : nullptr);
     if (obj == nullptr) {
       ++schema_leaves;
       return;
@@ -230,13 +239,12 @@ TEST_CASE("every shipped scenario satisfies the schema, and the checker rejects 
   doc["cluster"]["workers"][1].erase("profile");
   doc["model"]["hidden"] = json::array();
   const auto errors = schema_errors(schema, doc);
-  CHECK(errors == std::vector<std::string>{
-                      "/cluster/workers/0/count: below minimum",
-                      "/cluster/workers/1/profile: required",
-                      "/model/hidden: fewer than minItems",
-                      "/optimizer/lr: not above exclusiveMinimum",
-                      "/policy/stalenes: not allowed (additionalProperties)",
-                      "/policy/type: not one of [\"bsp\",\"asp\",\"ssp\",\"essp\",\"dssp\",\"vap\",\"softsync\"]"});
+  CHECK(errors ==
+        std::vector<std::string>{
+            "/cluster/workers/0/count: below minimum", "/cluster/workers/1/profile: required",
+            "/model/hidden: fewer than minItems", "/optimizer/lr: not above exclusiveMinimum",
+            "/policy/stalenes: not allowed (additionalProperties)",
+            "/policy/type: not one of [\"bsp\",\"asp\",\"ssp\",\"essp\",\"dssp\",\"vap\",\"softsync\"]"});
 }
 
 // ---- Memory ------------------------------------------------------------------------------------
@@ -308,64 +316,85 @@ TEST_CASE("each bad input exits with its code and a message naming file, path, v
       {"unknown nested key", with("\"staleness\": 1", "\"stalenes\": 1"), "", "", 2,
        "x.json: /policy/stalenes: unknown key; did you mean 'staleness'?"},
       {"broken JSON: missing comma", with("\"seed\": 3,", "\"seed\": 3"), "", "", 2,
-       "x.json:5:8: invalid JSON: syntax error while parsing object - unexpected string literal; expected '}'"},
-      {"broken JSON: trailing garbage", tiny + "}", "", "", 2, "x.json:14:1: invalid JSON: syntax error while parsing value - unexpected '}'; expected end of input"},
-      {"broken JSON: empty file", " ", "", "", 2, "x.json:1:2: invalid JSON: syntax error while parsing value - unexpected end of input"},
-      {"broken JSON: NaN literal", with("\"lr\": 0.1", "\"lr\": NaN"), "", "", 2, "x.json:7:39: invalid JSON: syntax error while parsing value - invalid literal"},
+       "x.json:5:8: invalid JSON: syntax error while parsing object - unexpected string literal; expected "
+       "'}'"},
+      {"broken JSON: trailing garbage", tiny + "}", "", "", 2,
+       "x.json:14:1: invalid JSON: syntax error while parsing value - unexpected '}'; expected end of input"},
+      {"broken JSON: empty file", " ", "", "", 2,
+       "x.json:1:2: invalid JSON: syntax error while parsing value - unexpected end of input"},
+      {"broken JSON: NaN literal", with("\"lr\": 0.1", "\"lr\": NaN"), "", "", 2,
+       "x.json:7:39: invalid JSON: syntax error while parsing value - invalid literal"},
       {"a number beyond double (found by fuzz_scenario)", with("\"lr\": 0.1", "\"lr\": 1e400"), "", "", 2,
        "x.json:7:39: invalid JSON: number overflow parsing '1e400' (larger than a double can hold)"},
-      {"duplicate key", with("\"seed\": 3,", "\"seed\": 3, \"seed\": 4,"), "", "", 2, "x.json: /seed: duplicate key"},
+      {"duplicate key", with("\"seed\": 3,", "\"seed\": 3, \"seed\": 4,"), "", "", 2,
+       "x.json: /seed: duplicate key"},
       {"not an object", "[1, 2]", "", "", 2, "x.json: /: the top level must be an object, got [1,2]"},
       {"wrong type", with("\"staleness\": 1", "\"staleness\": \"one\""), "", "", 2,
        "x.json: /policy/staleness: expected an integer, got \"one\""},
-      {"out of range", with("\"lr\": 0.1", "\"lr\": -0.1"), "", "", 2, "x.json: /optimizer/lr: expected a number > 0, got -0.1"},
+      {"out of range", with("\"lr\": 0.1", "\"lr\": -0.1"), "", "", 2,
+       "x.json: /optimizer/lr: expected a number > 0, got -0.1"},
       {"not an allowed value", with("\"type\": \"ssp\"", "\"type\": \"sspp\""), "", "", 2,
-       "x.json: /policy/type: expected one of \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\", \"softsync\", got \"sspp\""},
+       "x.json: /policy/type: expected one of \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\", "
+       "\"softsync\", got \"sspp\""},
       {"an integer given as a fraction", with("\"batch_size\": 10", "\"batch_size\": 10.5"), "", "", 2,
        "x.json: /optimizer/batch_size: expected an integer, got 10.5"},
       {"an empty cluster", "", "--set 'cluster.workers=[]'", "", 2,
        "(after --set cluster.workers=[]): /cluster/workers: expected a non-empty array of objects, got []"},
       {"a worker group of zero", "", "--set cluster.workers.0.count=0", "", 2,
-       "(after --set cluster.workers.0.count=0): /cluster/workers/0/count: expected an integer in [1, 1000000], got 0"},
+       "(after --set cluster.workers.0.count=0): /cluster/workers/0/count: expected an integer in [1, "
+       "1000000], got 0"},
       {"an unknown device profile", "", "--set cluster.workers.0.profile=gtx9999", "", 2,
-       "/cluster/workers/0/profile: unknown device profile \"gtx9999\"; known: a100, cpu-core, gtx1060, gtx1080ti, h100, h200, p100, t4, v100"},
-      {"a missing required field", with("{ \"profile\": \"gtx1060\", \"count\": 1 }", "{ \"count\": 1 }"), "", "", 2,
-       "x.json: /cluster/workers/0/profile: required"},
+       "/cluster/workers/0/profile: unknown device profile \"gtx9999\"; known: a100, cpu-core, gtx1060, "
+       "gtx1080ti, h100, h200, p100, t4, v100"},
+      {"a missing required field", with("{ \"profile\": \"gtx1060\", \"count\": 1 }", "{ \"count\": 1 }"), "",
+       "", 2, "x.json: /cluster/workers/0/profile: required"},
       {"a field that does not apply", "", "--set policy.type=asp --set policy.staleness=2", "", 2,
        "/policy/staleness: staleness applies to ssp, essp and dssp only (policy.type is \"asp\"); remove it"},
-      {"an mlp without hidden layers", "", "--set 'model.hidden=[]'", "", 2, "/model/hidden: expected a non-empty array of integers, got []"},
+      {"an mlp without hidden layers", "", "--set 'model.hidden=[]'", "", 2,
+       "/model/hidden: expected a non-empty array of integers, got []"},
       {"a zero time limit", "", "--set stop.virtual_time_s=0", "", 2,
        "/stop/virtual_time_s: expected a number > 0, got 0"},
-      {"a seed out of range", with("\"seed\": 3", "\"seed\": -3"), "", "", 2, "x.json: /seed: expected an integer >= 0, got -3"},
-      {"softsync n above the workers", "", "--set policy.type=softsync --set policy.n=9", "", 2, "(after --set policy.n=9): /policy/n: expected an integer in [1, 3] (the number of workers), got 9"},
+      {"a seed out of range", with("\"seed\": 3", "\"seed\": -3"), "", "", 2,
+       "x.json: /seed: expected an integer >= 0, got -3"},
+      {"softsync n above the workers", "", "--set policy.type=softsync --set policy.n=9", "", 2,
+       "(after --set policy.n=9): /policy/n: expected an integer in [1, 3] (the number of workers), got 9"},
       {"a batch larger than a shard", "", "--set optimizer.batch_size=200 {out}", "", 2,
-       "x.json: /optimizer/batch_size: 200 is larger than worker 0's shard of 100 samples (300 training samples over 3 workers)",
+       "x.json: /optimizer/batch_size: 200 is larger than worker 0's shard of 100 samples (300 training "
+       "samples over 3 workers)",
        "run"},
-      {"--set without =", "", "--set policy.staleness", "", 2, "--set 'policy.staleness': expected PATH=VALUE"},
-      {"--set with an empty key", "", "--set policy..staleness=1", "", 2, "empty key in path 'policy..staleness'"},
+      {"--set without =", "", "--set policy.staleness", "", 2,
+       "--set 'policy.staleness': expected PATH=VALUE"},
+      {"--set with an empty key", "", "--set policy..staleness=1", "", 2,
+       "empty key in path 'policy..staleness'"},
       {"--set of an unknown path", "", "--set policy.stalenes=1", "", 2,
        "(after --set policy.stalenes=1): /policy/stalenes: unknown key; did you mean 'staleness'?"},
       {"--set of a bad value", "", "--set optimizer.lr=fast", "", 2,
        "(after --set optimizer.lr=fast): /optimizer/lr: expected a number, got \"fast\""},
-      {"--set past the end of an array", "", "--set cluster.workers.7.count=1", "", 2, "--set cluster.workers.7.count=1: /cluster/workers/7: index out of range (array has 2 elements)"},
-      {"--set below a number", "", "--set optimizer.lr.x=1", "", 2, "--set optimizer.lr.x=1: /optimizer/lr: cannot set key 'x' inside a number (0.1)"},
-      {"a bad --seed", "", "--seed minus-one", "", 2, "the argument ('minus-one') for option '--seed' is invalid"},
+      {"--set past the end of an array", "", "--set cluster.workers.7.count=1", "", 2,
+       "--set cluster.workers.7.count=1: /cluster/workers/7: index out of range (array has 2 elements)"},
+      {"--set below a number", "", "--set optimizer.lr.x=1", "", 2,
+       "--set optimizer.lr.x=1: /optimizer/lr: cannot set key 'x' inside a number (0.1)"},
+      {"a bad --seed", "", "--seed minus-one", "", 2,
+       "the argument ('minus-one') for option '--seed' is invalid"},
       {"a missing scenario file", "-", "", "", 2, "no/such.json: cannot read: No such file or directory"},
-      {"a missing dataset folder", "", "--set data.dataset=fashion-mnist --set data.path=/no/such/dir {out}", "", 2,
-       "/no/such/dir/train-images-idx3-ubyte.gz: not found", "run"},
+      {"a missing dataset folder", "", "--set data.dataset=fashion-mnist --set data.path=/no/such/dir {out}",
+       "", 2, "/no/such/dir/train-images-idx3-ubyte.gz: not found", "run"},
       {"an occupied output folder", "", "--out {occupied}", "", 2,
        "output folder exists and is not empty (use --force to replace it)", "run"},
-      {"an output path that is a file", "", "--out {file}", "", 2, "output path exists and is not a folder", "run"},
+      {"an output path that is a file", "", "--out {file}", "", 2, "output path exists and is not a folder",
+       "run"},
       {"an output folder below a file", "", "--out {file}/sub/run", "", 2,
        "/sub/run: cannot create the output folder: ", "run"},
       {"a scenario too big for the memory", "", "{out}", "STALESIM_MEMORY_LIMIT=10K", 2,
-       "x.json: needs about 26.8 KiB (dataset 10.7 KiB, parameter snapshots 1.3 KiB, workers' state 13 KiB, server "
+       "x.json: needs about 26.8 KiB (dataset 10.7 KiB, parameter snapshots 1.3 KiB, workers' state 13 KiB, "
+       "server "
        "state 332 B, gradients and indices 1.5 KiB; 83 parameters x 4 bytes), but only 10 KiB is available "
        "(STALESIM_MEMORY_LIMIT)",
        "run"},
       {"a bad memory limit", "", "{out}", "STALESIM_MEMORY_LIMIT=lots", 2,
        "STALESIM_MEMORY_LIMIT='lots': expected a size in bytes", "run"},
-      {"an unknown --record", "", "--record everything {out}", "", 2, "--record 'everything': allowed: gradients", "run"},
+      {"an unknown --record", "", "--record everything {out}", "", 2,
+       "--record 'everything': allowed: gradients", "run"},
       {"an unknown option", "", "--frobnicate", "", 2, "unrecognised option '--frobnicate'"},
       {"a bad fault-injection value", "", "{out}", "STALESIM_INJECT_DEADLOCK_AT_CLOCK=soon", 2,
        "STALESIM_INJECT_DEADLOCK_AT_CLOCK='soon': expected an integer >= 0", "run"},
@@ -376,22 +405,24 @@ TEST_CASE("each bad input exits with its code and a message naming file, path, v
     CAPTURE(c.what);
     CHECK(seen.insert(c.what).second);
     const Scratch dir("bad");
-    const std::string file = c.file == "-" ? "no/such.json" : dir.write("x.json", c.file.empty() ? tiny : c.file).string();
+    const std::string file =
+        c.file == "-" ? "no/such.json" : dir.write("x.json", c.file.empty() ? tiny : c.file).string();
     fs::create_directories(dir.path / "occupied");
     dir.write("occupied/keep", "mine");
     dir.write("file", "not a folder");
     std::string args = c.args;
-    for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-             {"{out}", "--out " + (dir.path / "out").string()},
-             {"{occupied}", (dir.path / "occupied").string()},
-             {"{file}", (dir.path / "file").string()}})
+    for (const auto& [key, value] :
+         std::vector<std::pair<std::string, std::string>>{{"{out}", "--out " + (dir.path / "out").string()},
+                                                          {"{occupied}", (dir.path / "occupied").string()},
+                                                          {"{file}", (dir.path / "file").string()}})
       for (size_t at; (at = args.find(key)) != std::string::npos;) args.replace(at, key.size(), value);
     const bool run = std::string(c.command) == "run";
     const auto r = cli(std::string(c.command) + " '" + file + "' " + (run ? "--quiet " : "") + args, c.env);
     CHECK(r.code == c.code);
     CHECK_MESSAGE(r.err.find(c.message) != std::string::npos, r.err);
     if (run) CHECK_FALSE(fs::exists(dir.path / "out" / "done"));
-    if (c.args.find("{occupied}") != std::string::npos) CHECK(slurp(dir.path / "occupied" / "keep") == "mine");
+    if (c.args.find("{occupied}") != std::string::npos)
+      CHECK(slurp(dir.path / "occupied" / "keep") == "mine");
   }
 }
 
@@ -407,8 +438,9 @@ TEST_CASE("a corrupt Fashion-MNIST file of the right size is refused by its chec
   std::string labels = {0, 0, 8, 1, 0, 0, char(0xea), char(0x60)};
   labels.append(60000, '\0');
   dir.write("train-labels-idx1-ubyte", labels);
-  const auto r = cli("run "s + kTiny + " --quiet --set data.dataset=fashion-mnist --set data.path=" +
-                          dir.path.string() + " --out " + (dir.path / "out").string());
+  const auto r =
+      cli("run "s + kTiny + " --quiet --set data.dataset=fashion-mnist --set data.path=" + dir.path.string() +
+          " --out " + (dir.path / "out").string());
   CHECK(r.code == 2);
   CHECK_MESSAGE(r.err.find((dir.path / "train-labels-idx1-ubyte").string() +
                            ": corrupt: has Fashion-MNIST's dimensions but not its content (payload XXH64 ") !=
@@ -418,10 +450,12 @@ TEST_CASE("a corrupt Fashion-MNIST file of the right size is refused by its chec
   // One byte short: the size check names what is missing.
   labels.pop_back();
   dir.write("train-labels-idx1-ubyte", labels);
-  const auto cut = cli("run "s + kTiny + " --quiet --set data.dataset=fashion-mnist --set data.path=" +
-                            dir.path.string() + " --out " + (dir.path / "out").string());
+  const auto cut =
+      cli("run "s + kTiny + " --quiet --set data.dataset=fashion-mnist --set data.path=" + dir.path.string() +
+          " --out " + (dir.path / "out").string());
   CHECK(cut.code == 2);
-  CHECK(cut.err.find("train-labels-idx1-ubyte: truncated: expected 60000 label bytes, got 59999") != std::string::npos);
+  CHECK(cut.err.find("train-labels-idx1-ubyte: truncated: expected 60000 label bytes, got 59999") !=
+        std::string::npos);
 }
 
 // ---- Run-time faults ---------------------------------------------------------------------------
@@ -432,9 +466,10 @@ TEST_CASE("SIGINT and SIGTERM stop a run at the next event and keep its outputs,
     const Scratch dir("signal");
     const fs::path out = dir.path / "out";
     // A run that would take days.
-    const std::string cmd = "cd '"s + STALESIM_SOURCE_DIR + "' && exec '" + STALESIM_BINARY + "' run " + kTiny +
-                            " --quiet --set stop.max_updates=1000000000000 --set eval.every_s=1 --out '" + out.string() + "' >'" + (dir.path / "o").string() +
-                            "' 2>'" + (dir.path / "e").string() + "'";
+    const std::string cmd =
+        "cd '"s + STALESIM_SOURCE_DIR + "' && exec '" + STALESIM_BINARY + "' run " + kTiny +
+        " --quiet --set stop.max_updates=1000000000000 --set eval.every_s=1 --out '" + out.string() + "' >'" +
+        (dir.path / "o").string() + "' 2>'" + (dir.path / "e").string() + "'";
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -461,7 +496,8 @@ TEST_CASE("SIGINT and SIGTERM stop a run at the next event and keep its outputs,
 
 TEST_CASE("a diverging run exits 0 with status diverged: when, which worker, the last finite loss") {
   const Scratch dir("diverged");
-  const auto r = cli("run "s + kTiny + " --quiet --set optimizer.lr=1e30 --out " + (dir.path / "out").string());
+  const auto r =
+      cli("run "s + kTiny + " --quiet --set optimizer.lr=1e30 --out " + (dir.path / "out").string());
   CHECK(r.code == 0);
   CHECK_MESSAGE(r.err.find("stalesim: diverged: ") != std::string::npos, r.err);
   CHECK(r.out.find("golden-tiny: diverged (diverged)") != std::string::npos);
@@ -476,11 +512,12 @@ TEST_CASE("a diverging run exits 0 with status diverged: when, which worker, the
 TEST_CASE("a deadlock exits 3 and says who waits for whom") {
   const Scratch dir("deadlock");
   const auto r = cli("run "s + kTiny + " --quiet --out " + (dir.path / "out").string(),
-                          "STALESIM_INJECT_DEADLOCK_AT_CLOCK=4");
+                     "STALESIM_INJECT_DEADLOCK_AT_CLOCK=4");
   CHECK(r.code == 3);
   CHECK_MESSAGE(r.err.find("stalesim: deadlock: at t=") != std::string::npos, r.err);
-  CHECK(r.err.find("every worker is blocked and no event is pending: worker 0 (clock 4, the slowest) waits for the "
-                   "policy's leave") != std::string::npos);
+  CHECK(r.err.find(
+            "every worker is blocked and no event is pending: worker 0 (clock 4, the slowest) waits for the "
+            "policy's leave") != std::string::npos);
   CHECK(r.err.find("policy ssp, minimum clock 4") != std::string::npos);
   const json summary = json::parse(slurp(dir.path / "out" / "summary.json"));
   CHECK(summary["status"] == "deadlock");

@@ -89,7 +89,7 @@ TEST_CASE("write_next updates in place when unheld and into a fresh block when a
   Snapshot held = store.read();
   {
     auto [from, to] = store.write_next();
-    CHECK(from.data() != to.data());         // the reader's block is left alone...
+    CHECK(from.data() != to.data());             // the reader's block is left alone...
     CHECK(from.data() == held.values().data());  // ...and read from, without a copy pass first
     for (size_t i = 0; i < 3; ++i) to[i] = from[i] * 10.0f;
     store.commit();

@@ -338,13 +338,14 @@ TEST_CASE("the markdown field reference has a row for every path") {
     CHECK(md.find("| `" + f.path + "` |") != std::string::npos);
   }
   CHECK(md.find("| `/policy/staleness` | integer | clocks | `3` | >= 0 |") != std::string::npos);
-  CHECK(md.find("| `/policy/type` | string |  | `\"ssp\"` | \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\", \"softsync\" |") !=
-        std::string::npos);
+  CHECK(md.find("| `/policy/type` | string |  | `\"ssp\"` | \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", "
+                "\"vap\", \"softsync\" |") != std::string::npos);
   CHECK(
       md.find("| `/model/hidden` | array of integers | units | `[200]` | non-empty; each in [1, 65536] |") !=
       std::string::npos);
   CHECK(md.find("| `/stop/target_accuracy` | number |  | unset | in (0, 1] |") != std::string::npos);
-  CHECK(md.find("| `/cluster/workers/*/profile` | string |  | required | \"a100\", \"cpu-core\", \"gtx1060\", \"gtx1080ti\", \"h100\", \"h200\", \"p100\", \"t4\", \"v100\" |") !=
+  CHECK(md.find("| `/cluster/workers/*/profile` | string |  | required | \"a100\", \"cpu-core\", "
+                "\"gtx1060\", \"gtx1080ti\", \"h100\", \"h200\", \"p100\", \"t4\", \"v100\" |") !=
         std::string::npos);
 }
 
@@ -377,7 +378,9 @@ TEST_CASE("an unknown key names the closest allowed key at any depth") {
 
 TEST_CASE("an unknown key with no close match lists the allowed keys") {
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy/speed", 8)),
-                       "x.json: /policy/speed: unknown key; allowed: cache, dssp_grant, n, range, staleness, type, value_bound", ScenarioError);
+                       "x.json: /policy/speed: unknown key; allowed: cache, dssp_grant, n, range, staleness, "
+                       "type, value_bound",
+                       ScenarioError);
 }
 
 TEST_CASE("a key at the wrong level points to where it belongs") {
@@ -388,12 +391,12 @@ TEST_CASE("a key at the wrong level points to where it belongs") {
 }
 
 TEST_CASE("a key found at several other levels names them all") {
-  CHECK_THROWS_WITH_AS(
-      parse(with(minimal(), "/type", "bsp")),
-      "x.json: /type: unknown key here; did you mean /model/type, /policy/type, "
-      "/cluster/workers/*/jitter/type or /cluster/jitter/type? (allowed here: cluster, comment, compute, data, eval, model, name, optimizer, "
-      "policy, seed, stop)",
-      ScenarioError);
+  CHECK_THROWS_WITH_AS(parse(with(minimal(), "/type", "bsp")),
+                       "x.json: /type: unknown key here; did you mean /model/type, /policy/type, "
+                       "/cluster/workers/*/jitter/type or /cluster/jitter/type? (allowed here: cluster, "
+                       "comment, compute, data, eval, model, name, optimizer, "
+                       "policy, seed, stop)",
+                       ScenarioError);
 }
 
 // ---- Errors: types and ranges --------------------------------------------------------------
@@ -475,12 +478,13 @@ TEST_CASE("integers must fit their C++ types") {
 
 TEST_CASE("a string that is not among the allowed values lists them") {
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy/type", "bspp")),
-                       "x.json: /policy/type: expected one of \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\", \"softsync\", got \"bspp\"",
+                       "x.json: /policy/type: expected one of \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", "
+                       "\"vap\", \"softsync\", got \"bspp\"",
                        ScenarioError);
-  CHECK_THROWS_WITH_AS(
-      parse(with(minimal(), "/model/type", 3)),
-      "x.json: /model/type: expected one of \"softmax\", \"mlp\", \"cnn\", \"mf\", \"lda\", \"time-only\", got 3",
-      ScenarioError);
+  CHECK_THROWS_WITH_AS(parse(with(minimal(), "/model/type", 3)),
+                       "x.json: /model/type: expected one of \"softmax\", \"mlp\", \"cnn\", \"mf\", \"lda\", "
+                       "\"time-only\", got 3",
+                       ScenarioError);
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/name", "")),
                        "x.json: /name: expected a non-empty string, got \"\"", ScenarioError);
 }
@@ -488,10 +492,10 @@ TEST_CASE("a string that is not among the allowed values lists them") {
 // ---- Errors: the cluster -------------------------------------------------------------------
 
 TEST_CASE("an unknown device profile lists the known ones") {
-  CHECK_THROWS_WITH_AS(
-      parse(with(quickstart(), "/cluster/workers/1/profile", "gtx9999")),
-      "x.json: /cluster/workers/1/profile: unknown device profile \"gtx9999\"; known: a100, cpu-core, gtx1060, gtx1080ti, h100, h200, p100, t4, v100",
-      ScenarioError);
+  CHECK_THROWS_WITH_AS(parse(with(quickstart(), "/cluster/workers/1/profile", "gtx9999")),
+                       "x.json: /cluster/workers/1/profile: unknown device profile \"gtx9999\"; known: a100, "
+                       "cpu-core, gtx1060, gtx1080ti, h100, h200, p100, t4, v100",
+                       ScenarioError);
 }
 
 TEST_CASE("the cluster needs at least one worker and at most a million") {
@@ -565,10 +569,10 @@ TEST_CASE("a declared size is rejected for a model that has math") {
 }
 
 TEST_CASE("staleness on bsp or asp is rejected") {
-  CHECK_THROWS_WITH_AS(
-      parse(with(with(minimal(), "/policy/type", "asp"), "/policy/staleness", 2)),
-      "x.json: /policy/staleness: staleness applies to ssp, essp and dssp only (policy.type is \"asp\"); remove it",
-      ScenarioError);
+  CHECK_THROWS_WITH_AS(parse(with(with(minimal(), "/policy/type", "asp"), "/policy/staleness", 2)),
+                       "x.json: /policy/staleness: staleness applies to ssp, essp and dssp only (policy.type "
+                       "is \"asp\"); remove it",
+                       ScenarioError);
 }
 
 TEST_CASE("fields of another dataset or jitter type are rejected") {
@@ -719,7 +723,8 @@ TEST_CASE("a --set that changes the policy drops the file's fields that no longe
   // Given explicitly on the command line, the inapplicable field is still an error.
   const std::vector<stalesim::Override> both{{"policy.type", "asp"}, {"policy.staleness", "2"}};
   CHECK_THROWS_WITH_AS(stalesim::load_scenario_file(p.string(), both),
-                       doctest::Contains("staleness applies to ssp, essp and dssp only"), stalesim::ScenarioError);
+                       doctest::Contains("staleness applies to ssp, essp and dssp only"),
+                       stalesim::ScenarioError);
   fs::remove(p);
 }
 
@@ -734,15 +739,16 @@ TEST_CASE("the dynamic and eager policies' fields are validated") {
   CHECK_THROWS_WITH_AS(parse(with(dssp, "/policy/dssp_grant", "loose")),
                        "x.json: /policy/dssp_grant: expected one of \"bounded\", \"literal\", got \"loose\"",
                        ScenarioError);
-  CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy", json{{"type", "ssp"}, {"range", 2}})),
-                       "x.json: /policy/range: range applies to dssp only (policy.type is \"ssp\"); remove it",
-                       ScenarioError);
-  CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy", json{{"type", "essp"}, {"cache", "lazy"}})),
-                       "x.json: /policy/cache: cache applies to ssp only (policy.type is \"essp\"); remove it",
-                       ScenarioError);
-  CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy", json{{"type", "ssp"}, {"cache", "eager"}})),
-                       "x.json: /policy/cache: expected one of \"pull-every-iteration\", \"lazy\", got \"eager\"",
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      parse(with(minimal(), "/policy", json{{"type", "ssp"}, {"range", 2}})),
+      "x.json: /policy/range: range applies to dssp only (policy.type is \"ssp\"); remove it", ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      parse(with(minimal(), "/policy", json{{"type", "essp"}, {"cache", "lazy"}})),
+      "x.json: /policy/cache: cache applies to ssp only (policy.type is \"essp\"); remove it", ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      parse(with(minimal(), "/policy", json{{"type", "ssp"}, {"cache", "eager"}})),
+      "x.json: /policy/cache: expected one of \"pull-every-iteration\", \"lazy\", got \"eager\"",
+      ScenarioError);
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy", json{{"type", "vap"}})),
                        "x.json: /policy/value_bound: required when policy.type is \"vap\"", ScenarioError);
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy", json{{"type", "vap"}, {"value_bound", 0}})),

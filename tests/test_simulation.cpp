@@ -193,8 +193,7 @@ TEST_CASE("per-worker time adds up to the run's virtual time") {
   j["stop"] = {{"virtual_time_s", 0.5}};
   const RunResult r = run(j);
   CHECK(r.stop_reason == "virtual_time");
-  for (const auto& w : r.workers)
-    CHECK(w.compute_ns + w.wait_ns + w.communicate_ns == r.end_time.ns());
+  for (const auto& w : r.workers) CHECK(w.compute_ns + w.wait_ns + w.communicate_ns == r.end_time.ns());
 }
 
 TEST_CASE("a batch larger than a worker's shard is refused with the field's path") {

@@ -5,6 +5,7 @@
 // scenario, data, output folder), 3 failed simulation (deadlock), 130 interrupted.
 // sweep: 3 when any point failed. reproduce: 3 on MISMATCH.
 
+#include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -22,15 +23,15 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
 #include "models/cuda/cuda_model.hpp"
 #include "models/device_profile.hpp"
 #include "sim/build_info.hpp"
+#include "sim/explain.hpp"
 #include "sim/memory_estimate.hpp"
 #include "sim/outputs.hpp"
 #include "sim/reproduce.hpp"
@@ -40,7 +41,6 @@
 #include "sim/simulation.hpp"
 #include "sim/sweep.hpp"
 #include "sim/sweep_mpi.hpp"
-#include "sim/explain.hpp"
 #include "sim/timeline.hpp"
 #include "sim/trace.hpp"
 
@@ -111,11 +111,10 @@ Scenario load(const po::variables_map& vm) {
 }
 
 void add_scenario_options(po::options_description& o) {
-  o.add_options()
-    ("scenario", po::value<std::string>()->required(), "scenario JSON file")
-    ("set", po::value<std::vector<std::string>>()->composing(),
-     "override a field by dotted path, e.g. --set policy.staleness=8 (repeatable)")
-    ("seed", po::value<uint64_t>(), "override the scenario's seed");
+  o.add_options()("scenario", po::value<std::string>()->required(), "scenario JSON file")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override a field by dotted path, e.g. --set policy.staleness=8 (repeatable)")(
+      "seed", po::value<uint64_t>(), "override the scenario's seed");
 }
 
 std::string fmt_opt(const std::optional<double>& v, const char* f = "{:.4f}") {
@@ -125,17 +124,19 @@ std::string fmt_opt(const std::optional<double>& v, const char* f = "{:.4f}") {
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim run SCENARIO [options]\n\nOptions");
   add_scenario_options(o);
-  o.add_options()
-    ("out", po::value<std::string>(), "output folder (default: results/<scenario name>)")
-    ("force", "replace the output folder if it exists and is not empty")
-    ("quiet", "no progress line and no closing summary on stderr")
-    ("record", po::value<std::vector<std::string>>()->composing(),
-     "extra records: 'gradients' writes gradients.csv (one row per applied gradient)")
-    ("trace", "write trace.json (Chrome Trace Event format: open it in ui.perfetto.dev or chrome://tracing)")
-    ("trace-window", po::value<std::string>(), "keep only FROM:TO seconds of virtual time in trace.json, e.g. 0:2")
-    ("trace-max-mb", po::value<double>()->default_value(100), "size limit of trace.json in MB (cut beyond it)")
-    ("explain", "write explain.txt: every wait, resume and DSSP grant, in words")
-    ("help,h", "show this help");
+  o.add_options()("out", po::value<std::string>(), "output folder (default: results/<scenario name>)")(
+      "force", "replace the output folder if it exists and is not empty")(
+      "quiet", "no progress line and no closing summary on stderr")(
+      "record", po::value<std::vector<std::string>>()->composing(),
+      "extra records: 'gradients' writes gradients.csv (one row per applied gradient)")(
+      "trace",
+      "write trace.json (Chrome Trace Event format: open it in ui.perfetto.dev or chrome://tracing)")(
+      "trace-window", po::value<std::string>(),
+      "keep only FROM:TO seconds of virtual time in trace.json, e.g. 0:2")(
+      "trace-max-mb", po::value<double>()->default_value(100),
+      "size limit of trace.json in MB (cut beyond it)")(
+      "explain", "write explain.txt: every wait, resume and DSSP grant, in words")("help,h",
+                                                                                   "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
   const auto p = parse(args, o, pos);
@@ -158,7 +159,8 @@ int cmd_run(const std::vector<std::string>& args) {
     }
   }
   const double trace_mb = p.vm["trace-max-mb"].as<double>();
-  if (!(trace_mb > 0 && trace_mb < 1e6)) throw UsageError(fmt::format("--trace-max-mb: expected a number in (0, 1e6), got {}", trace_mb));
+  if (!(trace_mb > 0 && trace_mb < 1e6))
+    throw UsageError(fmt::format("--trace-max-mb: expected a number in (0, 1e6), got {}", trace_mb));
   trace_options.max_bytes = static_cast<int64_t>(trace_mb * 1e6);
   if ((p.vm.count("trace-window") || !p.vm["trace-max-mb"].defaulted()) && !p.vm.count("trace"))
     throw UsageError("--trace-window and --trace-max-mb need --trace");
@@ -218,18 +220,20 @@ int cmd_run(const std::vector<std::string>& args) {
   if (tracer) files.trace_json = tracer->json();
   if (explainer) files.explain_txt = explainer->text();
   write_outputs(out, files, r.status != RunStatus::kInterrupted, force);
-  if (tracer && tracer->truncated()) fmt::print(stderr, "stalesim: warning: {}\n", tracer->truncation_message());
+  if (tracer && tracer->truncated())
+    fmt::print(stderr, "stalesim: warning: {}\n", tracer->truncation_message());
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
   const MetricsRow* last = r.metrics.empty() ? nullptr : &r.metrics.back();
-  fmt::print("{}: {} ({}) at t={:g} s after {} updates; test accuracy {}, test loss {}; "
-             "time to target {}; staleness mean {:.3f} max {} clocks, {:.3f} max {} steps; wrote {}/ "
-             "(result_hash {})\n",
-             sc.name, to_string(r.status), r.stop_reason, r.end_time.seconds(), r.server_updates,
-             last ? fmt_opt(last->test_accuracy) : "n/a", last ? fmt_opt(last->test_loss) : "n/a",
-             r.time_to_target_s ? fmt::format("{:g} s", *r.time_to_target_s) : std::string("not reached"),
-             r.clock_staleness.mean(), r.clock_staleness.max(), r.step_staleness.mean(), r.step_staleness.max(), out,
-             files.result_hash);
+  fmt::print(
+      "{}: {} ({}) at t={:g} s after {} updates; test accuracy {}, test loss {}; "
+      "time to target {}; staleness mean {:.3f} max {} clocks, {:.3f} max {} steps; wrote {}/ "
+      "(result_hash {})\n",
+      sc.name, to_string(r.status), r.stop_reason, r.end_time.seconds(), r.server_updates,
+      last ? fmt_opt(last->test_accuracy) : "n/a", last ? fmt_opt(last->test_loss) : "n/a",
+      r.time_to_target_s ? fmt::format("{:g} s", *r.time_to_target_s) : std::string("not reached"),
+      r.clock_staleness.mean(), r.clock_staleness.max(), r.step_staleness.mean(), r.step_staleness.max(), out,
+      files.result_hash);
   if (!r.metric_name.empty())  // mf, lda: the model's own metric
     fmt::print("{}: final {} {}\n", sc.name, r.metric_name, last ? fmt_opt(last->metric) : "n/a");
   if (!quiet) fmt::print(stderr, "wall time {:.2f} s, {} events\n", wall, r.events);
@@ -280,7 +284,8 @@ int cmd_profiles(const std::vector<std::string>& args) {
 
 int cmd_fields(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << "Usage: stalesim fields\n\nPrints the reference of every scenario field as a Markdown table.\n";
+    std::cout
+        << "Usage: stalesim fields\n\nPrints the reference of every scenario field as a Markdown table.\n";
     return kExitOk;
   }
   if (!args.empty()) throw UsageError("fields takes no arguments, got '" + args[0] + "'");
@@ -290,8 +295,10 @@ int cmd_fields(const std::vector<std::string>& args) {
 
 int cmd_schema(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << "Usage: stalesim schema\n\nPrints the scenario format as JSON Schema (draft 2020-12), generated from\n"
-                 "the same field table as validation and `stalesim fields`. Save it and point your editor at it.\n";
+    std::cout
+        << "Usage: stalesim schema\n\nPrints the scenario format as JSON Schema (draft 2020-12), generated "
+           "from\n"
+           "the same field table as validation and `stalesim fields`. Save it and point your editor at it.\n";
     return kExitOk;
   }
   if (!args.empty()) throw UsageError("schema takes no arguments, got '" + args[0] + "'");
@@ -316,23 +323,21 @@ int sweep_body(const std::vector<std::string>& args, const MpiSession* mpi) {
   po::options_description o(
       "Usage: stalesim sweep SCENARIO [--grid PATH=V1,V2,...]... [--zip PATH=V1,V2,...]... "
       "[options]\n\nOptions");
-  o.add_options()
-    ("scenario", po::value<std::string>()->required(), "base scenario JSON file")
-    ("grid", po::value<std::vector<std::string>>()->composing(),
-     "sweep a field over values, e.g. --grid policy.staleness=0,1,2,4 (repeatable: the cartesian product, "
-     "the first --grid varying slowest)")
-    ("zip", po::value<std::vector<std::string>>()->composing(),
-     "values advanced together, e.g. --zip optimizer.lr=0.1,0.05 --zip optimizer.batch_size=32,64 "
-     "(equal lengths; vary faster than the grid)")
-    ("seeds", po::value<std::string>(),
-     "seeds of every point, varying fastest: 1..5 or 1,3,9 (default: the scenario's seed)")
-    ("jobs,j", po::value<int>()->default_value(1), "points run at once on this machine (threads)")
-    ("out", po::value<std::string>(), "sweep folder (default: results/<scenario name>-sweep)")
-    ("set", po::value<std::vector<std::string>>()->composing(),
-     "override a field of every point, e.g. --set stop.max_updates=1000 (repeatable)")
-    ("force", "replace the sweep folder whole: every point runs again")
-    ("quiet", "no progress bar, notes or wall time on stderr")
-    ("help,h", "show this help");
+  o.add_options()("scenario", po::value<std::string>()->required(), "base scenario JSON file")(
+      "grid", po::value<std::vector<std::string>>()->composing(),
+      "sweep a field over values, e.g. --grid policy.staleness=0,1,2,4 (repeatable: the cartesian product, "
+      "the first --grid varying slowest)")(
+      "zip", po::value<std::vector<std::string>>()->composing(),
+      "values advanced together, e.g. --zip optimizer.lr=0.1,0.05 --zip optimizer.batch_size=32,64 "
+      "(equal lengths; vary faster than the grid)")(
+      "seeds", po::value<std::string>(),
+      "seeds of every point, varying fastest: 1..5 or 1,3,9 (default: the scenario's seed)")(
+      "jobs,j", po::value<int>()->default_value(1), "points run at once on this machine (threads)")(
+      "out", po::value<std::string>(), "sweep folder (default: results/<scenario name>-sweep)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override a field of every point, e.g. --set stop.max_updates=1000 (repeatable)")(
+      "force", "replace the sweep folder whole: every point runs again")(
+      "quiet", "no progress bar, notes or wall time on stderr")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
   const auto p = parse(args, o, pos);
@@ -530,10 +535,9 @@ int cmd_sweep(const std::vector<std::string>& args) {
 
 int cmd_reproduce(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim reproduce RUN_DIR/summary.json [options]\n\nOptions");
-  o.add_options()
-    ("summary", po::value<std::string>()->required(), "a finished run's summary.json (or its folder)")
-    ("quiet", "no progress line and no wall time on stderr")
-    ("help,h", "show this help");
+  o.add_options()("summary", po::value<std::string>()->required(),
+                  "a finished run's summary.json (or its folder)")(
+      "quiet", "no progress line and no wall time on stderr")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("summary", 1);
   const auto p = parse(args, o, pos);
@@ -624,17 +628,16 @@ std::string profile_name_for(const std::string& device) {
 
 int cmd_calibrate(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim calibrate [options]\n\nOptions");
-  o.add_options()
-    ("model", po::value<std::string>()->default_value("mlp"), "softmax or mlp")
-    ("hidden", po::value<std::string>()->default_value("200"), "mlp hidden widths, e.g. 200 or 256,128")
-    ("features", po::value<int64_t>()->default_value(784), "inputs per sample (784: Fashion-MNIST)")
-    ("classes", po::value<int32_t>()->default_value(10), "classes")
-    ("batch", po::value<int32_t>()->default_value(32), "samples per iteration, >= 2")
-    ("warmup", po::value<int32_t>()->default_value(20), "untimed iterations before each measurement")
-    ("repeats", po::value<int32_t>()->default_value(200), "timed iterations per batch size")
-    ("out", po::value<std::string>(), "write the profile JSON to this file (default: stdout)")
-    ("name", po::value<std::string>(), "profile name (default: from the GPU's name, e.g. h200)")
-    ("help,h", "show this help");
+  o.add_options()("model", po::value<std::string>()->default_value("mlp"), "softmax or mlp")(
+      "hidden", po::value<std::string>()->default_value("200"), "mlp hidden widths, e.g. 200 or 256,128")(
+      "features", po::value<int64_t>()->default_value(784), "inputs per sample (784: Fashion-MNIST)")(
+      "classes", po::value<int32_t>()->default_value(10), "classes")(
+      "batch", po::value<int32_t>()->default_value(32), "samples per iteration, >= 2")(
+      "warmup", po::value<int32_t>()->default_value(20), "untimed iterations before each measurement")(
+      "repeats", po::value<int32_t>()->default_value(200), "timed iterations per batch size")(
+      "out", po::value<std::string>(), "write the profile JSON to this file (default: stdout)")(
+      "name", po::value<std::string>(), "profile name (default: from the GPU's name, e.g. h200)")(
+      "help,h", "show this help");
   const auto p = parse(args, o, {});
   if (p.help) {
     std::cout << o << R"(
@@ -780,12 +783,12 @@ Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA)
 // ---- timeline: the first seconds of a run as a terminal Gantt chart (sim/timeline.hpp) ---------
 
 int cmd_timeline(const std::vector<std::string>& args) {
-  po::options_description o("Usage: stalesim timeline SCENARIO [--until 5s] [--width N] [options]\n\nOptions");
+  po::options_description o(
+      "Usage: stalesim timeline SCENARIO [--until 5s] [--width N] [options]\n\nOptions");
   add_scenario_options(o);
-  o.add_options()
-    ("until", po::value<std::string>()->default_value("5s"), "virtual time shown, e.g. 5s, 250ms")
-    ("width", po::value<int>()->default_value(72), "cells per row, 10 to 1000")
-    ("help,h", "show this help");
+  o.add_options()("until", po::value<std::string>()->default_value("5s"),
+                  "virtual time shown, e.g. 5s, 250ms")(
+      "width", po::value<int>()->default_value(72), "cells per row, 10 to 1000")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
   const auto p = parse(args, o, pos);
@@ -804,7 +807,8 @@ policy blocked it. Colours only when stdout is a terminal and NO_COLOR is unset.
     throw UsageError(fmt::format("--until: {}", e.what()));
   }
   const int width = p.vm["width"].as<int>();
-  if (width < 10 || width > 1000) throw UsageError(fmt::format("--width: expected 10 to 1000, got {}", width));
+  if (width < 10 || width > 1000)
+    throw UsageError(fmt::format("--width: expected 10 to 1000, got {}", width));
   const Scenario sc = load(p.vm);
   pin_eigen_cache_sizes();
   const char* no_color = std::getenv("NO_COLOR");
@@ -837,7 +841,10 @@ int dispatch(int argc, char** argv) {
     std::cout << build_info_json().dump(2) << "\n";
     return kExitOk;
   }
-  throw UsageError(fmt::format("unknown command '{}' (commands: run, validate, profiles, fields, schema, sweep, reproduce, timeline, calibrate, version)", cmd));
+  throw UsageError(
+      fmt::format("unknown command '{}' (commands: run, validate, profiles, fields, schema, sweep, "
+                  "reproduce, timeline, calibrate, version)",
+                  cmd));
 }
 
 }  // namespace

@@ -13,8 +13,7 @@
 
 namespace stalesim {
 
-ClockTable::ClockTable(int32_t workers)
-    : clocks_(static_cast<size_t>(workers), 0), at_clock_(1, workers) {}
+ClockTable::ClockTable(int32_t workers) : clocks_(static_cast<size_t>(workers), 0), at_clock_(1, workers) {}
 
 bool ClockTable::advance(int32_t w) {
   int64_t& c = clocks_[static_cast<size_t>(w)];

@@ -10,10 +10,10 @@
 // Adding a policy: one header/source pair in sim/policies/, one case in make_policy().
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
-#include <deque>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -46,7 +46,7 @@ class ClockTable {
 
  private:
   std::vector<int64_t> clocks_;
-  std::deque<int64_t> at_clock_;   // at_clock_[c - min_] = workers whose clock is c
+  std::deque<int64_t> at_clock_;  // at_clock_[c - min_] = workers whose clock is c
   int64_t min_ = 0;
   int64_t max_ = 0;
   std::vector<bool> dropped_;  // sized on the first drop
@@ -61,8 +61,8 @@ class ClockTable {
 // How workers get parameters (design.md section 6).
 enum class CacheMode {
   kPullEveryIteration,  // each clock starts with a fetch that rides on the previous push (MXNet)
-  kLazy,     // read the cached copy while its server clock >= c - s; fetch only when not (Bosen)
-  kEager,    // the server pushes parameters to every worker whenever its clock advances (ESSP)
+  kLazy,                // read the cached copy while its server clock >= c - s; fetch only when not (Bosen)
+  kEager,               // the server pushes parameters to every worker whenever its clock advances (ESSP)
 };
 
 class SyncPolicy {
@@ -73,9 +73,7 @@ class SyncPolicy {
   // May worker w (which has completed clocks.clock(w) iterations) start its next one?
   virtual bool may_start(int32_t w, const ClockTable& clocks) = 0;
   // Called after the server applied a push of worker w and advanced its clock.
-  virtual void on_push(int32_t w, SimTime now, const ClockTable& clocks) {
-    (void)w, (void)now, (void)clocks;
-  }
+  virtual void on_push(int32_t w, SimTime now, const ClockTable& clocks) { (void)w, (void)now, (void)clocks; }
   // True when waiting workers must be re-checked after every push; false when only a rise of
   // the minimum clock can release them (BSP, SSP).
   virtual bool recheck_every_push() const { return false; }

@@ -52,7 +52,6 @@ class LearningRule {
 };
 
 // `workers` is the cluster size (for the mean aggregate); `parameters` sizes any state.
-std::unique_ptr<LearningRule> make_rule(const OptimizerSpec& spec, int32_t workers,
-                                        int64_t parameters);
+std::unique_ptr<LearningRule> make_rule(const OptimizerSpec& spec, int32_t workers, int64_t parameters);
 
 }  // namespace stalesim

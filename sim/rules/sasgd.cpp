@@ -11,8 +11,8 @@ std::optional<float> SasgdRule::uniform_step(const GradientInfo& info) const {
   return static_cast<float>(tau > 1 ? lr_ / static_cast<double>(tau) : lr_);
 }
 
-double SasgdRule::compute_update(std::span<float> update, std::span<const float> grad, const GradientInfo& info,
-                                 std::span<const float>, std::span<const float>) {
+double SasgdRule::compute_update(std::span<float> update, std::span<const float> grad,
+                                 const GradientInfo& info, std::span<const float>, std::span<const float>) {
   const float step = *uniform_step(info);
   for (size_t i = 0; i < grad.size(); ++i) update[i] = step * grad[i];
   return step;

@@ -44,9 +44,13 @@ void engine_steady_state(benchmark::State& state) {
   const auto pending = static_cast<uint32_t>(state.range(0));
   stalesim::Engine engine;
   Rng rng(kSeed);
-  auto delay = [&rng] { return stalesim::SimTime::from_ns(static_cast<int64_t>(rng.below(kMaxDelayNs) + 1)); };
+  auto delay = [&rng] {
+    return stalesim::SimTime::from_ns(static_cast<int64_t>(rng.below(kMaxDelayNs) + 1));
+  };
   for (uint32_t i = 0; i < pending; ++i) engine.schedule(delay(), 1, i);
-  auto handler = [&](const stalesim::Event& e) { engine.schedule_in(delay(), e.kind, e.target, e.payload + 1); };
+  auto handler = [&](const stalesim::Event& e) {
+    engine.schedule_in(delay(), e.kind, e.target, e.payload + 1);
+  };
   for (auto _ : state) benchmark::DoNotOptimize(engine.step(handler));
   state.SetItemsProcessed(state.iterations());
   state.counters["pending"] = static_cast<double>(engine.pending());
@@ -166,9 +170,9 @@ void eigen_sgemm(benchmark::State& state) {
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
-  state.counters["flops"] = benchmark::Counter(2.0 * static_cast<double>(m) * static_cast<double>(n) *
-                                                   static_cast<double>(k),
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops"] =
+      benchmark::Counter(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(eigen_sgemm)
     ->ArgNames({"m", "k", "n"})

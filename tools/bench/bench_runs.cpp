@@ -39,11 +39,11 @@
 #include <tuple>
 #include <vector>
 
-#include <Eigen/Core>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <Eigen/Core>
+#include <nlohmann/json.hpp>
 
 #include "models/dataset.hpp"
 #include "models/model.hpp"
@@ -59,7 +59,9 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using namespace stalesim;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 double thread_cpu_seconds() {
   timespec ts{};
@@ -105,12 +107,12 @@ void note(const std::string& s) {
 // ---- Options -------------------------------------------------------------------------------------
 
 struct Options {
-  int reps = 3;                      // rounds of time-only runs (best of); overhead: at least 5
-  std::set<std::string> sections;    // empty: all
-  std::string csv;                   // growth rows
-  std::string micro_json;            // Google Benchmark JSON of stalesim_bench_micro
+  int reps = 3;                    // rounds of time-only runs (best of); overhead: at least 5
+  std::set<std::string> sections;  // empty: all
+  std::string csv;                 // growth rows
+  std::string micro_json;          // Google Benchmark JSON of stalesim_bench_micro
   std::string source_dir = STALESIM_SOURCE_DIR;
-  bool quick = false;                // a tenth of every size: a smoke test, not a measurement
+  bool quick = false;  // a tenth of every size: a smoke test, not a measurement
   double quickstart_virtual_s = 5.0;
   int32_t memory_workers = 10'000;
   int64_t memory_updates = 20'000;
@@ -149,10 +151,14 @@ struct SummaryRow {
 
 std::string_view verdict_text(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return "PASS";
-    case Verdict::kFail: return "FAIL";
-    case Verdict::kInfo: return "info";
-    case Verdict::kSkip: return "SKIP";
+    case Verdict::kPass:
+      return "PASS";
+    case Verdict::kFail:
+      return "FAIL";
+    case Verdict::kInfo:
+      return "info";
+    case Verdict::kSkip:
+      return "SKIP";
   }
   return "?";
 }
@@ -230,7 +236,10 @@ Scenario time_only_scenario(const std::string& policy, int32_t workers, int64_t 
       {"name", name},
       {"seed", 1},
       {"data", {{"dataset", "none"}}},
-      {"model", {{"type", "time-only"}, {"parameters", kTimeOnlyParameters}, {"flops_per_sample", kTimeOnlyFlopsPerSample}}},
+      {"model",
+       {{"type", "time-only"},
+        {"parameters", kTimeOnlyParameters},
+        {"flops_per_sample", kTimeOnlyFlopsPerSample}}},
       {"optimizer", {{"batch_size", 32}}},
       {"policy", policy_json(policy)},
       {"cluster", cluster_json(workers)},
@@ -245,7 +254,7 @@ std::string policy_label(const std::string& p) { return p == "ssp3" ? "SSP(3)" :
 struct TimedRuns {
   double cpu_s = 0, wall_s = 0;  // best of reps
   double cpu_median_s = 0;
-  double construct_cpu_s = 0;     // of cpu_s: constructing the Simulation (best of reps)
+  double construct_cpu_s = 0;  // of cpu_s: constructing the Simulation (best of reps)
   int reps = 0;
   RunResult result;  // of the last repetition (all are identical: checked)
 };
@@ -313,7 +322,8 @@ class TimeOnlyRunner {
       RunResult first;
     };
     std::vector<Runs> runs;
-    for (const auto& [policy, workers, updates] : todo) runs.push_back({time_only_scenario(policy, workers, updates), {}, {}, {}, {}});
+    for (const auto& [policy, workers, updates] : todo)
+      runs.push_back({time_only_scenario(policy, workers, updates), {}, {}, {}, {}});
     const DataSplit none;
     for (int round = 0; round < rounds_; ++round) {
       note(fmt::format("time-only runs, round {} of {}: {} cases", round + 1, rounds_, todo.size()));
@@ -322,16 +332,18 @@ class TimeOnlyRunner {
         const auto inner = static_cast<int>(std::clamp<int64_t>(100'000 / updates, 1, 10));
         for (int k = 0; k < inner; ++k) {
           TimedRuns t = time_runs(runs[i].sc, none, 1, [&](const RunResult& r) {
-            if (r.status != RunStatus::kCompleted || r.stop_reason != "max_updates" || r.server_updates != updates)
+            if (r.status != RunStatus::kCompleted || r.stop_reason != "max_updates" ||
+                r.server_updates != updates)
               throw std::runtime_error(fmt::format("{}: ended {} ({}) after {} updates: {}", runs[i].sc.name,
-                                                   to_string(r.status), r.stop_reason, r.server_updates, r.detail));
+                                                   to_string(r.status), r.stop_reason, r.server_updates,
+                                                   r.detail));
           });
           if (runs[i].cpu.empty()) {
             runs[i].first = std::move(t.result);
           } else if (t.result.events != runs[i].first.events) {
-            throw std::runtime_error(runs[i].sc.name + ": repetitions differ (" + std::to_string(t.result.events) +
-                                     " vs " + std::to_string(runs[i].first.events) +
-                                     " events): the run is not deterministic");
+            throw std::runtime_error(
+                runs[i].sc.name + ": repetitions differ (" + std::to_string(t.result.events) + " vs " +
+                std::to_string(runs[i].first.events) + " events): the run is not deterministic");
           }
           runs[i].cpu.push_back(t.cpu_s);
           runs[i].wall.push_back(t.wall_s);
@@ -343,11 +355,12 @@ class TimeOnlyRunner {
       auto& r = runs[i];
       std::sort(r.cpu.begin(), r.cpu.end());
       const auto& [policy, workers, updates] = todo[i];
-      cache_.emplace(todo[i], TimeOnlyCase{policy, workers, updates, r.first.events, r.first.end_time.seconds(),
-                                           r.cpu.front(), *std::min_element(r.wall.begin(), r.wall.end()),
-                                           r.cpu[r.cpu.size() / 2],
-                                           *std::min_element(r.construct.begin(), r.construct.end()),
-                                           static_cast<int>(r.cpu.size())});
+      cache_.emplace(
+          todo[i],
+          TimeOnlyCase{policy, workers, updates, r.first.events, r.first.end_time.seconds(), r.cpu.front(),
+                       *std::min_element(r.wall.begin(), r.wall.end()), r.cpu[r.cpu.size() / 2],
+                       *std::min_element(r.construct.begin(), r.construct.end()),
+                       static_cast<int>(r.cpu.size())});
     }
   }
 
@@ -363,14 +376,21 @@ class TimeOnlyRunner {
 };
 
 std::vector<std::string> time_only_cells(const TimeOnlyCase& c) {
-  return {policy_label(c.policy), grouped(c.workers), grouped(c.updates), grouped(static_cast<int64_t>(c.events)),
-          fmt::format("{:.0f}", c.virtual_s), fmt::format("{:.3f}", c.cpu_s), fmt::format("{:.3f}", c.construct_cpu_s),
-          fmt::format("{:.3f}", c.cpu_median_s), fmt::format("{:.3f}", c.wall_s),
-          fmt::format("{:.3f}", c.updates_per_s() / 1e6), fmt::format("{:.1f}", c.ns_per_event())};
+  return {policy_label(c.policy),
+          grouped(c.workers),
+          grouped(c.updates),
+          grouped(static_cast<int64_t>(c.events)),
+          fmt::format("{:.0f}", c.virtual_s),
+          fmt::format("{:.3f}", c.cpu_s),
+          fmt::format("{:.3f}", c.construct_cpu_s),
+          fmt::format("{:.3f}", c.cpu_median_s),
+          fmt::format("{:.3f}", c.wall_s),
+          fmt::format("{:.3f}", c.updates_per_s() / 1e6),
+          fmt::format("{:.1f}", c.ns_per_event())};
 }
-const std::vector<std::string> kTimeOnlyHeader = {"policy", "workers", "updates", "events", "virtual s",
-                                                  "CPU s", "of it setup", "CPU s median", "wall s",
-                                                  "M updates/s", "ns/event"};
+const std::vector<std::string> kTimeOnlyHeader = {"policy",    "workers",     "updates",     "events",
+                                                  "virtual s", "CPU s",       "of it setup", "CPU s median",
+                                                  "wall s",    "M updates/s", "ns/event"};
 const std::vector<bool> kTimeOnlyRight = {false, true, true, true, true, true, true, true, true, true, true};
 
 const std::vector<std::string> kPolicies = {"asp", "ssp3", "bsp"};
@@ -378,12 +398,13 @@ const std::vector<std::string> kPolicies = {"asp", "ssp3", "bsp"};
 std::vector<CaseKey> throughput_cases(const Options& opt) {
   std::vector<CaseKey> keys;
   for (int32_t workers : {1'000, 100'000})
-    for (const auto& policy : kPolicies) keys.emplace_back(policy, workers, opt.scaled(opt.throughput_updates));
+    for (const auto& policy : kPolicies)
+      keys.emplace_back(policy, workers, opt.scaled(opt.throughput_updates));
   return keys;
 }
 
-constexpr int64_t kGrowthUpdates[] = {10'000, 100'000, 1'000'000};  // with 1,000 workers
-constexpr int32_t kGrowthWorkers[] = {100, 1'000, 10'000, 100'000};   // at the throughput updates
+constexpr int64_t kGrowthUpdates[] = {10'000, 100'000, 1'000'000};   // with 1,000 workers
+constexpr int32_t kGrowthWorkers[] = {100, 1'000, 10'000, 100'000};  // at the throughput updates
 
 std::vector<CaseKey> growth_cases(const Options& opt) {
   std::vector<CaseKey> keys;
@@ -394,12 +415,14 @@ std::vector<CaseKey> growth_cases(const Options& opt) {
 
 void section_throughput(const Options& opt, TimeOnlyRunner& runner, std::vector<SummaryRow>& summary) {
   const int64_t updates = opt.scaled(opt.throughput_updates);
-  fmt::print("\n=== Throughput: time-only model ({:g} parameters, {:g} FLOP/sample, batch 32, lognormal jitter "
-             "0.05, 10 Gbit/s), {} updates; Simulation construction + run(), best of {} rounds ===\n",
-             kTimeOnlyParameters, kTimeOnlyFlopsPerSample, grouped(updates), opt.reps);
+  fmt::print(
+      "\n=== Throughput: time-only model ({:g} parameters, {:g} FLOP/sample, batch 32, lognormal jitter "
+      "0.05, 10 Gbit/s), {} updates; Simulation construction + run(), best of {} rounds ===\n",
+      kTimeOnlyParameters, kTimeOnlyFlopsPerSample, grouped(updates), opt.reps);
   runner.measure(throughput_cases(opt));
   std::vector<std::vector<std::string>> rows;
-  for (const auto& [policy, workers, u] : throughput_cases(opt)) rows.push_back(time_only_cells(runner.get(policy, workers, u)));
+  for (const auto& [policy, workers, u] : throughput_cases(opt))
+    rows.push_back(time_only_cells(runner.get(policy, workers, u)));
   print_table(kTimeOnlyHeader, rows, kTimeOnlyRight);
 
   const auto& asp = runner.get("asp", 1'000, updates);
@@ -417,9 +440,10 @@ void section_throughput(const Options& opt, TimeOnlyRunner& runner, std::vector<
 
 void section_growth(const Options& opt, TimeOnlyRunner& runner, std::vector<SummaryRow>& summary) {
   const int64_t fixed_updates = opt.scaled(opt.throughput_updates);
-  fmt::print("\n=== Growth: time-only ASP; time against updates (1,000 workers) and against workers "
-             "({} updates); CPU time, best of {} rounds (runs below 100,000 updates repeated within a round) ===\n",
-             grouped(fixed_updates), opt.reps);
+  fmt::print(
+      "\n=== Growth: time-only ASP; time against updates (1,000 workers) and against workers "
+      "({} updates); CPU time, best of {} rounds (runs below 100,000 updates repeated within a round) ===\n",
+      grouped(fixed_updates), opt.reps);
   std::vector<const TimeOnlyCase*> by_updates, by_workers;
   runner.measure(growth_cases(opt));
   for (int64_t u : kGrowthUpdates) by_updates.push_back(&runner.get("asp", 1'000, opt.scaled(u)));
@@ -449,7 +473,8 @@ void section_growth(const Options& opt, TimeOnlyRunner& runner, std::vector<Summ
   auto right = kTimeOnlyRight;
   right.push_back(true);
   right.push_back(true);
-  fmt::print("Against updates (time per update per decade; deviation from linear = change of time per update):\n");
+  fmt::print(
+      "Against updates (time per update per decade; deviation from linear = change of time per update):\n");
   print_table(header, rows, right);
 
   rows.clear();
@@ -467,11 +492,13 @@ void section_growth(const Options& opt, TimeOnlyRunner& runner, std::vector<Summ
   std::string joined;
   for (const auto& t : decade_text) joined += (joined.empty() ? "" : ", ") + t;
   summary.push_back(target_row("Time grows linearly with updates (ASP, 1,000 workers; worst decade of " +
-                                   grouped(by_updates.front()->updates) + " to " + grouped(by_updates.back()->updates) +
-                                   ": " + joined + ")",
-                               100 * worst, fmt::format("{:.1f}%", 100 * worst), 10.0, "<= 10% per decade", false));
+                                   grouped(by_updates.front()->updates) + " to " +
+                                   grouped(by_updates.back()->updates) + ": " + joined + ")",
+                               100 * worst, fmt::format("{:.1f}%", 100 * worst), 10.0, "<= 10% per decade",
+                               false));
   summary.push_back({"Per-event cost at 100,000 vs 1,000 workers (ASP)",
-                     fmt::format("{:.2f}x", by_workers.back()->ns_per_event() / base), "near-flat", "", Verdict::kInfo});
+                     fmt::format("{:.2f}x", by_workers.back()->ns_per_event() / base), "near-flat", "",
+                     Verdict::kInfo});
 
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
@@ -479,9 +506,9 @@ void section_growth(const Options& opt, TimeOnlyRunner& runner, std::vector<Summ
     f << "series,policy,workers,updates,events,cpu_s,construct_cpu_s,cpu_median_s,wall_s,reps,ns_per_update,"
          "ns_per_event\n";
     auto row = [&f](const char* series, const TimeOnlyCase& c) {
-      f << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{},{:.3f},{:.3f}\n", series, c.policy, c.workers,
-                       c.updates, c.events, c.cpu_s, c.construct_cpu_s, c.cpu_median_s, c.wall_s, c.reps,
-                       c.ns_per_update(), c.ns_per_event());
+      f << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{},{:.3f},{:.3f}\n", series, c.policy,
+                       c.workers, c.updates, c.events, c.cpu_s, c.construct_cpu_s, c.cpu_median_s, c.wall_s,
+                       c.reps, c.ns_per_update(), c.ns_per_event());
     };
     for (const auto* c : by_updates) row("updates", *c);
     for (const auto* c : by_workers) row("workers", *c);
@@ -501,15 +528,18 @@ struct Replay {
 // scenario's batch size on batches drawn as a worker draws them (random samples of the training
 // set), cycling through `versions` parameter copies as the run's live versions do, and `evals`
 // evaluate calls on the same test samples. Batches are drawn before the clock starts.
-Replay replay_math(const Scenario& sc, const DataSplit& data, int64_t updates, size_t evals, int64_t versions) {
+Replay replay_math(const Scenario& sc, const DataSplit& data, int64_t updates, size_t evals,
+                   int64_t versions) {
   auto model = make_model(sc.model, data.train.features, data.train.classes);
   const auto p = static_cast<size_t>(model->parameter_count());
-  std::vector<std::vector<float>> params(static_cast<size_t>(std::max<int64_t>(1, versions)), std::vector<float>(p));
+  std::vector<std::vector<float>> params(static_cast<size_t>(std::max<int64_t>(1, versions)),
+                                         std::vector<float>(p));
   Rng init_rng(sc.seed, Purpose::kInit, 0);
   model->init(params[0], init_rng);
   for (auto& v : params) v = params[0];
   std::vector<float> grad(p);
-  const int64_t m = sc.eval.test_samples > 0 ? std::min(sc.eval.test_samples, data.test.size()) : data.test.size();
+  const int64_t m =
+      sc.eval.test_samples > 0 ? std::min(sc.eval.test_samples, data.test.size()) : data.test.size();
   std::vector<int32_t> eval_indices(static_cast<size_t>(m));
   std::iota(eval_indices.begin(), eval_indices.end(), 0);
   std::vector<int32_t> all(static_cast<size_t>(data.train.size()));
@@ -519,7 +549,8 @@ Replay replay_math(const Scenario& sc, const DataSplit& data, int64_t updates, s
   std::vector<int32_t> batches(static_cast<size_t>(updates) * batch);
   for (int64_t i = 0; i < updates; ++i) {
     const auto b = sampler.next(sc.optimizer.batch_size);
-    std::copy(b.begin(), b.end(), batches.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(i) * batch));
+    std::copy(b.begin(), b.end(),
+              batches.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(i) * batch));
   }
   // Each kind of call is timed as one loop: reading this thread's CPU clock is a system call
   // (about a microsecond here), too costly to wrap around every call.
@@ -528,7 +559,8 @@ Replay replay_math(const Scenario& sc, const DataSplit& data, int64_t updates, s
   const double t0 = thread_cpu_seconds();
   for (int64_t i = 0; i < updates; ++i) {
     const std::span<const int32_t> idx(batches.data() + static_cast<size_t>(i) * batch, batch);
-    loss_sum += model->loss_and_gradient(params[static_cast<size_t>(i) % params.size()], data.train, idx, grad);
+    loss_sum +=
+        model->loss_and_gradient(params[static_cast<size_t>(i) % params.size()], data.train, idx, grad);
   }
   const double t1 = thread_cpu_seconds();
   for (size_t i = 0; i < evals; ++i) {
@@ -560,7 +592,8 @@ ServerReplay replay_server(const Scenario& sc, int64_t parameters, int64_t updat
   double t0 = thread_cpu_seconds();
   for (int64_t i = 0; i < updates; ++i) {
     held[static_cast<size_t>(i) % held.size()] = store.read();
-    check += store.write()[static_cast<size_t>(i) % static_cast<size_t>(parameters)];  // copies: a reader holds the current version
+    check += store.write()[static_cast<size_t>(i) %
+                           static_cast<size_t>(parameters)];  // copies: a reader holds the current version
     store.commit();
   }
   r.copy_s = thread_cpu_seconds() - t0;
@@ -579,7 +612,8 @@ ServerReplay replay_server(const Scenario& sc, int64_t parameters, int64_t updat
 
 void section_overhead(const Options& opt, std::vector<SummaryRow>& summary) {
   const std::string path = opt.source_dir + "/scenarios/quickstart.json";
-  const std::vector<Override> sets{{"stop.virtual_time_s", fmt::format("{}", opt.quickstart_virtual_s * (opt.quick ? 0.1 : 1.0))}};
+  const std::vector<Override> sets{
+      {"stop.virtual_time_s", fmt::format("{}", opt.quickstart_virtual_s * (opt.quick ? 0.1 : 1.0))}};
   const Scenario sc = load_scenario_file(path, sets);
   note(fmt::format("quick start shortened to {:g} virtual s: loading data", *sc.stop.virtual_time_s));
   const Stopwatch load_sw;
@@ -594,13 +628,15 @@ void section_overhead(const Options& opt, std::vector<SummaryRow>& summary) {
   RunResult r;
   for (int i = 0; i < reps; ++i) {
     TimedRuns one = time_runs(sc, data, 1, [&](const RunResult& x) {
-      if (x.status != RunStatus::kCompleted) throw std::runtime_error("quickstart ended " + std::string(to_string(x.status)));
+      if (x.status != RunStatus::kCompleted)
+        throw std::runtime_error("quickstart ended " + std::string(to_string(x.status)));
     });
     if (i > 0 && one.result.events != r.events)
       throw std::runtime_error(sc.name + ": repetitions differ: the run is not deterministic");
     r = std::move(one.result);
     const Replay b = replay_math(sc, data, r.server_updates, r.metrics.size(), r.peak_live_versions);
-    const ServerReplay c = replay_server(sc, static_cast<int64_t>(r.final_params.size()), r.server_updates, r.peak_live_versions);
+    const ServerReplay c = replay_server(sc, static_cast<int64_t>(r.final_params.size()), r.server_updates,
+                                         r.peak_live_versions);
     a_cpu.push_back(one.cpu_s);
     a_wall.push_back(one.wall_s);
     b_grad.push_back(b.gradient_s);
@@ -618,18 +654,23 @@ void section_overhead(const Options& opt, std::vector<SummaryRow>& summary) {
   const double math = median(b_grad) + median(b_eval);
   const double share = median(shares);
   const auto evals = r.metrics.size();
-  const int64_t eval_samples = sc.eval.test_samples > 0 ? std::min(sc.eval.test_samples, data.test.size()) : data.test.size();
+  const int64_t eval_samples =
+      sc.eval.test_samples > 0 ? std::min(sc.eval.test_samples, data.test.size()) : data.test.size();
   auto pct = [a](double x) { return fmt::format("{:.1f}%", 100 * x / a); };
-  fmt::print("\n=== Overhead outside model math: {} shortened to {:g} virtual s ===\n", path, *sc.stop.virtual_time_s);
+  fmt::print("\n=== Overhead outside model math: {} shortened to {:g} virtual s ===\n", path,
+             *sc.stop.virtual_time_s);
   fmt::print(
       "Method: all times are CPU time of this thread; {} repetitions, each running (a) then (b) and (c):\n"
       "(a) the run (Simulation construction + run(), data already loaded);\n"
-      "(b) the same model math replayed outside the simulator: as many loss_and_gradient calls at batch {} as\n"
-      "the run applied updates, on batches of random training samples drawn beforehand, cycling through as many\n"
+      "(b) the same model math replayed outside the simulator: as many loss_and_gradient calls at batch {} "
+      "as\n"
+      "the run applied updates, on batches of random training samples drawn beforehand, cycling through as "
+      "many\n"
       "parameter copies as the run's peak live versions, plus as many evaluate calls on the same {} test\n"
       "samples as the run has metrics rows. Overhead = 1 - b/a, per repetition; the median is judged.\n"
       "It is everything the run does besides the model's math (events, policy, server copy-on-write and\n"
-      "update, bookkeeping, cache effects); (c) replays the server's own per-update math alone, to attribute\n"
+      "update, bookkeeping, cache effects); (c) replays the server's own per-update math alone, to "
+      "attribute\n"
       "part of it. The table shows medians over the repetitions (and bests for (a)).\n",
       reps, sc.optimizer.batch_size, grouped(eval_samples));
   auto sec = [](double x) { return fmt::format("{:.3f}", x); };
@@ -650,12 +691,13 @@ void section_overhead(const Options& opt, std::vector<SummaryRow>& summary) {
       {"  (c) of which SGD step (w -= lr g)", sec(median(c_apply)), pct(median(c_apply))},
       {"  rest (events, policy, bookkeeping, cache)", sec(rest), pct(rest)},
   };
-  fmt::print("run: {} updates, {} events, {} metrics rows, peak live versions {}\n", grouped(r.server_updates),
-             grouped(static_cast<int64_t>(r.events)), evals, r.peak_live_versions);
+  fmt::print("run: {} updates, {} events, {} metrics rows, peak live versions {}\n",
+             grouped(r.server_updates), grouped(static_cast<int64_t>(r.events)), evals, r.peak_live_versions);
   print_table({"part (median of repetitions)", "CPU s", "share of (a)"}, rows, {false, true, true});
   fmt::print("1 - b/a per repetition: {}; median {:.1f}%\n", per_rep, 100 * share);
-  summary.push_back(target_row(fmt::format("Quick start: share of run time outside model math (median of {} pairs)", reps),
-                               100 * share, fmt::format("{:.1f}%", 100 * share), 10.0, "<= 10%", false));
+  summary.push_back(
+      target_row(fmt::format("Quick start: share of run time outside model math (median of {} pairs)", reps),
+                 100 * share, fmt::format("{:.1f}%", 100 * share), 10.0, "<= 10%", false));
 }
 
 // ---- Memory --------------------------------------------------------------------------------------
@@ -731,9 +773,9 @@ int child_memory(const Options& opt) {
 json run_child_memory(const Options& opt) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  std::vector<std::string> args = {"/proc/self/exe", "--child-memory", "--memory-workers",
-                                   std::to_string(opt.memory_workers), "--memory-updates",
-                                   std::to_string(opt.memory_updates)};
+  std::vector<std::string> args = {"/proc/self/exe",   "--child-memory",
+                                   "--memory-workers", std::to_string(opt.memory_workers),
+                                   "--memory-updates", std::to_string(opt.memory_updates)};
   if (opt.quick) args.push_back("--quick");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -770,29 +812,35 @@ void section_memory(const Options& opt, std::vector<SummaryRow>& summary) {
   const int64_t bound = versions * params * 4 + dataset;
   const double ratio = static_cast<double>(peak) / static_cast<double>(bound);
   const double mib = 1024.0 * 1024.0;
-  fmt::print("\n=== Memory: {}-worker ASP, MLP 784-200-10 on Fashion-MNIST, batch {}, {} updates ({}; {:.1f} s CPU, "
-             "{:.1f} s wall) ===\n",
-             grouped(m["workers"].get<int64_t>()), m["batch"].get<int64_t>(), grouped(m["updates"].get<int64_t>()),
-             m["stop_reason"].get<std::string>(), m["cpu_s"].get<double>(), m["wall_s"].get<double>());
+  fmt::print(
+      "\n=== Memory: {}-worker ASP, MLP 784-200-10 on Fashion-MNIST, batch {}, {} updates ({}; {:.1f} s CPU, "
+      "{:.1f} s wall) ===\n",
+      grouped(m["workers"].get<int64_t>()), m["batch"].get<int64_t>(), grouped(m["updates"].get<int64_t>()),
+      m["stop_reason"].get<std::string>(), m["cpu_s"].get<double>(), m["wall_s"].get<double>());
   if (m["batch"].get<int64_t>() != 32)
-    fmt::print("(batch {}: the simulator refuses a batch larger than a worker's shard, and {} training samples\n"
-               "over {} workers leave {} each)\n",
-               m["batch"].get<int64_t>(), grouped(60'000), grouped(m["workers"].get<int64_t>()),
-               m["batch"].get<int64_t>());
+    fmt::print(
+        "(batch {}: the simulator refuses a batch larger than a worker's shard, and {} training samples\n"
+        "over {} workers leave {} each)\n",
+        m["batch"].get<int64_t>(), grouped(60'000), grouped(m["workers"].get<int64_t>()),
+        m["batch"].get<int64_t>());
   const std::vector<std::vector<std::string>> rows = {
       {"peak RSS of the child (VmHWM)", fmt::format("{:.1f}", static_cast<double>(peak) / mib)},
-      {"  peak RSS before loading data", fmt::format("{:.1f}", static_cast<double>(m["baseline_bytes"].get<int64_t>()) / mib)},
-      {"  peak RSS after loading data", fmt::format("{:.1f}", static_cast<double>(m["after_load_bytes"].get<int64_t>()) / mib)},
-      {fmt::format("peak live versions x {} parameters x 4 B ({} versions)", grouped(params), grouped(versions)),
+      {"  peak RSS before loading data",
+       fmt::format("{:.1f}", static_cast<double>(m["baseline_bytes"].get<int64_t>()) / mib)},
+      {"  peak RSS after loading data",
+       fmt::format("{:.1f}", static_cast<double>(m["after_load_bytes"].get<int64_t>()) / mib)},
+      {fmt::format("peak live versions x {} parameters x 4 B ({} versions)", grouped(params),
+                   grouped(versions)),
        fmt::format("{:.1f}", static_cast<double>(versions * params * 4) / mib)},
       {"dataset (train + test features, float32)", fmt::format("{:.1f}", static_cast<double>(dataset) / mib)},
       {"inherent bound (sum of the two above)", fmt::format("{:.1f}", static_cast<double>(bound) / mib)},
       {"peak RSS / bound", fmt::format("{:.3f}", ratio)},
   };
   print_table({"quantity", "MiB"}, rows, {false, true});
-  summary.push_back(target_row(fmt::format("{}-worker ASP MLP: peak RSS / inherent bound ({} peak live versions)",
-                                           grouped(m["workers"].get<int64_t>()), grouped(versions)),
-                               ratio, fmt::format("{:.3f}", ratio), 1.3, "<= 1.3", false));
+  summary.push_back(
+      target_row(fmt::format("{}-worker ASP MLP: peak RSS / inherent bound ({} peak live versions)",
+                             grouped(m["workers"].get<int64_t>()), grouped(versions)),
+                 ratio, fmt::format("{:.3f}", ratio), 1.3, "<= 1.3", false));
 }
 
 // ---- Micro-benchmarks (from stalesim_bench_micro's JSON) ----------------------------------------
@@ -822,11 +870,13 @@ void section_micro(const Options& opt, std::vector<SummaryRow>& summary) {
       throw std::runtime_error(opt.micro_json + ": no " + field + " for " + name);
     return it->second.at(field).get<double>();
   };
-  fmt::print("\n=== Micro-benchmarks (stalesim_bench_micro; medians of its repetitions, per CPU second) ===\n");
+  fmt::print(
+      "\n=== Micro-benchmarks (stalesim_bench_micro; medians of its repetitions, per CPU second) ===\n");
   std::vector<std::vector<std::string>> rows;
   for (int pending : {1'000, 100'000}) {
     const double eps = get(fmt::format("engine_steady_state/pending:{}", pending), "items_per_second");
-    rows.push_back({fmt::format("event queue, {} pending", grouped(pending)), fmt::format("{:.2f} M events/s", eps / 1e6)});
+    rows.push_back({fmt::format("event queue, {} pending", grouped(pending)),
+                    fmt::format("{:.2f} M events/s", eps / 1e6)});
   }
   auto sgemm_name = [](int m, int k, int n) { return fmt::format("eigen_sgemm/m:{}/k:{}/n:{}", m, k, n); };
   const double ceiling = get(sgemm_name(512, 512, 512), "flops");
@@ -836,7 +886,8 @@ void section_micro(const Options& opt, std::vector<SummaryRow>& summary) {
     const double sgemm = get(sgemm_name(200, 784, b), "flops");
     rows.push_back({fmt::format("MLP 784-200-10 gradient, batch {}", b),
                     fmt::format("{:.1f} GFLOP/s nominal, {:.1f} performed", nominal / 1e9, performed / 1e9)});
-    rows.push_back({fmt::format("Eigen SGEMM 200x784 * 784x{}", b), fmt::format("{:.1f} GFLOP/s", sgemm / 1e9)});
+    rows.push_back(
+        {fmt::format("Eigen SGEMM 200x784 * 784x{}", b), fmt::format("{:.1f} GFLOP/s", sgemm / 1e9)});
   }
   for (int b : {32, 128}) {  // absent from JSON written before the CNN was benchmarked
     const std::string cnn = fmt::format("cnn_gradient/batch:{}", b);
@@ -846,27 +897,31 @@ void section_micro(const Options& opt, std::vector<SummaryRow>& summary) {
   }
   rows.push_back({"Eigen SGEMM 512^3 (ceiling)", fmt::format("{:.1f} GFLOP/s", ceiling / 1e9)});
   print_table({"benchmark", "median"}, rows, {false, true});
-  fmt::print("nominal FLOPs = Model::flops_per_sample() x batch (6 x weights); performed = the GEMM FLOPs the\n"
-             "code does (it skips the first layer's input gradient: 4 x weights + 2 x 200 x 10 per sample).\n");
+  fmt::print(
+      "nominal FLOPs = Model::flops_per_sample() x batch (6 x weights); performed = the GEMM FLOPs the\n"
+      "code does (it skips the first layer's input gradient: 4 x weights + 2 x 200 x 10 per sample).\n");
 
   const double eps = get("engine_steady_state/pending:1000", "items_per_second");
   summary.push_back(target_row("Bare event queue, 1,000 pending: events per CPU second", eps,
                                fmt::format("{:.2f} M/s", eps / 1e6), 5e6, ">= 5 M/s", true));
   const double eps_big = get("engine_steady_state/pending:100000", "items_per_second");
-  summary.push_back({"Bare event queue, 100,000 pending: events per CPU second", fmt::format("{:.2f} M/s", eps_big / 1e6),
-                     "(none)", "", Verdict::kInfo});
+  summary.push_back({"Bare event queue, 100,000 pending: events per CPU second",
+                     fmt::format("{:.2f} M/s", eps_big / 1e6), "(none)", "", Verdict::kInfo});
   for (int b : {32, 128}) {
     const std::string mlp = fmt::format("mlp_gradient/batch:{}", b);
     const double nominal = get(mlp, "flops_nominal"), performed = get(mlp, "flops_performed");
     const double same = get(sgemm_name(200, 784, b), "flops");
-    summary.push_back(target_row(fmt::format("MLP gradient b={} (nominal FLOPs) / SGEMM 200x784x{}", b, b),
-                                 nominal / same, fmt::format("{:.2f} ({:.1f}/{:.1f} GFLOP/s)", nominal / same, nominal / 1e9, same / 1e9),
-                                 0.5, ">= 0.50", true));
-    summary.push_back(target_row(fmt::format("MLP gradient b={} (nominal FLOPs) / SGEMM 512^3", b), nominal / ceiling,
-                                 fmt::format("{:.2f} ({:.1f}/{:.1f} GFLOP/s)", nominal / ceiling, nominal / 1e9, ceiling / 1e9),
-                                 0.5, ">= 0.50", true));
+    summary.push_back(
+        target_row(fmt::format("MLP gradient b={} (nominal FLOPs) / SGEMM 200x784x{}", b, b), nominal / same,
+                   fmt::format("{:.2f} ({:.1f}/{:.1f} GFLOP/s)", nominal / same, nominal / 1e9, same / 1e9),
+                   0.5, ">= 0.50", true));
+    summary.push_back(target_row(
+        fmt::format("MLP gradient b={} (nominal FLOPs) / SGEMM 512^3", b), nominal / ceiling,
+        fmt::format("{:.2f} ({:.1f}/{:.1f} GFLOP/s)", nominal / ceiling, nominal / 1e9, ceiling / 1e9), 0.5,
+        ">= 0.50", true));
     summary.push_back({fmt::format("MLP gradient b={} (performed FLOPs) / SGEMM 200x784x{}", b, b),
-                       fmt::format("{:.2f}", performed / same), "(same target, other count)", "", Verdict::kInfo});
+                       fmt::format("{:.2f}", performed / same), "(same target, other count)", "",
+                       Verdict::kInfo});
   }
   for (int b : {32, 128}) {
     const std::string cnn = fmt::format("cnn_gradient/batch:{}", b);
@@ -920,10 +975,12 @@ int run(const Options& opt) {
   if (opt.quick) fmt::print("\n--quick: a tenth of every size; a smoke test, not a measurement.\n");
   print_summary(summary);
   const auto& b = build_info();
-  fmt::print("Times are CPU time of the simulation thread (= wall time on an idle core): time-only runs best of {}\n"
-             "rounds, overhead the median of its paired repetitions, micro-benchmarks medians. Load average (1 min)\n"
-             "on this {}-core machine: {} when the whole-run benchmarks started, {} at the end.\n",
-             opt.reps, sysconf(_SC_NPROCESSORS_ONLN), load_before, load_average());
+  fmt::print(
+      "Times are CPU time of the simulation thread (= wall time on an idle core): time-only runs best of {}\n"
+      "rounds, overhead the median of its paired repetitions, micro-benchmarks medians. Load average (1 "
+      "min)\n"
+      "on this {}-core machine: {} when the whole-run benchmarks started, {} at the end.\n",
+      opt.reps, sysconf(_SC_NPROCESSORS_ONLN), load_before, load_average());
   fmt::print("stalesim {} ({}), {} {}, -march={}, Eigen {}; whole-run benchmarks took {:.0f} s\n", b.version,
              b.git_revision, b.compiler, b.build_type, b.isa, b.eigen_version, seconds_since(t0));
   for (const auto& r : summary)
