@@ -19,9 +19,9 @@ ServerOptimizer::ServerOptimizer(const Scenario& s, int32_t workers, int64_t par
 
 double ServerOptimizer::add(ParamStore& store, std::span<const float> grad, const GradientInfo& info,
                             std::span<const float> read_params) {
-  if (kind_ == UpdateKind::kDelta) {  // added as is, in parameter order
-    auto w = store.write();
-    for (size_t i = 0; i < w.size(); ++i) w[i] += grad[i];
+  if (kind_ == UpdateKind::kDelta) {  // added as is, in parameter order, in one pass
+    const auto [from, to] = store.write_next();
+    for (size_t i = 0; i < to.size(); ++i) to[i] = from[i] + grad[i];
     store.commit();
     return 1.0;
   }
