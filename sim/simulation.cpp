@@ -335,8 +335,9 @@ struct Simulation::Impl {
   }
 
   // `a` names a kCommunicating state for observers: the push, or (default) the parameters' way back.
-  void set_state(Worker& w, WorkerState s, Activity a = Activity::kPull) {
-    const int64_t dt = (engine.now() - w.state_since).ns();
+  // Adds the time since w.state_since to the counter of w's current state.
+  static void close_interval(Worker& w, SimTime end) {
+    const int64_t dt = (end - w.state_since).ns();
     switch (w.state) {
       case WorkerState::kComputing:
         w.stats.compute_ns += dt;
@@ -348,6 +349,10 @@ struct Simulation::Impl {
         w.stats.communicate_ns += dt;
         break;
     }
+  }
+
+  void set_state(Worker& w, WorkerState s, Activity a = Activity::kPull) {
+    close_interval(w, engine.now());
     w.state = s;
     w.state_since = engine.now();
     if (obs)
@@ -1015,18 +1020,7 @@ struct Simulation::Impl {
     if (obs) obs->finish(end);
     // Close every worker's open interval at `end`.
     for (auto& w : workers) {
-      const int64_t dt = (end - w.state_since).ns();
-      switch (w.state) {
-        case WorkerState::kComputing:
-          w.stats.compute_ns += dt;
-          break;
-        case WorkerState::kWaiting:
-          w.stats.wait_ns += dt;
-          break;
-        case WorkerState::kCommunicating:
-          w.stats.communicate_ns += dt;
-          break;
-      }
+      close_interval(w, end);
       w.state_since = end;
       w.params.reset();
       result.workers.push_back(w.stats);

@@ -88,7 +88,7 @@ TEST_CASE("B-FASGD transmits with probability 1 / (1 + c / (v_bar + 1e-4))") {
   s.c_push = 0.5;
   BfasgdRule r(s, 1);
   CHECK(r.fetch_probability() == doctest::Approx(1.0 / (1.0 + 0.01 / 1e-4)));  // nothing seen yet
-  update_of(r, 2.0f, 0);  // sigma_bar = 0.06
+  update_of(r, 2.0f, 0);                                                       // sigma_bar = 0.06
   CHECK(r.fetch_probability() == doctest::Approx(1.0 / (1.0 + 0.01 / (0.06 + 1e-4))).epsilon(1e-5));
   CHECK(r.push_probability() == doctest::Approx(1.0 / (1.0 + 0.5 / (0.06 + 1e-4))).epsilon(1e-5));
 }
@@ -106,7 +106,8 @@ TEST_CASE("DC-ASGD compensates with lambda g g (w - w_bak), constant or adaptive
   auto a = make_rule(s, 1, 1);
   // MS = 0.05 * 0.25 = 0.0125; lambda = 2 / sqrt(0.0125 + 1e-7).
   const double lambda = 2.0 / std::sqrt(0.0125 + 1e-7);
-  CHECK(update_of(*a, 0.5f, 3, 1.0f, 0.5f) == doctest::Approx(0.1 * (0.5 + lambda * 0.25 * 0.5)).epsilon(1e-5));
+  CHECK(update_of(*a, 0.5f, 3, 1.0f, 0.5f) ==
+        doctest::Approx(0.1 * (0.5 + lambda * 0.25 * 0.5)).epsilon(1e-5));
 }
 
 TEST_CASE("server momentum accumulates updates and softsync averages c gradients into one version") {

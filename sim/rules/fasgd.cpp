@@ -15,8 +15,8 @@ FasgdRule::FasgdRule(const OptimizerSpec& spec, int64_t parameters)
       n_(fred_ ? 0 : static_cast<size_t>(parameters), 0.0f),
       sigma_bar_(static_cast<size_t>(parameters), 0.0f) {}
 
-double FasgdRule::compute_update(std::span<float> update, std::span<const float> grad, const GradientInfo& info,
-                                 std::span<const float>, std::span<const float>) {
+double FasgdRule::compute_update(std::span<float> update, std::span<const float> grad,
+                                 const GradientInfo& info, std::span<const float>, std::span<const float>) {
   const int64_t tau = info.step_staleness();
   double sum = 0.0;
   if (fred_) {
