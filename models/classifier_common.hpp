@@ -55,6 +55,13 @@ class DenseClassifier final : public Model {
                            std::span<const int32_t> indices, std::span<float> grad) override;
   Evaluation evaluate(std::span<const float> params, const Dataset& data,
                       std::span<const int32_t> indices) override;
+  // Deferred: begin keeps each layer's delta (out x n) and the hidden activations feeding the
+  // next layer (in x n); finish re-gathers the inputs and runs the same weight-gradient GEMMs.
+  bool can_defer_gradient() const override { return true; }
+  double begin_gradient(std::span<const float> params, const Dataset& data, std::span<const int32_t> indices,
+                        DeferredGradient& pending) override;
+  void finish_gradient(DeferredGradient& pending, const Dataset& data, std::span<float> grad) override;
+  int64_t deferred_floats(int64_t batch) const override;
 
  private:
   struct Layer {
@@ -74,8 +81,15 @@ class DenseClassifier final : public Model {
   void gather(const Dataset& data, Eigen::Index n, IndexAt index_at);
   // Forward pass on the first n columns of x_; logits end in act_.back().
   void forward(const float* params, Eigen::Index n);
-  // Backward pass from d(loss)/d(logits) in act_.back(); writes the whole gradient.
-  void backward(const float* params, Eigen::Index n, float* grad);
+  // d(loss)/d(pre-activation) of layer l (samples in columns): delta_[l], or for the last layer
+  // the logits' gradient, which the softmax head writes over the logits in act_.back().
+  Eigen::MatrixXf& delta_of(Eigen::Index l);
+  // Gathers the batch, runs the forward pass and the softmax head and back-propagates the deltas
+  // (delta_) from d(loss)/d(logits) in act_.back(); returns the batch's mean loss. Reads params.
+  double forward_backward(const float* params, const Dataset& data, std::span<const int32_t> indices);
+  // Writes every layer's weight and bias gradient from the deltas, the activations and x_. Reads
+  // no parameter: the step a deferred gradient leaves for later.
+  void weight_gradients(Eigen::Index n, float* grad);
 
   std::string type_;
   int64_t features_;

@@ -129,12 +129,34 @@ void DenseClassifier::forward(const float* params, Index n) {
   }
 }
 
-void DenseClassifier::backward(const float* params, Index n, float* grad) {
-  for (Index l = static_cast<Index>(layers_.size()) - 1; l >= 0; --l) {
+Eigen::MatrixXf& DenseClassifier::delta_of(Index l) {
+  return l == static_cast<Index>(layers_.size()) - 1 ? act_.back() : delta_[static_cast<size_t>(l)];
+}
+
+double DenseClassifier::forward_backward(const float* params, const Dataset& data,
+                                         std::span<const int32_t> indices) {
+  const auto n = static_cast<Index>(indices.size());
+  gather(data, n, [&indices](Index j) { return indices[static_cast<size_t>(j)]; });
+  forward(params, n);
+  const double loss_sum = softmax_xent_backward(act_.back(), n, labels_, 1.0f / static_cast<float>(n));
+  const Index last = static_cast<Index>(layers_.size()) - 1;
+  for (Index l = last; l > 0; --l) {
     const Layer& layer = layers_[static_cast<size_t>(l)];
-    // d(loss)/d(pre-activation) of this layer: the logits' gradient for the last layer.
-    const auto d = l == static_cast<Index>(layers_.size()) - 1 ? act_[static_cast<size_t>(l)].leftCols(n)
-                                                               : delta_[static_cast<size_t>(l)].leftCols(n);
+    const auto d = delta_of(l).leftCols(n);
+    const ConstMatMap w(params + layer.w_offset, layer.out, layer.in);
+    auto prev = delta_[static_cast<size_t>(l - 1)].leftCols(n);
+    const auto a = act_[static_cast<size_t>(l - 1)].leftCols(n);
+    prev.noalias() = w.transpose() * d;
+    prev.array() = (a.array() > 0.0f).select(prev.array(), 0.0f);  // ReLU'
+  }
+  return loss_sum / static_cast<double>(n);
+}
+
+void DenseClassifier::weight_gradients(Index n, float* grad) {
+  const Index last = static_cast<Index>(layers_.size()) - 1;
+  for (Index l = last; l >= 0; --l) {
+    const Layer& layer = layers_[static_cast<size_t>(l)];
+    const auto d = delta_of(l).leftCols(n);
     MatMap dw(grad + layer.w_offset, layer.out, layer.in);
     VecMap db(grad + layer.b_offset, layer.out);
     if (l == 0) {
@@ -148,13 +170,6 @@ void DenseClassifier::backward(const float* params, Index n, float* grad) {
     auto db_scratch = db_.head(layer.out);
     db_scratch.noalias() = d.rowwise().sum();
     db = db_scratch;
-    if (l > 0) {
-      const ConstMatMap w(params + layer.w_offset, layer.out, layer.in);
-      auto prev = delta_[static_cast<size_t>(l - 1)].leftCols(n);
-      const auto a = act_[static_cast<size_t>(l - 1)].leftCols(n);
-      prev.noalias() = w.transpose() * d;
-      prev.array() = (a.array() > 0.0f).select(prev.array(), 0.0f);  // ReLU'
-    }
   }
 }
 
@@ -164,12 +179,68 @@ double DenseClassifier::loss_and_gradient(std::span<const float> params, const D
   check_params(grad, "loss_and_gradient (grad)");
   check_data(data, "loss_and_gradient");
   if (indices.empty()) throw std::invalid_argument(type_ + " loss_and_gradient: empty batch");
+  const double loss = forward_backward(params.data(), data, indices);
+  weight_gradients(static_cast<Index>(indices.size()), grad.data());
+  return loss;
+}
+
+int64_t DenseClassifier::deferred_floats(int64_t batch) const {
+  int64_t rows = 0;
+  for (size_t l = 0; l < layers_.size(); ++l) rows += layers_[l].out + (l > 0 ? layers_[l].in : 0);
+  return rows * batch;
+}
+
+// Factors, in order: each layer's delta (out x n; the last layer's is the logits' gradient), then
+// each hidden activation (the input of layers 1..last, in x n), all column-major.
+double DenseClassifier::begin_gradient(std::span<const float> params, const Dataset& data,
+                                       std::span<const int32_t> indices, DeferredGradient& pending) {
+  check_params(params, "begin_gradient");
+  check_data(data, "begin_gradient");
+  if (indices.empty()) throw std::invalid_argument(type_ + " begin_gradient: empty batch");
+  const double loss = forward_backward(params.data(), data, indices);
   const auto n = static_cast<Index>(indices.size());
-  gather(data, n, [&indices](Index j) { return indices[static_cast<size_t>(j)]; });
-  forward(params.data(), n);
-  const double loss_sum = softmax_xent_backward(act_.back(), n, labels_, 1.0f / static_cast<float>(n));
-  backward(params.data(), n, grad.data());
-  return loss_sum / static_cast<double>(n);
+  const Index last = static_cast<Index>(layers_.size()) - 1;
+  pending.batch.assign(indices.begin(), indices.end());
+  pending.factors.resize(static_cast<size_t>(deferred_floats(n)));
+  float* out = pending.factors.data();
+  for (Index l = 0; l <= last; ++l) {
+    const Index rows = layers_[static_cast<size_t>(l)].out;
+    const auto d = delta_of(l).leftCols(n);
+    MatMap(out, rows, n) = d;
+    out += rows * n;
+  }
+  for (Index l = 1; l <= last; ++l) {
+    const Index rows = layers_[static_cast<size_t>(l)].in;
+    MatMap(out, rows, n) = act_[static_cast<size_t>(l - 1)].leftCols(n);
+    out += rows * n;
+  }
+  pending.loss = loss;
+  pending.pending = true;
+  return loss;
+}
+
+void DenseClassifier::finish_gradient(DeferredGradient& pending, const Dataset& data, std::span<float> grad) {
+  check_params(grad, "finish_gradient (grad)");
+  check_data(data, "finish_gradient");
+  const auto n = static_cast<Index>(pending.batch.size());
+  if (!pending.pending || n == 0 || static_cast<int64_t>(pending.factors.size()) != deferred_floats(n))
+    throw std::logic_error(type_ + " finish_gradient: no begun gradient of this model");
+  gather(data, n, [&pending](Index j) { return pending.batch[static_cast<size_t>(j)]; });
+  const Index last = static_cast<Index>(layers_.size()) - 1;
+  const float* in = pending.factors.data();
+  for (Index l = 0; l <= last; ++l) {
+    const Index rows = layers_[static_cast<size_t>(l)].out;
+    auto d = delta_of(l).leftCols(n);
+    d = ConstMatMap(in, rows, n);
+    in += rows * n;
+  }
+  for (Index l = 1; l <= last; ++l) {
+    const Index rows = layers_[static_cast<size_t>(l)].in;
+    act_[static_cast<size_t>(l - 1)].leftCols(n) = ConstMatMap(in, rows, n);
+    in += rows * n;
+  }
+  weight_gradients(n, grad.data());
+  pending.pending = false;
 }
 
 Evaluation DenseClassifier::evaluate(std::span<const float> params, const Dataset& data,

@@ -63,6 +63,15 @@ void check_cnn(int64_t features, int32_t classes) {
 
 }  // namespace
 
+double Model::begin_gradient(std::span<const float>, const Dataset&, std::span<const int32_t>,
+                             DeferredGradient&) {
+  throw std::logic_error(type() + ": begin_gradient on a model that cannot defer its gradient");
+}
+
+void Model::finish_gradient(DeferredGradient&, const Dataset&, std::span<float>) {
+  throw std::logic_error(type() + ": finish_gradient on a model that cannot defer its gradient");
+}
+
 std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes,
                                   std::string_view backend) {
   if (backend == "cuda") {  // validated as for the CPU; built by models/cuda/ (or its stub)

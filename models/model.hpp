@@ -35,6 +35,21 @@ struct Evaluation {
 // rule (LDA's count deltas): only rule "sgd" without momentum or softsync averaging is accepted.
 enum class UpdateKind { kGradient, kDelta };
 
+// A gradient computed up to its last, parameter-free step (Model::begin_gradient): what a worker
+// holds between reading the parameters and pushing, so that it need not hold the parameters. For
+// the dense classifier that is the batch's indices, each layer's output delta and the hidden
+// activations: (2 x hidden + classes) x batch floats instead of a whole parameter copy.
+struct DeferredGradient {
+  std::vector<int32_t> batch;  // the batch's sample indices
+  std::vector<float> factors;  // model-specific: what finish_gradient needs besides the data
+  double loss = 0.0;           // the batch's mean loss
+  bool pending = false;        // holds a begun gradient not yet finished
+  // Bytes held (capacity, not size: what the allocator keeps).
+  int64_t bytes() const {
+    return static_cast<int64_t>(batch.capacity() * sizeof(int32_t) + factors.capacity() * sizeof(float));
+  }
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -67,6 +82,23 @@ class Model {
   // that mean loss. REQUIRES: sizes == parameter_count(); indices valid in `data`.
   virtual double loss_and_gradient(std::span<const float> params, const Dataset& data,
                                    std::span<const int32_t> indices, std::span<float> grad) = 0;
+  // Deferred gradients: begin_gradient does everything loss_and_gradient does that reads `params`
+  // and returns the mean loss; finish_gradient then writes the gradient, bit for bit the one
+  // loss_and_gradient(params, data, indices, grad) would have written, from `pending` and `data`
+  // alone. Lets a worker drop its parameter copy as soon as it has read it (design.md section 1:
+  // memory grows with live versions, and under ASP every worker reads a different version).
+  // Models that cannot split (the default) return false and throw std::logic_error from both.
+  virtual bool can_defer_gradient() const { return false; }
+  virtual double begin_gradient(std::span<const float> params, const Dataset& data,
+                                std::span<const int32_t> indices, DeferredGradient& pending);
+  // REQUIRES: pending.pending, from begin_gradient on this model with the same `data`.
+  virtual void finish_gradient(DeferredGradient& pending, const Dataset& data, std::span<float> grad);
+  // Floats of DeferredGradient::factors for a batch of `batch` samples (0 when it cannot defer),
+  // for the memory estimate.
+  virtual int64_t deferred_floats(int64_t batch) const {
+    (void)batch;
+    return 0;
+  }
   // Mean loss and accuracy over `indices` of `data` (all samples when indices is empty).
   virtual Evaluation evaluate(std::span<const float> params, const Dataset& data,
                               std::span<const int32_t> indices) = 0;

@@ -33,6 +33,23 @@ double parameter_count(const Scenario& s, double features, double classes) {
   return 0;  // time-only: parameters by declaration only
 }
 
+// Whether a run begins each gradient when the parameters are read and holds its factors instead
+// of the parameters (Simulation's deferred mode: Model::can_defer_gradient); the same conditions.
+bool defers_gradient(const Scenario& s, bool cached) {
+  return (s.model.type == "mlp" || s.model.type == "softmax") && s.compute.backend == "cpu" &&
+         s.compute.timing != "measured" && !cached && s.policy.type != "vap" &&
+         s.optimizer.rule != "bfasgd" && s.optimizer.rule != "dcasgd";
+}
+
+// Floats of one deferred gradient of the dense classifier besides its batch indices: each layer's
+// delta and the hidden activations (DenseClassifier::deferred_floats).
+double deferred_floats(const Scenario& s, double classes) {
+  double rows = classes;
+  if (s.model.type == "mlp")
+    for (int64_t h : s.model.hidden) rows += 2.0 * static_cast<double>(h);
+  return static_cast<double>(s.optimizer.batch_size) * rows;
+}
+
 }  // namespace
 
 std::string format_bytes(double b) {
@@ -72,13 +89,18 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   const double vec = p * kFloat;
 
   const bool cached = s.policy.type == "essp" || (s.policy.type == "ssp" && s.policy.cache == "lazy");
-  e.snapshot_bytes = (cached ? 2 * n + 1 : n + 1) * vec;
+  // Deferred only where the factors are smaller than a parameter copy (as the simulation decides).
+  const bool deferred = math && defers_gradient(s, cached) && deferred_floats(s, classes) < p;
+  // Deferred: the server's current version and the one a grant is reading.
+  e.snapshot_bytes = (deferred ? 2 : cached ? 2 * n + 1 : n + 1) * vec;
 
-  double per_worker = 1;  // a gradient in flight
+  double per_worker = deferred ? 0 : 1;  // a gradient in flight
   if (cached) per_worker += 1 + static_cast<double>(s.policy.staleness) + 1;
   if (s.policy.type == "vap") per_worker += 2;
   if (s.optimizer.rule == "bfasgd") per_worker += 1;
-  e.worker_bytes = n * (per_worker * vec + kPerWorkerBookkeeping);
+  e.worker_bytes = n * (per_worker * vec +
+                        (deferred ? deferred_floats(s, classes) * kFloat + s.optimizer.batch_size * 4.0 : 0) +
+                        kPerWorkerBookkeeping);
 
   double server = 1;  // the update buffer
   if (s.policy.type == "softsync") server += 1;

@@ -6,6 +6,7 @@
 #include <deque>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
@@ -79,6 +80,8 @@ struct Worker {
   Rng jitter_rng{0};
   std::unique_ptr<BatchSampler> sampler;  // null for the time-only model
   Snapshot params;
+  // Deferred mode: the gradient begun on the parameters when they were read, which are then let go.
+  DeferredGradient pending;
   int64_t read_version = 0;
   int64_t read_staleness = 0;  // worker clock minus server clock when parameters were granted
   WorkerState state = WorkerState::kCommunicating;
@@ -157,10 +160,18 @@ struct Simulation::Impl {
   bool cached;  // lazy SSP or ESSP: workers keep a cache and compute while pushes are in flight
   bool eager;   // ESSP: the server pushes parameters to every worker when its clock advances
   int64_t message_bytes;
-  std::vector<int32_t> parked;               // lazy: fetches waiting for the server clock
-  VapPolicy* vap = nullptr;                  // set when the policy is VAP
-  const BfasgdRule* bfasgd = nullptr;        // set when the rule is B-FASGD
-  bool uniform;                              // cluster.order "uniform"
+  std::vector<int32_t> parked;         // lazy: fetches waiting for the server clock
+  VapPolicy* vap = nullptr;            // set when the policy is VAP
+  const BfasgdRule* bfasgd = nullptr;  // set when the rule is B-FASGD
+  bool uniform;                        // cluster.order "uniform"
+  // Pull modes with a model that can split its gradient (Model::can_defer_gradient): a worker
+  // begins its gradient when the server reads the parameters for it and holds the factors, not
+  // the parameters, until its push is applied. Same bits; memory grows with live versions only
+  // (under ASP every worker would otherwise hold a different version). Off where the parameters
+  // read are needed later (cache modes, VAP, B-FASGD's skipped fetches, DC-ASGD, measured timing)
+  // and where the factors would outweigh a parameter copy (small inputs, large batches: then a
+  // worker costs at most one copy either way, and versions read by many workers stay shared).
+  bool defer = false;
   bool record_gradients = false;             // RunOptions::record_gradients
   std::optional<int64_t> refuse_from_clock;  // RunOptions::refuse_from_clock (fault injection)
   Rng order_rng{0};
@@ -233,6 +244,9 @@ struct Simulation::Impl {
       eval_indices.resize(static_cast<size_t>(m));
       for (int64_t i = 0; i < m; ++i) eval_indices[static_cast<size_t>(i)] = static_cast<int32_t>(i);
       measured = s.compute.timing == "measured";
+      defer = model->can_defer_gradient() && !cached && !vap && !bfasgd && !measured &&
+              !opt->rule().needs_read_params() &&
+              model->deferred_floats(s.optimizer.batch_size) < model->parameter_count();
       if (measured) {  // warm-up, and the time of the first iterations: a batch of the first samples
         std::vector<int32_t> probe(
             static_cast<size_t>(std::min<int64_t>(s.optimizer.batch_size, d.train.size())));
@@ -379,6 +393,11 @@ struct Simulation::Impl {
     w.read_server_clock = clocks.min_clock();
     w.params = store->read();
     w.read_version = store->version();
+    if (defer) {  // same batch the push will draw; the parameters are let go at once
+      model->begin_gradient(w.params.values(), data.train, w.sampler->peek(sc.optimizer.batch_size),
+                            w.pending);
+      w.params.reset();
+    }
     set_state(w, WorkerState::kCommunicating);
     const SimTime sent = server_transfer(engine.now(), message_bytes, w.id, WireKind::kPull);
     result.bytes_pull += message_bytes;
@@ -455,6 +474,15 @@ struct Simulation::Impl {
     return push_bytes_for(w.sampler->peek(sc.optimizer.batch_size));
   }
 
+  // Deferred mode: the gradient w began when its parameters were read, finished into `grad`.
+  double finish_deferred(Worker& w, std::span<const int32_t> batch) {
+    if (!w.pending.pending || !std::ranges::equal(batch, w.pending.batch))
+      throw std::logic_error(
+          fmt::format("worker {}: its deferred gradient is not for the batch it pushes", w.id));
+    model->finish_gradient(w.pending, data.train, grad);
+    return w.pending.loss;
+  }
+
   void on_push_at_server(Worker& w) {
     const int64_t bytes = w.push_bytes.front();
     w.push_bytes.pop_front();
@@ -490,7 +518,8 @@ struct Simulation::Impl {
       step = opt->add(*store, w.last_grad, info, {});
     } else if (math) {
       const auto batch = w.sampler->next(sc.optimizer.batch_size);
-      const double loss = model->loss_and_gradient(w.params.values(), data.train, batch, grad);
+      const double loss = defer ? finish_deferred(w, batch)
+                                : model->loss_and_gradient(w.params.values(), data.train, batch, grad);
       if (!std::isfinite(loss)) return diverge(w, loss);
       result.last_finite_loss = loss;
       loss_sum += loss;
@@ -813,6 +842,7 @@ struct Simulation::Impl {
     w.push_bytes.clear();  // its pushes in flight are lost with it
     ++down_count;
     w.params.reset();
+    w.pending.pending = false;
     set_state(w, WorkerState::kWaiting);
     if (const auto it = std::find(waiting.begin(), waiting.end(), w.id); it != waiting.end())
       waiting.erase(it);
@@ -951,6 +981,7 @@ struct Simulation::Impl {
       obs->start(clocks, *policy, profiles);
     }
     refuse_from_clock = opt.refuse_from_clock;
+    defer = defer && opt.defer_gradients;
     if (record_gradients)
       result.gradients_csv = "virtual_time_s,worker,version_read,version_apply,tau,step\n";
     const SimTime limit =

@@ -49,6 +49,11 @@ struct RunOptions {
   // policy's leave is refused to every worker whose clock has reached this value, so the run ends
   // in status "deadlock". The CLI sets it from STALESIM_INJECT_DEADLOCK_AT_CLOCK.
   std::optional<int64_t> refuse_from_clock;
+  // Deferred gradients (Model::can_defer_gradient): where the model and the policy allow, a worker
+  // begins its gradient when its parameters are read and holds the factors instead of the
+  // parameters. False: the reference path that holds the parameters until the push is applied.
+  // Both give the same bytes (tests/test_simulation.cpp compares them); only memory differs.
+  bool defer_gradients = true;
 };
 
 // Loads the data a scenario names (Fashion-MNIST, blobs, or none); applies train_samples.

@@ -256,10 +256,24 @@ TEST_CASE("the memory estimate counts parameters as the model does, and grows wi
   MemoryEstimate e = estimate_memory(s);
   CHECK(e.parameters == static_cast<double>(model->parameter_count()));
   CHECK(e.parameters == 83);
-  // 3 workers, SSP pulling every iteration: 4 snapshots, one gradient in flight per worker.
+  // 3 workers, SSP pulling every iteration: 4 snapshots, one gradient in flight per worker. A
+  // deferred gradient of a batch of 10 would take (3 + 2 x 8) x 10 floats, more than the 83
+  // parameters, so workers hold their parameters.
   CHECK(e.snapshot_bytes == 4 * 83 * 4);
   CHECK(e.worker_bytes == 3 * (83 * 4 + 4096));
-  CHECK(e.dataset_bytes == (300 + 90) * (6 * 4 + 4));
+  {
+    Scenario d = s;  // 100 features: 835 parameters, so workers defer their gradients
+    d.data.blobs.features = 100;
+    CHECK(estimate_memory(d).parameters == 835);
+    // The current version and the one being read; per worker 10 indices and 190 floats.
+    CHECK(estimate_memory(d).snapshot_bytes == 2 * 835 * 4);
+    CHECK(estimate_memory(d).worker_bytes == 3 * (10 * 4 + 190 * 4 + 4096));
+    d.optimizer.rule = "dcasgd";  // needs the parameters read: one snapshot per worker
+    CHECK(estimate_memory(d).snapshot_bytes == 4 * 835 * 4);
+    d.optimizer.rule = "sgd";
+    d.policy.type = "essp";  // cache modes: a cache and a version in flight per worker
+    CHECK(estimate_memory(d).snapshot_bytes == 7 * 835 * 4);
+  }
   s.model.hidden = {200, 100};
   CHECK(estimate_memory(s).parameters == static_cast<double>(make_model(s.model, 6, 3)->parameter_count()));
   s.model.type = "softmax";

@@ -303,6 +303,58 @@ TEST_CASE("the same seed gives identical parameters and gradients, and another s
   }
 }
 
+TEST_CASE("a deferred gradient finishes to the same bits as loss_and_gradient, and holds far less") {
+  const DataSplit d = small_blobs(3, 10, 200, 1.0, 6);
+  for (const ModelSpec& spec : {mlp_spec({16, 8}), mlp_spec({12}), softmax_spec()}) {
+    CAPTURE(spec.type);
+    CAPTURE(spec.hidden.size());
+    const auto m = make_model(spec, 10, 3);
+    REQUIRE(m->can_defer_gradient());
+    const std::vector<float> p = init_params(*m, 5), q = init_params(*m, 6);
+    std::vector<int32_t> idx(32);
+    std::iota(idx.begin(), idx.end(), 40);
+    const std::vector<int32_t> other{7, 3, 3, 150};
+    std::vector<float> want(p.size()), want_other(p.size()), got(p.size(), -1.0f);
+    const double loss = m->loss_and_gradient(p, d.train, idx, want);
+    const double loss_other = m->loss_and_gradient(q, d.train, other, want_other);
+    // Two gradients begun on different parameters, with every scratch buffer reused in between.
+    DeferredGradient a, b;
+    CHECK(m->begin_gradient(p, d.train, idx, a) == loss);
+    CHECK(m->begin_gradient(q, d.train, other, b) == loss_other);
+    m->evaluate(q, d.train, {});
+    CHECK(a.loss == loss);
+    CHECK(a.batch == idx);
+    CHECK(static_cast<int64_t>(a.factors.size()) == m->deferred_floats(32));
+    // (classes + 2 x hidden) rows per sample: the last layer's delta, the hidden deltas and
+    // activations.
+    int64_t rows = 3;
+    for (int64_t h : spec.hidden) rows += spec.type == "mlp" ? 2 * h : 0;
+    CHECK(m->deferred_floats(32) == rows * 32);
+    m->finish_gradient(a, d.train, got);
+    CHECK(same_bytes(got, want));
+    CHECK_FALSE(a.pending);
+    m->finish_gradient(b, d.train, got);
+    CHECK(same_bytes(got, want_other));
+    // Finished once: a second finish has nothing to finish.
+    CHECK_THROWS_AS(m->finish_gradient(b, d.train, got), std::logic_error);
+  }
+}
+
+TEST_CASE("models that cannot defer their gradient say so and refuse to") {
+  ModelSpec spec;
+  spec.type = "time-only";
+  spec.parameters = 10;
+  spec.flops_per_sample = 1e6;
+  const auto m = make_model(spec, 0, 0);
+  CHECK_FALSE(m->can_defer_gradient());
+  CHECK(m->deferred_floats(32) == 0);
+  std::vector<float> p(10), g(10);
+  const std::vector<int32_t> idx{0};
+  DeferredGradient pending;
+  CHECK_THROWS_AS(m->begin_gradient(p, Dataset{}, idx, pending), std::logic_error);
+  CHECK_THROWS_AS(m->finish_gradient(pending, Dataset{}, g), std::logic_error);
+}
+
 TEST_CASE("the classifiers reject mismatched sizes, bad indices and bad labels") {
   const DataSplit d = small_blobs(3, 4, 20, 1.0, 1);
   const auto m = make_model(mlp_spec({5}), 4, 3);
