@@ -37,7 +37,7 @@ double parameter_count(const Scenario& s, double features, double classes) {
 // of the parameters (Simulation's deferred mode: Model::can_defer_gradient); the same conditions.
 bool defers_gradient(const Scenario& s, bool cached) {
   return (s.model.type == "mlp" || s.model.type == "softmax") && s.compute.backend == "cpu" &&
-         s.compute.timing != "measured" && !cached && s.policy.type != "vap" &&
+         s.compute.timing != "measured" && !cached && s.policy.type != "vap" && s.policy.type != "bsp" &&
          s.optimizer.rule != "bfasgd" && s.optimizer.rule != "dcasgd";
 }
 

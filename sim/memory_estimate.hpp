@@ -10,8 +10,8 @@
 // - snapshots: parameter versions alive at once: one per worker plus the server's current one
 //   (design.md section 1), doubled in the cache modes (lazy SSP, ESSP) where a worker holds its
 //   cache and a version in flight; two in all where workers defer their gradients (the pull modes
-//   with the CPU mlp or softmax, save VAP, B-FASGD and DC-ASGD, when a gradient's factors are
-//   smaller than a parameter copy), since a worker then lets its version go once it has begun;
+//   with the CPU mlp or softmax, save BSP, VAP, B-FASGD and DC-ASGD, when a gradient's factors
+//   are smaller than a parameter copy), since a worker then lets its version go once it has begun;
 // - workers' state: per worker one gradient in flight (deferred: its batch indices, layer deltas
 //   and hidden activations, (classes + 2 x hidden) x batch floats); the cache modes add a local copy and up
 //   to staleness + 1 own pushes; VAP an in-transit sum and a held update; B-FASGD the last gradient;

@@ -169,8 +169,8 @@ struct Simulation::Impl {
   // the parameters, until its push is applied. Same bits; memory grows with live versions only
   // (under ASP every worker would otherwise hold a different version). Off where the parameters
   // read are needed later (cache modes, VAP, B-FASGD's skipped fetches, DC-ASGD, measured timing)
-  // and where the factors would outweigh a parameter copy (small inputs, large batches: then a
-  // worker costs at most one copy either way, and versions read by many workers stay shared).
+  // where the factors would outweigh a parameter copy (small inputs, large batches), and under BSP,
+  // where every worker of a clock reads the same version: one shared copy beats n sets of factors.
   bool defer = false;
   bool record_gradients = false;             // RunOptions::record_gradients
   std::optional<int64_t> refuse_from_clock;  // RunOptions::refuse_from_clock (fault injection)
@@ -245,7 +245,7 @@ struct Simulation::Impl {
       for (int64_t i = 0; i < m; ++i) eval_indices[static_cast<size_t>(i)] = static_cast<int32_t>(i);
       measured = s.compute.timing == "measured";
       defer = model->can_defer_gradient() && !cached && !vap && !bfasgd && !measured &&
-              !opt->rule().needs_read_params() &&
+              s.policy.type != "bsp" && !opt->rule().needs_read_params() &&
               model->deferred_floats(s.optimizer.batch_size) < model->parameter_count();
       if (measured) {  // warm-up, and the time of the first iterations: a batch of the first samples
         std::vector<int32_t> probe(

@@ -271,6 +271,9 @@ TEST_CASE("the memory estimate counts parameters as the model does, and grows wi
     d.optimizer.rule = "dcasgd";  // needs the parameters read: one snapshot per worker
     CHECK(estimate_memory(d).snapshot_bytes == 4 * 835 * 4);
     d.optimizer.rule = "sgd";
+    d.policy.type = "bsp";  // counted as held, though BSP's workers share the version they read
+    CHECK(estimate_memory(d).snapshot_bytes == 4 * 835 * 4);
+    d.optimizer.rule = "sgd";
     d.policy.type = "essp";  // cache modes: a cache and a version in flight per worker
     CHECK(estimate_memory(d).snapshot_bytes == 7 * 835 * 4);
   }
