@@ -44,10 +44,6 @@ struct DeferredGradient {
   std::vector<float> factors;  // model-specific: what finish_gradient needs besides the data
   double loss = 0.0;           // the batch's mean loss
   bool pending = false;        // holds a begun gradient not yet finished
-  // Bytes held (capacity, not size: what the allocator keeps).
-  int64_t bytes() const {
-    return static_cast<int64_t>(batch.capacity() * sizeof(int32_t) + factors.capacity() * sizeof(float));
-  }
 };
 
 class Model {

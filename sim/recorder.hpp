@@ -87,6 +87,9 @@ struct RunResult {
   std::string decisions_csv;    // the policy's decision log, or empty
   std::string gradients_csv;    // --record gradients: time, worker, versions, tau, step; or empty
   int64_t peak_live_versions = 0;
+  // Whether workers deferred their gradients (RunOptions::defer_gradients, where the model and the
+  // policy allow it); not written to the outputs, which are the same either way.
+  bool deferred_gradients = false;
   uint64_t events = 0;
   // Divergence: when, which worker, and the last finite training loss seen.
   std::optional<double> diverged_at_s;

@@ -982,6 +982,7 @@ struct Simulation::Impl {
     }
     refuse_from_clock = opt.refuse_from_clock;
     defer = defer && opt.defer_gradients;
+    result.deferred_gradients = defer;
     if (record_gradients)
       result.gradients_csv = "virtual_time_s,worker,version_read,version_apply,tau,step\n";
     const SimTime limit =

@@ -230,6 +230,9 @@ TEST_CASE("deferred gradients give the reference path's bytes and keep one live 
     CHECK(deferred.metrics == held.metrics);
     CHECK(deferred.final_params == held.final_params);
     CHECK(render_outputs(s, deferred).result_hash == render_outputs(s, held).result_hash);
+    CHECK_FALSE(held.deferred_gradients);
+    // BSP's workers share the version of a clock: they hold it rather than n sets of factors.
+    CHECK(deferred.deferred_gradients == (s.policy.type != "bsp"));
     return std::pair{deferred.peak_live_versions, held.peak_live_versions};
   };
   auto j = tiny_math_json();
