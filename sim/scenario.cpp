@@ -58,19 +58,6 @@ ScenarioError scenario_error(const std::string& origin, const PathError& e) {
 
 // ---- Paths and values ----------------------------------------------------------------------
 
-std::string escape_token(std::string_view key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
-}
-
 std::string_view parent_path(std::string_view pointer) {
   return pointer.substr(0, pointer.rfind('/') == std::string_view::npos ? 0 : pointer.rfind('/'));
 }
@@ -1930,6 +1917,19 @@ std::string_view to_string(FieldType t) {
 const std::vector<FieldInfo>& scenario_fields() {
   static const std::vector<FieldInfo> fields = build_fields();
   return fields;
+}
+
+std::string escape_token(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
 }
 
 const FieldInfo* find_scenario_field(std::string_view path) {

@@ -75,6 +75,8 @@ struct FieldInfo {
 const std::vector<FieldInfo>& scenario_fields();
 // The field with this path ("/policy/staleness", "/cluster/workers/*/count"), or nullptr.
 const FieldInfo* find_scenario_field(std::string_view path);
+// An object key as one JSON pointer token (RFC 6901: "~" -> "~0", "/" -> "~1").
+std::string escape_token(std::string_view key);
 // Bounds and allowed values in words, e.g. `>= 0`, `in (0, 1]`, `"bsp", "asp", "ssp"`,
 // `non-empty; each in [1, 65536]`; "" when anything of the type goes.
 std::string describe_allowed(const FieldInfo& f);

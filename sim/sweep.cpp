@@ -46,19 +46,6 @@ bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::string escape_token(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
-}
-
 // "cluster.workers.0.count" -> "/cluster/workers/0/count".
 std::string dotted_pointer(std::string_view dotted) {
   std::string p;
