@@ -535,16 +535,7 @@ struct Simulation::Impl {
     }
     note_gradient(info, step);
     if (!(bfasgd && w.skip_fetch)) w.params.reset();
-    ++result.server_updates;
-    ++w.stats.iterations;
-    result.clock_staleness.add(info.clock_staleness);
-    result.step_staleness.add(info.step_staleness());
-    staleness_sum += info.clock_staleness;
-    ++staleness_count;
-
-    const bool min_rose = clocks.advance(w.id);
-    policy->on_push(w.id, engine.now(), clocks);
-    if (obs) obs->update(engine.now(), w.id, store->version(), info.clock_staleness, info.step_staleness());
+    const bool min_rose = book_applied(w, info);
     if (sc.stop.max_updates && result.server_updates >= *sc.stop.max_updates) {
       set_state(w, WorkerState::kWaiting);
       result.stop_reason = "max_updates";
@@ -664,15 +655,7 @@ struct Simulation::Impl {
       ++loss_count;
     }
     note_gradient(info, opt->add(*store, o.grad, info, read_params(w.cache)));
-    ++result.server_updates;
-    ++w.stats.iterations;
-    result.clock_staleness.add(info.clock_staleness);
-    result.step_staleness.add(info.step_staleness());
-    staleness_sum += info.clock_staleness;
-    ++staleness_count;
-    const bool min_rose = clocks.advance(w.id);
-    policy->on_push(w.id, engine.now(), clocks);
-    if (obs) obs->update(engine.now(), w.id, store->version(), info.clock_staleness, info.step_staleness());
+    const bool min_rose = book_applied(w, info);
     if (sc.stop.max_updates && result.server_updates >= *sc.stop.max_updates) {
       result.stop_reason = "max_updates";
       return stop();
@@ -700,6 +683,21 @@ struct Simulation::Impl {
       else
         parked.insert(std::upper_bound(parked.begin(), parked.end(), w.id), w.id);
     }
+  }
+
+  // Books a gradient the server has applied for w: the counters, the staleness statistics, w's
+  // clock, the policy and the observers. Returns whether the minimum clock rose.
+  bool book_applied(Worker& w, const GradientInfo& info) {
+    ++result.server_updates;
+    ++w.stats.iterations;
+    result.clock_staleness.add(info.clock_staleness);
+    result.step_staleness.add(info.step_staleness());
+    staleness_sum += info.clock_staleness;
+    ++staleness_count;
+    const bool min_rose = clocks.advance(w.id);
+    policy->on_push(w.id, engine.now(), clocks);
+    if (obs) obs->update(engine.now(), w.id, store->version(), info.clock_staleness, info.step_staleness());
+    return min_rose;
   }
 
   // --record gradients: one row per applied gradient.
