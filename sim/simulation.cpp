@@ -168,9 +168,9 @@ struct Simulation::Impl {
   // begins its gradient when the server reads the parameters for it and holds the factors, not
   // the parameters, until its push is applied. Same bits; memory grows with live versions only
   // (under ASP every worker would otherwise hold a different version). Off where the parameters
-  // read are needed later (cache modes, VAP, B-FASGD's skipped fetches, DC-ASGD, measured timing)
-  // where the factors would outweigh a parameter copy (small inputs, large batches), and under BSP,
-  // where every worker of a clock reads the same version: one shared copy beats n sets of factors.
+  // read are needed later (cache modes, VAP, B-FASGD's skipped fetches, DC-ASGD, measured timing),
+  // where the factors would outweigh a parameter copy (small inputs, large batches), and under
+  // BSP, where every worker of a clock reads the same version: one shared copy beats n factor sets.
   bool defer = false;
   bool record_gradients = false;             // RunOptions::record_gradients
   std::optional<int64_t> refuse_from_clock;  // RunOptions::refuse_from_clock (fault injection)
