@@ -33,14 +33,6 @@ double parameter_count(const Scenario& s, double features, double classes) {
   return 0;  // time-only: parameters by declaration only
 }
 
-// Whether a run begins each gradient when the parameters are read and holds its factors instead
-// of the parameters (Simulation's deferred mode: Model::can_defer_gradient); the same conditions.
-bool defers_gradient(const Scenario& s, bool cached) {
-  return (s.model.type == "mlp" || s.model.type == "softmax") && s.compute.backend == "cpu" &&
-         s.compute.timing != "measured" && !cached && s.policy.type != "vap" && s.policy.type != "bsp" &&
-         s.optimizer.rule != "bfasgd" && s.optimizer.rule != "dcasgd";
-}
-
 // Floats of one deferred gradient of the dense classifier besides its batch indices: each layer's
 // delta and the hidden activations (DenseClassifier::deferred_floats).
 double deferred_floats(const Scenario& s, double classes) {
@@ -51,6 +43,20 @@ double deferred_floats(const Scenario& s, double classes) {
 }
 
 }  // namespace
+
+bool defers_gradients(const Scenario& s, double factor_floats, double parameters) {
+  const bool cached = s.policy.type == "essp" || (s.policy.type == "ssp" && s.policy.cache == "lazy");
+  if (cached || s.policy.type == "vap" || s.optimizer.rule == "bfasgd" || s.optimizer.rule == "dcasgd" ||
+      s.compute.timing == "measured" || s.compute.backend != "cpu")
+    return false;
+  const double n = s.cluster.worker_count();
+  double sharing = 1;  // workers that read one version
+  const bool lockstep = s.policy.type == "bsp" || (s.policy.type == "ssp" && s.policy.staleness == 0) ||
+                        (s.policy.type == "dssp" && s.policy.staleness == 0 && s.policy.range == 0);
+  if (lockstep) sharing = n;
+  if (s.policy.type == "softsync") sharing = std::floor(n / static_cast<double>(s.policy.n));
+  return factor_floats * std::max(sharing, 1.0) < parameters;
+}
 
 std::string format_bytes(double b) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -89,8 +95,9 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   const double vec = p * kFloat;
 
   const bool cached = s.policy.type == "essp" || (s.policy.type == "ssp" && s.policy.cache == "lazy");
-  // Deferred only where the factors are smaller than a parameter copy (as the simulation decides).
-  const bool deferred = math && defers_gradient(s, cached) && deferred_floats(s, classes) < p;
+  const bool deferred = (s.model.type == "mlp" || s.model.type == "softmax") &&
+                        defers_gradients(s, deferred_floats(s, classes), p);
+  e.deferred_gradients = deferred;
   // Deferred: the server's current version and the one a grant is reading.
   e.snapshot_bytes = (deferred ? 2 : cached ? 2 * n + 1 : n + 1) * vec;
 

@@ -9,9 +9,8 @@
 //   data.train_samples truncates after loading), plus the raw bytes held while reading;
 // - snapshots: parameter versions alive at once: one per worker plus the server's current one
 //   (design.md section 1), doubled in the cache modes (lazy SSP, ESSP) where a worker holds its
-//   cache and a version in flight; two in all where workers defer their gradients (the pull modes
-//   with the CPU mlp or softmax, save BSP, VAP, B-FASGD and DC-ASGD, when a gradient's factors
-//   are smaller than a parameter copy), since a worker then lets its version go once it has begun;
+//   cache and a version in flight; two in all where workers defer their gradients (defers_gradients
+//   below), since a worker then lets its version go once it has begun;
 // - workers' state: per worker one gradient in flight (deferred: its batch indices, layer deltas
 //   and hidden activations, (classes + 2 x hidden) x batch floats); the cache modes add a local copy and up
 //   to staleness + 1 own pushes; VAP an in-transit sum and a held update; B-FASGD the last gradient;
@@ -29,7 +28,8 @@
 namespace stalesim {
 
 struct MemoryEstimate {
-  double parameters = 0;  // float32 parameters of the math model (0 for time-only)
+  double parameters = 0;            // float32 parameters of the math model (0 for time-only)
+  bool deferred_gradients = false;  // whether the run will defer its workers' gradients
   double dataset_bytes = 0;
   double snapshot_bytes = 0;
   double worker_bytes = 0;
@@ -44,6 +44,16 @@ struct MemoryEstimate {
 };
 
 MemoryEstimate estimate_memory(const Scenario& s);
+
+// Deferred gradients (Simulation; RunOptions::defer_gradients): whether this scenario's policy,
+// rule, backend and timing let a worker begin its gradient when its parameters are read and hold
+// the gradient's `factor_floats` floats instead of the `parameters` it read. The model must also
+// be able to split its gradient (Model::can_defer_gradient: the CPU mlp and softmax). Off where the
+// parameters read are needed later (lazy SSP, ESSP, VAP, B-FASGD, DC-ASGD, measured timing), and
+// where the factors of the workers that share one version outweigh that version: all of them
+// under BSP (and SSP or DSSP that reduce to it), floor(workers / n) under n-softsync, one
+// elsewhere. The simulation and the estimate both decide by this function.
+bool defers_gradients(const Scenario& s, double factor_floats, double parameters);
 
 // Bytes with binary units: "512 B", "3.4 KiB", "1.21 GiB".
 std::string format_bytes(double bytes);

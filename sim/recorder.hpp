@@ -88,7 +88,8 @@ struct RunResult {
   std::string gradients_csv;    // --record gradients: time, worker, versions, tau, step; or empty
   int64_t peak_live_versions = 0;
   // Whether workers deferred their gradients (RunOptions::defer_gradients, where the model and the
-  // policy allow it); not written to the outputs, which are the same either way.
+  // policy allow it). Not written to the outputs, which are the same either way but for
+  // peak_live_versions.
   bool deferred_gradients = false;
   uint64_t events = 0;
   // Divergence: when, which worker, and the last finite training loss seen.

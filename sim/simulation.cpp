@@ -16,6 +16,7 @@
 #include "sim/engine.hpp"
 #include "sim/jitter.hpp"
 #include "sim/lazy_deque.hpp"
+#include "sim/memory_estimate.hpp"
 #include "sim/observer.hpp"
 #include "sim/param_store.hpp"
 #include "sim/policies/sync_policy.hpp"
@@ -166,11 +167,9 @@ struct Simulation::Impl {
   bool uniform;                        // cluster.order "uniform"
   // Pull modes with a model that can split its gradient (Model::can_defer_gradient): a worker
   // begins its gradient when the server reads the parameters for it and holds the factors, not
-  // the parameters, until its push is applied. Same bits; memory grows with live versions only
-  // (under ASP every worker would otherwise hold a different version). Off where the parameters
-  // read are needed later (cache modes, VAP, B-FASGD's skipped fetches, DC-ASGD, measured timing),
-  // where the factors would outweigh a parameter copy (small inputs, large batches), and under
-  // BSP, where every worker of a clock reads the same version: one shared copy beats n factor sets.
+  // the parameters, until its push is applied. Same gradients; memory grows with live versions
+  // only (under ASP every worker would otherwise hold a different version). Where it applies:
+  // defers_gradients (sim/memory_estimate.hpp).
   bool defer = false;
   bool record_gradients = false;             // RunOptions::record_gradients
   std::optional<int64_t> refuse_from_clock;  // RunOptions::refuse_from_clock (fault injection)
@@ -244,9 +243,9 @@ struct Simulation::Impl {
       eval_indices.resize(static_cast<size_t>(m));
       for (int64_t i = 0; i < m; ++i) eval_indices[static_cast<size_t>(i)] = static_cast<int32_t>(i);
       measured = s.compute.timing == "measured";
-      defer = model->can_defer_gradient() && !cached && !vap && !bfasgd && !measured &&
-              s.policy.type != "bsp" && !opt->rule().needs_read_params() &&
-              model->deferred_floats(s.optimizer.batch_size) < model->parameter_count();
+      defer = model->can_defer_gradient() && !opt->rule().needs_read_params() &&
+              defers_gradients(s, static_cast<double>(model->deferred_floats(s.optimizer.batch_size)),
+                               static_cast<double>(model->parameter_count()));
       if (measured) {  // warm-up, and the time of the first iterations: a batch of the first samples
         std::vector<int32_t> probe(
             static_cast<size_t>(std::min<int64_t>(s.optimizer.batch_size, d.train.size())));

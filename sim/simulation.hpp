@@ -52,7 +52,8 @@ struct RunOptions {
   // Deferred gradients (Model::can_defer_gradient): where the model and the policy allow, a worker
   // begins its gradient when its parameters are read and holds the factors instead of the
   // parameters. False: the reference path that holds the parameters until the push is applied.
-  // Both give the same bytes (tests/test_simulation.cpp compares them); only memory differs.
+  // Both give the same gradients, so the same outputs (tests/test_simulation.cpp compares them)
+  // but for summary.json's peak_live_versions, which counts the versions held.
   bool defer_gradients = true;
 };
 

@@ -261,6 +261,8 @@ TEST_CASE("the memory estimate counts parameters as the model does, and grows wi
   // parameters, so workers hold their parameters.
   CHECK(e.snapshot_bytes == 4 * 83 * 4);
   CHECK(e.worker_bytes == 3 * (83 * 4 + 4096));
+  CHECK(e.dataset_bytes == (300 + 90) * (6 * 4 + 4));
+  CHECK_FALSE(e.deferred_gradients);
   {
     Scenario d = s;  // 100 features: 835 parameters, so workers defer their gradients
     d.data.blobs.features = 100;
@@ -268,12 +270,19 @@ TEST_CASE("the memory estimate counts parameters as the model does, and grows wi
     // The current version and the one being read; per worker 10 indices and 190 floats.
     CHECK(estimate_memory(d).snapshot_bytes == 2 * 835 * 4);
     CHECK(estimate_memory(d).worker_bytes == 3 * (10 * 4 + 190 * 4 + 4096));
+    CHECK(estimate_memory(d).deferred_gradients);
     d.optimizer.rule = "dcasgd";  // needs the parameters read: one snapshot per worker
     CHECK(estimate_memory(d).snapshot_bytes == 4 * 835 * 4);
+    CHECK_FALSE(estimate_memory(d).deferred_gradients);
     d.optimizer.rule = "sgd";
-    d.policy.type = "bsp";  // counted as held, though BSP's workers share the version they read
-    CHECK(estimate_memory(d).snapshot_bytes == 4 * 835 * 4);
-    d.optimizer.rule = "sgd";
+    // BSP's workers all read the same version: they defer only while the factors of all of them
+    // (3 x 190 floats) are smaller than that one copy, and with 10 workers they are not.
+    d.policy.type = "bsp";
+    CHECK(estimate_memory(d).deferred_gradients);
+    d.cluster.workers[0].count = 8;
+    CHECK_FALSE(estimate_memory(d).deferred_gradients);
+    CHECK(estimate_memory(d).snapshot_bytes == 11 * 835 * 4);
+    d.cluster.workers[0].count = 1;
     d.policy.type = "essp";  // cache modes: a cache and a version in flight per worker
     CHECK(estimate_memory(d).snapshot_bytes == 7 * 835 * 4);
   }

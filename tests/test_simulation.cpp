@@ -4,8 +4,10 @@
 
 #include <Eigen/Core>
 #include <cmath>
+#include <sstream>
 
 #include "sim/build_info.hpp"
+#include "sim/memory_estimate.hpp"
 #include "tests/sim_test_util.hpp"
 
 using namespace stalesim;
@@ -217,53 +219,113 @@ TEST_CASE("shared data lets a batch exceed a worker's shard, which the iid parti
   CHECK(r.server_updates == 400);
 }
 
-TEST_CASE("deferred gradients give the reference path's bytes and keep one live version under ASP") {
+namespace {
+
+// summary.json without its peak_live_versions line: the one field where the deferred and the
+// reference paths differ, since it counts the versions held.
+std::string without_live_versions(const std::string& summary) {
+  std::string out;
+  std::istringstream in(summary);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("\"peak_live_versions\"") == std::string::npos) out += line + "\n";
+  return out;
+}
+
+// The tiny math scenario with 20 workers and 64 features: a deferred gradient (8 x (3 + 2 x 12)
+// floats) is far smaller than the 819 parameters, so workers defer unless the policy says not.
+nlohmann::json deferring_json() {
+  auto j = tiny_math_json();
+  j["data"]["blobs"]["features"] = 64;
+  j["cluster"]["workers"] = {{{"profile", "gtx1060"}, {"count", 10}},
+                             {{"profile", "gtx1080ti"}, {"count", 10}}};
+  j["cluster"]["jitter"] = {{"type", "lognormal"}, {"sigma", 0.2}};
+  j["policy"] = {{"type", "asp"}};
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("deferred gradients give the reference path's outputs and at most two live versions under ASP") {
   // The reference path holds the parameters each worker read until its push is applied; the
-  // deferred path begins the gradient at the read and holds only its factors.
-  const auto check_same = [](const nlohmann::json& j) {
+  // deferred path begins the gradient at the read and holds only its factors. Returns the peak
+  // live versions of both, and checks whether the run deferred as the memory estimate says.
+  const auto check_same = [](const nlohmann::json& j, bool defers) {
     const Scenario s = scenario(j);
     RunOptions reference;
     reference.defer_gradients = false;
     const RunResult deferred = run_scenario(s), held = run_scenario(s, reference);
     CHECK(deferred.status == held.status);
     CHECK(deferred.server_updates == held.server_updates);
-    CHECK(deferred.metrics == held.metrics);
     CHECK(deferred.final_params == held.final_params);
-    CHECK(render_outputs(s, deferred).result_hash == render_outputs(s, held).result_hash);
+    const OutputFiles a = render_outputs(s, deferred), b = render_outputs(s, held);
+    CHECK(a.result_hash == b.result_hash);
+    CHECK(a.metrics_csv == b.metrics_csv);
+    CHECK(a.staleness_csv == b.staleness_csv);
+    CHECK(without_live_versions(a.summary_json) == without_live_versions(b.summary_json));
     CHECK_FALSE(held.deferred_gradients);
-    // BSP's workers share the version of a clock: they hold it rather than n sets of factors.
-    CHECK(deferred.deferred_gradients == (s.policy.type != "bsp"));
+    CHECK(deferred.deferred_gradients == defers);
+    CHECK(estimate_memory(s).deferred_gradients == defers);
     return std::pair{deferred.peak_live_versions, held.peak_live_versions};
   };
-  auto j = tiny_math_json();
-  // 64 features: a deferred gradient (8 x (3 + 2 x 12) floats) is far smaller than the 819
-  // parameters, so the deferred path is taken.
-  j["data"]["blobs"]["features"] = 64;
-  j["cluster"]["workers"] = {{{"profile", "gtx1060"}, {"count", 10}},
-                             {{"profile", "gtx1080ti"}, {"count", 10}}};
-  j["cluster"]["jitter"] = {{"type", "lognormal"}, {"sigma", 0.2}};
-  j["policy"] = {{"type", "asp"}};
-  const auto live = check_same(j);  // peak live versions: deferred, held
+  auto j = deferring_json();
+  const auto live = check_same(j, true);  // peak live versions: deferred, held
   CHECK(live.first <= 2);
   CHECK(live.second >= 20);  // every ASP worker holds a different version
-  for (const char* policy : {"bsp", "ssp", "dssp"}) {
+  for (const char* policy : {"ssp", "dssp"}) {
     CAPTURE(policy);
     j["policy"] = {{"type", policy}, {"staleness", 1}};
-    if (std::string(policy) == "bsp") j["policy"].erase("staleness");
     if (std::string(policy) == "dssp") j["policy"]["range"] = 3;
-    check_same(j);
+    check_same(j, true);
   }
+  // Where all workers read the same version, one shared copy is smaller than 20 sets of factors.
+  j["policy"] = {{"type", "bsp"}};
+  check_same(j, false);
+  j["policy"] = {{"type", "ssp"}, {"staleness", 0}};
+  check_same(j, false);
+  j["policy"] = {{"type", "softsync"}, {"n", 1}};  // one update per 20 pushes
+  check_same(j, false);
+  j["policy"] = {{"type", "softsync"}, {"n", 20}};  // one per push, as ASP
+  check_same(j, true);
   j["policy"] = {{"type", "ssp"}, {"staleness", 2}};
   j["optimizer"]["rule"] = "sasgd";
-  check_same(j);
+  check_same(j, true);
   j["optimizer"]["rule"] = "fasgd";
-  check_same(j);
+  check_same(j, true);
   // A crash loses the begun gradient; the worker begins again on the batch it never pushed.
   j["optimizer"]["rule"] = "sgd";
   j["cluster"]["on_crash"] = "wait";
   j["cluster"]["schedule"] = {{{"kind", "crash"}, {"workers", {3, 11}}, {"at_s", 0.004}, {"until_s", 0.02}}};
-  check_same(j);
+  check_same(j, true);
   j["cluster"].erase("schedule");
   j["cluster"]["order"] = "uniform";
-  check_same(j);
+  check_same(j, true);
+}
+
+TEST_CASE("workers keep the parameters they read where a later step needs them, as the estimate says") {
+  auto j = deferring_json();
+  j["stop"]["max_updates"] = 60;
+  const auto check_held = [](const nlohmann::json& k) {
+    const Scenario s = scenario(k);
+    const RunResult r = run_scenario(s);
+    CHECK(r.status == RunStatus::kCompleted);
+    CHECK_FALSE(r.deferred_gradients);
+    CHECK_FALSE(estimate_memory(s).deferred_gradients);
+  };
+  for (const char* rule : {"dcasgd", "bfasgd"}) {  // DC-ASGD's backup; B-FASGD's skipped fetches
+    CAPTURE(rule);
+    auto k = j;
+    k["optimizer"]["rule"] = rule;
+    check_held(k);
+  }
+  auto k = j;  // the cache modes compute from the copy they keep
+  k["policy"] = {{"type", "essp"}, {"staleness", 1}};
+  check_held(k);
+  k["policy"] = {{"type", "ssp"}, {"staleness", 1}, {"cache", "lazy"}};
+  check_held(k);
+  k["policy"] = {{"type", "vap"}, {"value_bound", 0.5}};  // VAP judges the gradient before it sends
+  check_held(k);
+  k = j;  // a batch of 40: 1,080 floats of factors outweigh the 819 parameters
+  k["optimizer"]["batch_size"] = 40;
+  k["data"]["blobs"]["train"] = 1200;  // 60 samples per worker
+  check_held(k);
 }

@@ -577,8 +577,10 @@ Replay replay_math(const Scenario& sc, const DataSplit& data, int64_t updates, s
   return r;
 }
 
-// The server's own per-update math, replayed: a copy-on-write of the parameters (a reader holds
-// the current version, as the re-granted worker does) and an SGD step w -= lr g as the sgd rule
+// The server's own per-update math, replayed: a copy-on-write of the parameters when the run held
+// more than one version (a reader holds the current version, as a re-granted worker that keeps
+// its parameters does; a worker that defers its gradient holds none, and the server then updates
+// in place: no copy) and an SGD step w -= lr g as the sgd rule
 // takes it (an Eigen axpy; written here rather than through LearningRule, so that this stays an
 // estimate of the same work whatever that interface becomes).
 struct ServerReplay {
@@ -589,15 +591,16 @@ ServerReplay replay_server(const Scenario& sc, int64_t parameters, int64_t updat
   const auto step = static_cast<float>(sc.optimizer.lr);
   std::vector<float> grad(static_cast<size_t>(parameters), 1e-3f);
   const Eigen::Map<const Eigen::VectorXf> g(grad.data(), static_cast<Eigen::Index>(parameters));
-  std::vector<Snapshot> held(static_cast<size_t>(std::max<int64_t>(1, versions - 1)));
+  std::vector<Snapshot> held(static_cast<size_t>(std::max<int64_t>(0, versions - 1)));
   ServerReplay r;
   // Two loops, each timed whole (see replay_math): the copies, then the steps on one block.
   double check = 0;  // read back, so that no work can be optimized away
   double t0 = thread_cpu_seconds();
   for (int64_t i = 0; i < updates; ++i) {
-    held[static_cast<size_t>(i) % held.size()] = store.read();
-    check += store.write()[static_cast<size_t>(i) %
-                           static_cast<size_t>(parameters)];  // copies: a reader holds the current version
+    if (!held.empty()) held[static_cast<size_t>(i) % held.size()] = store.read();
+    check +=
+        store.write()[static_cast<size_t>(i) %
+                      static_cast<size_t>(parameters)];  // copies when a reader holds the current version
     store.commit();
   }
   r.copy_s = thread_cpu_seconds() - t0;
