@@ -4,6 +4,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -33,6 +34,44 @@ double softmax_xent_backward(Eigen::MatrixXf& logits, Eigen::Index n, std::span<
 // `correct`.
 void softmax_xent_evaluate(const Eigen::MatrixXf& logits, Eigen::Index n, std::span<const int32_t> labels,
                            double& loss_sum, int64_t& correct);
+
+// The label of sample i of `data`, after the checks every classifier makes while gathering a
+// batch: std::out_of_range unless 0 <= i < data.size(), std::invalid_argument unless the label is
+// in [0, classes). `model` ("mlp", "cnn", ...) starts the messages.
+int32_t checked_label(const Dataset& data, int64_t i, int32_t classes, const std::string& model);
+
+// A classifier's evaluation, in chunks of at most `chunk` samples (bounding scratch memory):
+// eval_chunk(n, index_at, loss_sum, correct) gathers and evaluates the n samples index_at(0..n-1)
+// (dataset indices, from `indices`, or all samples in order when `indices` is empty), adding their
+// losses and correct predictions, in sample order. Returns the mean loss and accuracy.
+template <class EvalChunk>
+Evaluation evaluate_in_chunks(const Dataset& data, std::span<const int32_t> indices, int64_t chunk,
+                              EvalChunk eval_chunk) {
+  const int64_t total = indices.empty() ? data.size() : static_cast<int64_t>(indices.size());
+  double loss_sum = 0.0;
+  int64_t correct = 0;
+  for (int64_t begin = 0; begin < total; begin += chunk) {
+    const int64_t n = std::min(chunk, total - begin);
+    if (indices.empty()) {
+      eval_chunk(
+          n, [begin](int64_t j) { return begin + j; }, loss_sum, correct);
+    } else {
+      eval_chunk(
+          n,
+          [&indices, begin](int64_t j) {
+            return static_cast<int64_t>(indices[static_cast<size_t>(begin + j)]);
+          },
+          loss_sum, correct);
+    }
+  }
+  Evaluation e;
+  e.samples = total;
+  if (total > 0) {
+    e.loss = loss_sum / static_cast<double>(total);
+    e.accuracy = static_cast<double>(correct) / static_cast<double>(total);
+  }
+  return e;
+}
 
 // A fully connected network: `hidden` ReLU layers then a linear layer to `classes` logits, with
 // softmax cross-entropy loss. With no hidden layer it is multinomial logistic regression.

@@ -159,15 +159,7 @@ void Cnn::gather(const Dataset& data, Index n, IndexAt index_at) {
   reserve(n);
   for (Index j = 0; j < n; ++j) {
     const int64_t i = index_at(j);
-    if (i < 0 || i >= data.size()) {
-      throw std::out_of_range("cnn: sample index " + std::to_string(i) + " out of range for a dataset of " +
-                              std::to_string(data.size()));
-    }
-    const int32_t y = data.y[static_cast<size_t>(i)];
-    if (y < 0 || y >= shape_.classes) {
-      throw std::invalid_argument("cnn: label " + std::to_string(y) + " of sample " + std::to_string(i) +
-                                  " is outside [0, " + std::to_string(shape_.classes) + ")");
-    }
+    const int32_t y = checked_label(data, i, shape_.classes, "cnn");
     labels_[static_cast<size_t>(j)] = y;
     x_.col(j) = ConstVecMap(data.sample(i), features_);
   }
@@ -366,28 +358,12 @@ Evaluation Cnn::evaluate(std::span<const float> params, const Dataset& data,
                          std::span<const int32_t> indices) {
   check_params(params, "evaluate");
   check_data(data, "evaluate");
-  const int64_t total = indices.empty() ? data.size() : static_cast<int64_t>(indices.size());
-  double loss_sum = 0.0;
-  int64_t correct = 0;
-  for (int64_t begin = 0; begin < total; begin += kEvalChunk) {
-    const Index n = std::min<int64_t>(kEvalChunk, total - begin);
-    if (indices.empty()) {
-      gather(data, n, [begin](Index j) { return begin + j; });
-    } else {
-      gather(data, n, [&indices, begin](Index j) {
-        return static_cast<int64_t>(indices[static_cast<size_t>(begin + j)]);
-      });
-    }
-    forward(params.data(), n);
-    softmax_xent_evaluate(logits_, n, labels_, loss_sum, correct);
-  }
-  Evaluation e;
-  e.samples = total;
-  if (total > 0) {
-    e.loss = loss_sum / static_cast<double>(total);
-    e.accuracy = static_cast<double>(correct) / static_cast<double>(total);
-  }
-  return e;
+  return evaluate_in_chunks(data, indices, kEvalChunk,
+                            [&](int64_t n, auto index_at, double& loss_sum, int64_t& correct) {
+                              gather(data, n, index_at);
+                              forward(params.data(), n);
+                              softmax_xent_evaluate(logits_, n, labels_, loss_sum, correct);
+                            });
 }
 
 std::unique_ptr<Model> make_cnn(int64_t features, int32_t classes, WeightInit init) {

@@ -95,15 +95,7 @@ void DenseClassifier::gather(const Dataset& data, Index n, IndexAt index_at) {
   reserve(n);
   for (Index j = 0; j < n; ++j) {
     const int64_t i = index_at(j);
-    if (i < 0 || i >= data.size()) {
-      throw std::out_of_range(type_ + ": sample index " + std::to_string(i) +
-                              " out of range for a dataset of " + std::to_string(data.size()));
-    }
-    const int32_t y = data.y[static_cast<size_t>(i)];
-    if (y < 0 || y >= classes_) {
-      throw std::invalid_argument(type_ + ": label " + std::to_string(y) + " of sample " + std::to_string(i) +
-                                  " is outside [0, " + std::to_string(classes_) + ")");
-    }
+    const int32_t y = checked_label(data, i, classes_, type_);
     labels_[static_cast<size_t>(j)] = y;
     x_.col(j) = ConstVecMap(data.sample(i), features_);
   }
@@ -247,28 +239,12 @@ Evaluation DenseClassifier::evaluate(std::span<const float> params, const Datase
                                      std::span<const int32_t> indices) {
   check_params(params, "evaluate");
   check_data(data, "evaluate");
-  const int64_t total = indices.empty() ? data.size() : static_cast<int64_t>(indices.size());
-  double loss_sum = 0.0;
-  int64_t correct = 0;
-  for (int64_t begin = 0; begin < total; begin += kEvalChunk) {
-    const Index n = std::min<int64_t>(kEvalChunk, total - begin);
-    if (indices.empty()) {
-      gather(data, n, [begin](Index j) { return begin + j; });
-    } else {
-      gather(data, n, [&indices, begin](Index j) {
-        return static_cast<int64_t>(indices[static_cast<size_t>(begin + j)]);
-      });
-    }
-    forward(params.data(), n);
-    softmax_xent_evaluate(act_.back(), n, labels_, loss_sum, correct);
-  }
-  Evaluation e;
-  e.samples = total;
-  if (total > 0) {
-    e.loss = loss_sum / static_cast<double>(total);
-    e.accuracy = static_cast<double>(correct) / static_cast<double>(total);
-  }
-  return e;
+  return evaluate_in_chunks(data, indices, kEvalChunk,
+                            [&](int64_t n, auto index_at, double& loss_sum, int64_t& correct) {
+                              gather(data, n, index_at);
+                              forward(params.data(), n);
+                              softmax_xent_evaluate(act_.back(), n, labels_, loss_sum, correct);
+                            });
 }
 
 std::unique_ptr<Model> make_mlp(int64_t features, int32_t classes, const std::vector<int64_t>& hidden,

@@ -3,6 +3,8 @@
 // (parameters: W, classes x features, column-major, then b, classes).
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "models/classifier_common.hpp"
 
@@ -45,6 +47,19 @@ void softmax_xent_evaluate(const Eigen::MatrixXf& logits, Eigen::Index n, std::s
 
 std::unique_ptr<Model> make_softmax(int64_t features, int32_t classes, WeightInit init) {
   return std::make_unique<DenseClassifier>("softmax", features, classes, std::vector<int64_t>{}, init);
+}
+
+int32_t checked_label(const Dataset& data, int64_t i, int32_t classes, const std::string& model) {
+  if (i < 0 || i >= data.size()) {
+    throw std::out_of_range(model + ": sample index " + std::to_string(i) +
+                            " out of range for a dataset of " + std::to_string(data.size()));
+  }
+  const int32_t y = data.y[static_cast<size_t>(i)];
+  if (y < 0 || y >= classes) {
+    throw std::invalid_argument(model + ": label " + std::to_string(y) + " of sample " + std::to_string(i) +
+                                " is outside [0, " + std::to_string(classes) + ")");
+  }
+  return y;
 }
 
 }  // namespace stalesim::detail

@@ -107,41 +107,25 @@ class CudaDenseClassifier final : public Model {
                       std::span<const int32_t> indices) override {
     check_params(params, "evaluate");
     check_data(data, "evaluate");
-    const int64_t total = indices.empty() ? data.size() : static_cast<int64_t>(indices.size());
     std::memcpy(params_host_.data(), params.data(), params.size_bytes());
     bool params_on_device = false;
-    double loss_sum = 0.0;
-    int64_t correct = 0;
-    for (int64_t begin = 0; begin < total; begin += kEvalChunk) {
-      const int64_t n = std::min(kEvalChunk, total - begin);
-      if (indices.empty()) {
-        gather(data, n, [begin](int64_t j) { return begin + j; });
-      } else {
-        gather(data, n, [&indices, begin](int64_t j) {
-          return static_cast<int64_t>(indices[static_cast<size_t>(begin + j)]);
+    return evaluate_in_chunks(
+        data, indices, kEvalChunk, [&](int64_t n, auto index_at, double& loss_sum, int64_t& correct) {
+          gather(data, n, index_at);
+          upload(n, !params_on_device);
+          params_on_device = true;
+          forward(n);
+          check(cuda::softmax_xent_evaluate(act_.back().data(), labels_.data(), classes_, n, losses_.data(),
+                                            correct_.data(), ctx_.stream),
+                "softmax_xent_evaluate");
+          copy_out(losses_host_.data(), losses_.data(), n * static_cast<int64_t>(sizeof(double)));
+          copy_out(correct_host_.data(), correct_.data(), n * static_cast<int64_t>(sizeof(int32_t)));
+          check(cudaStreamSynchronize(ctx_.stream), "cudaStreamSynchronize");
+          for (int64_t j = 0; j < n; ++j) {
+            loss_sum += losses_host_.data()[j];
+            correct += correct_host_.data()[j];
+          }
         });
-      }
-      upload(n, !params_on_device);
-      params_on_device = true;
-      forward(n);
-      check(cuda::softmax_xent_evaluate(act_.back().data(), labels_.data(), classes_, n, losses_.data(),
-                                        correct_.data(), ctx_.stream),
-            "softmax_xent_evaluate");
-      copy_out(losses_host_.data(), losses_.data(), n * static_cast<int64_t>(sizeof(double)));
-      copy_out(correct_host_.data(), correct_.data(), n * static_cast<int64_t>(sizeof(int32_t)));
-      check(cudaStreamSynchronize(ctx_.stream), "cudaStreamSynchronize");
-      for (int64_t j = 0; j < n; ++j) {
-        loss_sum += losses_host_.data()[j];
-        correct += correct_host_.data()[j];
-      }
-    }
-    Evaluation e;
-    e.samples = total;
-    if (total > 0) {
-      e.loss = loss_sum / static_cast<double>(total);
-      e.accuracy = static_cast<double>(correct) / static_cast<double>(total);
-    }
-    return e;
   }
 
  private:
@@ -195,15 +179,7 @@ class CudaDenseClassifier final : public Model {
     reserve(n);
     for (int64_t j = 0; j < n; ++j) {
       const int64_t i = index_at(j);
-      if (i < 0 || i >= data.size()) {
-        throw std::out_of_range(type_ + ": sample index " + std::to_string(i) +
-                                " out of range for a dataset of " + std::to_string(data.size()));
-      }
-      const int32_t y = data.y[static_cast<size_t>(i)];
-      if (y < 0 || y >= classes_) {
-        throw std::invalid_argument(type_ + ": label " + std::to_string(y) + " of sample " +
-                                    std::to_string(i) + " is outside [0, " + std::to_string(classes_) + ")");
-      }
+      const int32_t y = checked_label(data, i, classes_, type_);
       labels_host_.data()[j] = y;
       std::memcpy(x_host_.data() + j * features_, data.sample(i),
                   static_cast<size_t>(features_) * sizeof(float));

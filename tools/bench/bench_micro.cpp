@@ -87,15 +87,13 @@ stalesim::Dataset random_dataset(Rng& rng) {
   return d;
 }
 
-// loss_and_gradient of the MLP 784-200-10 at batch range(0); batches are consecutive slices of a
-// random permutation of the samples, so each call gathers samples from random places.
-void mlp_gradient(benchmark::State& state) {
+// Times loss_and_gradient of the model `spec` names at batch range(0); batches are consecutive
+// slices of a random permutation of the samples, so each call gathers samples from random places.
+// Returns the model, for the counters.
+std::unique_ptr<stalesim::Model> time_gradient(benchmark::State& state, const stalesim::ModelSpec& spec) {
   const auto batch = static_cast<size_t>(state.range(0));
   Rng rng(kSeed);
   const stalesim::Dataset data = random_dataset(rng);
-  stalesim::ModelSpec spec;
-  spec.type = "mlp";
-  spec.hidden = {kHidden};
   auto model = stalesim::make_model(spec, kFeatures, kClasses);
   std::vector<float> params(static_cast<size_t>(model->parameter_count()));
   std::vector<float> grad(params.size());
@@ -111,7 +109,16 @@ void mlp_gradient(benchmark::State& state) {
     benchmark::DoNotOptimize(model->loss_and_gradient(params, data, indices, grad));
     benchmark::ClobberMemory();
   }
-  const double b = static_cast<double>(batch);
+  return model;
+}
+
+// loss_and_gradient of the MLP 784-200-10.
+void mlp_gradient(benchmark::State& state) {
+  stalesim::ModelSpec spec;
+  spec.type = "mlp";
+  spec.hidden = {kHidden};
+  const auto model = time_gradient(state, spec);
+  const auto b = static_cast<double>(state.range(0));
   state.counters["flops_nominal"] =
       benchmark::Counter(model->flops_per_sample() * b, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["flops_performed"] =
@@ -124,28 +131,12 @@ BENCHMARK(mlp_gradient)->ArgName("batch")->Arg(1)->Arg(32)->Arg(128);
 // loss_and_gradient of the LeNet-5-style CNN (models/cnn.hpp) on 28x28 inputs at batch range(0),
 // batches as in mlp_gradient. Nominal FLOPs only: 6 x multiply-adds per sample (2.5 MFLOP).
 void cnn_gradient(benchmark::State& state) {
-  const auto batch = static_cast<size_t>(state.range(0));
-  Rng rng(kSeed);
-  const stalesim::Dataset data = random_dataset(rng);
   stalesim::ModelSpec spec;
   spec.type = "cnn";
-  auto model = stalesim::make_model(spec, kFeatures, kClasses);
-  std::vector<float> params(static_cast<size_t>(model->parameter_count()));
-  std::vector<float> grad(params.size());
-  model->init(params, rng);
-  std::vector<int32_t> order(static_cast<size_t>(kSamples));
-  std::iota(order.begin(), order.end(), 0);
-  rng.shuffle(std::span<int32_t>(order));
-  size_t pos = 0;
-  for (auto _ : state) {
-    if (pos + batch > order.size()) pos = 0;
-    const std::span<const int32_t> indices(order.data() + pos, batch);
-    pos += batch;
-    benchmark::DoNotOptimize(model->loss_and_gradient(params, data, indices, grad));
-    benchmark::ClobberMemory();
-  }
-  state.counters["flops_nominal"] = benchmark::Counter(model->flops_per_sample() * static_cast<double>(batch),
-                                                       benchmark::Counter::kIsIterationInvariantRate);
+  const auto model = time_gradient(state, spec);
+  state.counters["flops_nominal"] =
+      benchmark::Counter(model->flops_per_sample() * static_cast<double>(state.range(0)),
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(cnn_gradient)->ArgName("batch")->Arg(32)->Arg(128);
 
