@@ -227,6 +227,9 @@ std::vector<uint8_t> read_dataset_file(const std::string& dir, const std::string
     path = gz;
   } else if (fs::is_regular_file(plain, ec)) {
     path = plain;
+  } else if (fs::exists(gz, ec) || fs::exists(plain, ec)) {
+    const std::string which = fs::exists(gz, ec) ? gz : plain;
+    throw DataError(which + ": not a regular file (a folder, FIFO or device is not read)");
   } else {
     std::string msg = gz + ": not found";
     if (is_default_dir(dir)) {

@@ -84,7 +84,8 @@ SimTime ClusterSchedule::compute_end(int32_t w, SimTime start, double work_ns) c
     remaining -= static_cast<double>(next - t) / mult;
     t = next;
   }
-  return SimTime::from_ns(std::max(start.ns() + 1, static_cast<int64_t>(std::llround(end))));
+  const SimTime at = SimTime::from_ns_checked(end, "the iteration's end under cluster.schedule");
+  return SimTime::from_ns(std::max(start.ns() + 1, at.ns()));
 }
 
 }  // namespace stalesim

@@ -9,16 +9,20 @@
 
 #include <fmt/format.h>
 
+#include "sim/file_read.hpp"
+
 namespace stalesim {
 
 namespace {
-constexpr double kMinNormalFactor = 1e-3;  // normal draws are clipped here (design.md: "clipped positive")
+constexpr double kMinNormalFactor = 1e-3;
+constexpr double kMaxTraceMs = 1e9;  // about 11.6 days: keeps times inside SimTime with room for factors  // normal draws are clipped here (design.md: "clipped positive")
 }
 
 std::vector<double> read_iteration_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw ScenarioError(fmt::format("{}: cannot read the jitter trace: {}", path, std::strerror(errno)));
+  std::string why;
+  const auto text = read_regular_file(path, kMaxTraceBytes, why);
+  if (!text) throw ScenarioError(fmt::format("{}: cannot read the jitter trace: {}", path, why));
+  std::istringstream in(*text);
   std::vector<double> out;
   std::string line;
   for (int lineno = 1; std::getline(in, line); ++lineno) {
@@ -34,9 +38,10 @@ std::vector<double> read_iteration_trace(const std::string& path) {
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used != word.size() || !std::isfinite(v) || !(v > 0))
-        throw ScenarioError(fmt::format("{}:{}: expected an iteration time in ms (a number > 0), got \"{}\"",
-                                        path, lineno, word));
+      if (used != word.size() || !std::isfinite(v) || !(v > 0) || v > kMaxTraceMs)
+        throw ScenarioError(fmt::format(
+            "{}:{}: expected an iteration time in ms (a number > 0 and <= {:g}), got \"{}\"", path, lineno,
+            kMaxTraceMs, word));
       out.push_back(v);
     }
   }

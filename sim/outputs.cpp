@@ -1,6 +1,8 @@
 #include "sim/outputs.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +13,7 @@
 
 #include "models/cuda/cuda_model.hpp"
 #include "sim/build_info.hpp"
+#include "sim/run_folder.hpp"
 
 namespace stalesim {
 
@@ -54,13 +57,6 @@ std::string result_hash(const RunResult& r, const std::string& metrics) {
   const XXH128_hash_t h = XXH3_128bits_digest(st);
   XXH3_freeState(st);
   return fmt::format("{:016x}{:016x}", h.high64, h.low64);
-}
-
-void write_file(const fs::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  f.close();
-  if (!f) throw IoError(fmt::format("{}: cannot write", p.string()));
 }
 
 }  // namespace
@@ -135,68 +131,91 @@ OutputFiles render_outputs(const Scenario& s, const RunResult& r) {
   return f;
 }
 
-void write_outputs(const std::string& dir, const OutputFiles& files, bool done, bool force) {
-  const fs::path target = fs::path(dir).lexically_normal();
-  std::error_code ec;
-  const bool exists = fs::exists(target, ec);
-  if (exists && !fs::is_directory(target, ec))
-    throw IoError(fmt::format("{}: output path exists and is not a folder", dir));
-  if (exists && !fs::is_empty(target, ec) && !force)
-    throw IoError(fmt::format("{}: output folder exists and is not empty (use --force to replace it)", dir));
-  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  fs::create_directories(parent, ec);
-  if (ec) throw IoError(fmt::format("{}: cannot create folder: {}", parent.string(), ec.message()));
+namespace {
 
-  const std::string tag = fmt::format(".{}.partial-{}", target.filename().string(), ::getpid());
-  const fs::path tmp = parent / tag;
-  fs::remove_all(tmp, ec);
-  fs::create_directory(tmp, ec);
-  if (ec) throw IoError(fmt::format("{}: cannot write here: {}", parent.string(), ec.message()));
-  try {
-    write_file(tmp / "summary.json", files.summary_json);
-    write_file(tmp / "metrics.csv", files.metrics_csv);
-    write_file(tmp / "staleness.csv", files.staleness_csv);
-    if (!files.decisions_csv.empty()) write_file(tmp / "decisions.csv", files.decisions_csv);
-    if (!files.gradients_csv.empty()) write_file(tmp / "gradients.csv", files.gradients_csv);
-    if (!files.trace_json.empty()) write_file(tmp / "trace.json", files.trace_json);
-    if (!files.explain_txt.empty()) write_file(tmp / "explain.txt", files.explain_txt);
-    if (done) write_file(tmp / "done", files.result_hash + "\n");
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
-  }
-  if (exists) {
-    const fs::path old = parent / fmt::format(".{}.old-{}", target.filename().string(), ::getpid());
-    fs::rename(target, old, ec);
-    if (ec) {
-      fs::remove_all(tmp, ec);
-      throw IoError(fmt::format("{}: cannot replace: {}", dir, ec.message()));
-    }
-    fs::rename(tmp, target, ec);
-    if (ec) {
-      fs::rename(old, target);
-      fs::remove_all(tmp);
-      throw IoError(fmt::format("{}: cannot replace: {}", dir, ec.message()));
-    }
-    fs::remove_all(old, ec);
-  } else {
-    fs::rename(tmp, target, ec);
-    if (ec) {
-      fs::remove_all(tmp, ec);
-      throw IoError(fmt::format("{}: cannot create: {}", dir, ec.message()));
-    }
+// Throws IoError unless `target` may receive a run: absent, empty, or with `force` a run folder
+// outside the protected places. Nothing is changed.
+void check_target(const std::string& dir, const fs::path& target, bool force, const OutputGuard& guard) {
+  const FolderCheck c = inspect_folder(target);
+  if (force && c.kind != FolderKind::kAbsent && c.kind != FolderKind::kEmpty)
+    refuse_protected(dir, target, guard.protect);  // the clearest reason first
+  switch (c.kind) {
+    case FolderKind::kAbsent:
+    case FolderKind::kEmpty:
+      return;
+    case FolderKind::kRun:
+      if (!force)
+        throw IoError(fmt::format("{}: output folder exists and is not empty (use --force to replace it)", dir));
+      refuse_protected(dir, target, guard.protect);
+      return;
+    case FolderKind::kSweep:
+      throw IoError(fmt::format(
+          "{}: is a sweep folder; a run's --force replaces only a run folder (or an empty one); nothing was "
+          "deleted",
+          dir));
+    case FolderKind::kOther:
+      if (c.why == "exists and is not a folder")
+        throw IoError(fmt::format("{}: output path exists and is not a folder", dir));
+      if (!force)
+        throw IoError(fmt::format(
+            "{}: output folder exists and is not empty, and --force would not replace it either: it {}; "
+            "choose another --out",
+            dir, c.why));
+      throw IoError(fmt::format(
+          "{}: --force replaces only a stalesim run folder or an empty one, and this folder {}; nothing was "
+          "deleted: choose another --out",
+          dir, c.why));
   }
 }
 
-void check_output_dir(const std::string& dir, bool force) {
-  const fs::path target = fs::path(dir).lexically_normal();
+}  // namespace
+
+void write_outputs(const std::string& dir, const OutputFiles& files, bool done, bool force,
+                   const OutputGuard& guard) {
+  const fs::path target = resolve_output_path(dir);
+  const fs::path parent = target.parent_path();
+  const std::string name = target.filename().string();
   std::error_code ec;
-  const bool exists = fs::exists(target, ec);
-  if (exists && !fs::is_directory(target, ec))
-    throw IoError(fmt::format("{}: output path exists and is not a folder", dir));
-  if (exists && !fs::is_empty(target, ec) && !force)
-    throw IoError(fmt::format("{}: output folder exists and is not empty (use --force to replace it)", dir));
-  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  fs::create_directories(parent, ec);
+  if (ec) throw IoError(fmt::format("{}: cannot create folder: {}", parent.string(), ec.message()));
+  clean_stale_temporaries(parent, name);
+  check_target(dir, target, force, guard);
+
+  const fs::path tmp = parent / fmt::format(".{}.partial-{}", name, ::getpid());
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directory(tmp, ec) || ec)
+    throw IoError(fmt::format("{}: cannot write here: {}", parent.string(),
+                              ec ? ec.message() : std::string("a folder of that name is in the way")));
+  const auto step = [&](std::string_view s) {
+    if (guard.checkpoint) guard.checkpoint(s);
+  };
+  try {
+    const std::pair<const char*, const std::string*> outputs[] = {
+        {"summary.json", &files.summary_json}, {"metrics.csv", &files.metrics_csv},
+        {"staleness.csv", &files.staleness_csv}, {"decisions.csv", &files.decisions_csv},
+        {"gradients.csv", &files.gradients_csv}, {"trace.json", &files.trace_json},
+        {"explain.txt", &files.explain_txt}};
+    for (const auto& [file, text] : outputs) {
+      const bool always = std::string_view(file) == "summary.json" || std::string_view(file) == "metrics.csv" ||
+                          std::string_view(file) == "staleness.csv";
+      if (!always && text->empty()) continue;
+      write_text_file(tmp / file, *text);
+      step(file);
+    }
+    if (done) write_text_file(tmp / "done", files.result_hash + "\n");
+    step("done");
+    install_folder(tmp, target, guard.checkpoint);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    throw;
+  }
+}
+
+void check_output_dir(const std::string& dir, bool force, const OutputGuard& guard) {
+  const fs::path target = resolve_output_path(dir);
+  const fs::path parent = target.parent_path();
+  std::error_code ec;
   for (fs::path p = parent; !p.empty(); p = p.parent_path()) {  // the nearest existing ancestor
     if (fs::exists(p, ec)) {
       if (!fs::is_directory(p, ec))
@@ -208,11 +227,18 @@ void check_output_dir(const std::string& dir, bool force) {
   }
   fs::create_directories(parent, ec);
   if (ec) throw IoError(fmt::format("{}: cannot create the output folder: {}", dir, ec.message()));
+  clean_stale_temporaries(parent, target.filename().string());
+  check_target(dir, target, force, guard);
   const fs::path probe = parent / fmt::format(".{}.probe-{}", target.filename().string(), ::getpid());
-  fs::create_directory(probe, ec);
-  if (ec)
-    throw IoError(fmt::format("{}: output folder not writable: {}: {}", dir, parent.string(), ec.message()));
-  fs::remove(probe, ec);
+  if (::mkdir(probe.c_str(), 0755) != 0)
+    throw IoError(fmt::format("{}: output folder not writable: {}: {}", dir, parent.string(), std::strerror(errno)));
+  ::rmdir(probe.c_str());
+}
+
+bool holds_finished_run(const std::string& dir) {
+  std::error_code ec;
+  const fs::path target = resolve_output_path(dir);
+  return inspect_folder(target).kind == FolderKind::kRun && fs::is_regular_file(target / "done", ec);
 }
 
 }  // namespace stalesim

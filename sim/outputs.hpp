@@ -4,7 +4,11 @@
 // folder and the folder is renamed into place, so a reader never sees a half-written run and a
 // rerun never mixes old and new files. Numbers are written in shortest round-trip form.
 
+#include <filesystem>
+#include <functional>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -36,12 +40,28 @@ OutputFiles render_outputs(const Scenario& s, const RunResult& r);
 // The summary as JSON (also used by the CLI's closing line).
 nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::string& result_hash);
 
-// Writes the files into `dir`. When `dir` exists and is not empty it is replaced only if `force`,
-// else IoError. The `done` marker is written only for runs that were not interrupted.
-void write_outputs(const std::string& dir, const OutputFiles& files, bool done, bool force);
-// Checks, before a run, that write_outputs(dir, ..., force) will be able to write: IoError when
-// `dir` is a file, is occupied and not `force`, or its parent cannot be created or written to
-// (probed by creating and removing a hidden folder there).
-void check_output_dir(const std::string& dir, bool force);
+// What --force must never delete, and a test hook (sim/run_folder.hpp).
+struct OutputGuard {
+  // Paths (e.g. the scenario file) that --force must not delete a folder above.
+  std::vector<std::filesystem::path> protect{};
+  // Called between the steps of writing and installing the folder: a test hook that may kill
+  // the process there (STALESIM_INJECT_KILL_AT_STEP).
+  std::function<void(std::string_view)> checkpoint{};
+};
+
+// Writes the files into `dir` (README "Safety"): into a hidden sibling first, then swapped in
+// atomically. An existing non-empty `dir` is replaced only with `force` and only when it is a
+// stalesim run folder outside the protected places; else IoError, and nothing is deleted. The
+// `done` marker is written only for runs that were not interrupted.
+void write_outputs(const std::string& dir, const OutputFiles& files, bool done, bool force,
+                   const OutputGuard& guard = {});
+// Checks, before a run, that write_outputs(dir, ..., force, guard) will be able to write:
+// IoError (with the OS reason) when `dir` is a file, is occupied and not `force`, is not a run
+// folder, is protected, or its parent cannot be created or written to (probed by creating and
+// removing a hidden folder there). Restores or removes the hidden temporaries a killed writer
+// of `dir` left.
+void check_output_dir(const std::string& dir, bool force, const OutputGuard& guard = {});
+// Whether `dir` holds a finished run (a run folder with its done marker).
+bool holds_finished_run(const std::string& dir);
 
 }  // namespace stalesim

@@ -14,6 +14,7 @@
 
 #include "sim/build_info.hpp"
 #include "sim/explain.hpp"
+#include "sim/file_read.hpp"
 #include "sim/outputs.hpp"
 #include "sim/trace.hpp"
 
@@ -25,11 +26,10 @@ using nlohmann::json;
 namespace {
 
 std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw IoError(fmt::format("{}: cannot read", p.string()));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  std::string why;
+  auto text = read_regular_file(p.string(), kMaxSummaryBytes, why);
+  if (!text) throw IoError(fmt::format("{}: cannot read: {}", p.string(), why));
+  return std::move(*text);
 }
 
 std::vector<std::string_view> split(std::string_view text, char sep) {
@@ -158,6 +158,12 @@ std::vector<std::string> dataset_changes(const json& manifest) {
     const std::string path = f.value("path", "");
     const uint64_t bytes = f.value("bytes", uint64_t{0});
     const std::string xxh = f.value("xxh64", "");
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) {  // not a FIFO or a device: it would be read forever
+      out.push_back(fmt::format("{}: {} (the run read {} bytes, xxh64 {})", path,
+                                fs::exists(path, ec) ? "not a regular file" : "missing", bytes, xxh));
+      continue;
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
       out.push_back(fmt::format("{}: missing (the run read {} bytes, xxh64 {})", path, bytes, xxh));
@@ -190,6 +196,8 @@ Reproduction prepare_reproduction(const std::string& path) {
   r.summary_path = p.string();
   r.dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
   const std::string text = read_text(p);
+  if (const std::string shape = json_shape_problem(text); !shape.empty())
+    throw IoError(fmt::format("{}: invalid JSON: {}", r.summary_path, shape));
   r.summary = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (r.summary.is_discarded()) throw IoError(fmt::format("{}: invalid JSON", r.summary_path));
   const json::json_pointer scenario_ptr("/manifest/scenario");

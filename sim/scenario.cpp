@@ -19,6 +19,7 @@
 
 #include "models/cuda/cuda_model.hpp"
 #include "models/device_profile.hpp"
+#include "sim/file_read.hpp"
 #include "sim/scenario_fields.hpp"
 
 #include "models/cost_arch.hpp"
@@ -37,7 +38,18 @@ constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxInt53 = int64_t{1} << 53;  // largest count every JSON reader holds exactly
 constexpr int64_t kMaxWorkers = 1'000'000;
 constexpr int64_t kMaxHiddenWidth = 65536;
+constexpr size_t kMaxHiddenLayers = 64;
+constexpr size_t kMaxScheduleEvents = 100'000;
+constexpr size_t kMaxNameLength = 100;
 constexpr double kMaxSeconds = 1e9;  // keeps every time well inside SimTime's int64 nanoseconds
+// Bounds that keep every derived duration (compute time x jitter x schedule, transfer time)
+// inside SimTime's range; a run that still leaves it stops with a TimeRangeError (sim_time.hpp).
+constexpr double kMaxFactor = 1e6;
+constexpr double kMaxSigma = 4;
+constexpr double kMaxCv = 100;
+constexpr double kMaxFlopsPerSample = 1e18;
+constexpr double kMinGbps = 1e-6;  // 1 kbit/s
+constexpr double kMaxGbps = 1e6;
 constexpr size_t kMaxRenderedValue = 60;
 
 // ---- Errors --------------------------------------------------------------------------------
@@ -280,8 +292,11 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/name",
        .type = F::kString,
        .min_length = 1,
-       .default_note = "the file name without .json",
-       .doc = "Name of the run, used in outputs.",
+       .max_length = kMaxNameLength,
+       .default_note = "the file name without .json (other characters than those allowed become _)",
+       .doc = "Name of the run, used in outputs and as the default output folder results/<name>: letters, "
+              "digits and . _ - + = , @ (not starting with .).",
+       .check = check_scenario_name,
        .set = set_m<&Scenario::name>,
        .get = get_m<&Scenario::name>},
       {.path = "/seed",
@@ -295,6 +310,7 @@ std::vector<FieldInfo> build_fields() {
        .get = get_m<&Scenario::seed>},
       {.path = "/comment",
        .type = F::kString,
+       .max_length = 65536,
        .default_value = d.comment,
        .doc = "Free text: paper, figure, what is scaled down.",
        .set = set_m<&Scenario::comment>,
@@ -563,6 +579,7 @@ std::vector<FieldInfo> build_fields() {
        .minimum = 1,
        .maximum = kMaxHiddenWidth,
        .min_items = 1,
+       .max_items = kMaxHiddenLayers,
        .default_value = d.model.hidden,
        .applies_to = "mlp models",
        .applies_key = "/model/type",
@@ -583,8 +600,7 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/model/parameters",
        .type = F::kInteger,
        .minimum = 1,
-       .maximum = kMaxInt53,
-       .maximum_is_limit = true,
+       .maximum = int64_t{1} << 40,
        .required = true,
        .applies_to = "time-only models",
        .applies_key = "/model/type",
@@ -596,6 +612,7 @@ std::vector<FieldInfo> build_fields() {
        .type = F::kNumber,
        .unit = "FLOP",
        .minimum = 0,
+       .maximum = kMaxFlopsPerSample,
        .exclusive_minimum = true,
        .required = true,
        .applies_to = "time-only models",
@@ -913,6 +930,7 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/workers",
        .type = F::kObjectArray,
        .min_items = 1,
+       .max_items = kMaxWorkers,
        .required = true,
        .doc = "Worker groups; at most 1000000 workers in total.",
        .set = [](Scenario& s, size_t, const json& v) { s.cluster.workers.assign(v.size(), WorkerGroup{}); },
@@ -967,8 +985,8 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/workers/*/bandwidth_gbps",
        .type = F::kNumber,
        .unit = "Gbit/s",
-       .minimum = 0,
-       .exclusive_minimum = true,
+       .minimum = kMinGbps,
+       .maximum = kMaxGbps,
        .nullable = true,
        .doc = "Bandwidth of this group's links; null: cluster.network.bandwidth_gbps.",
        .set = set_worker<&WorkerGroup::bandwidth_gbps>,
@@ -976,6 +994,7 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/workers/*/latency_sigma",
        .type = F::kNumber,
        .minimum = 0,
+       .maximum = kMaxSigma,
        .nullable = true,
        .doc = "Latency jitter of this group's links; null: cluster.network.latency_sigma.",
        .set = set_worker<&WorkerGroup::latency_sigma>,
@@ -998,6 +1017,7 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/workers/*/jitter/sigma",
        .type = F::kNumber,
        .minimum = 0,
+       .maximum = kMaxSigma,
        .default_value = d.cluster.jitter.sigma,
        .doc = "As cluster.jitter.sigma.",
        .set = set_group_jitter<&JitterSpec::sigma>,
@@ -1005,6 +1025,7 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/workers/*/jitter/cv",
        .type = F::kNumber,
        .minimum = 0,
+       .maximum = kMaxCv,
        .exclusive_minimum = true,
        .default_value = d.cluster.jitter.cv,
        .doc = "As cluster.jitter.cv.",
@@ -1013,6 +1034,7 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/workers/*/jitter/factor",
        .type = F::kNumber,
        .minimum = 0,
+       .maximum = kMaxFactor,
        .exclusive_minimum = true,
        .default_value = d.cluster.jitter.factor,
        .doc = "As cluster.jitter.factor.",
@@ -1068,6 +1090,7 @@ std::vector<FieldInfo> build_fields() {
        .get = get_m<&Scenario::cluster, &ClusterSpec::on_crash>},
       {.path = "/cluster/schedule",
        .type = F::kObjectArray,
+       .max_items = kMaxScheduleEvents,
        .default_value = json::array(),
        .doc = "Timed events: slow a worker down, pause it, crash it (and rejoin), or let its speed drift.",
        .set = [](Scenario& s, size_t,
@@ -1087,6 +1110,7 @@ std::vector<FieldInfo> build_fields() {
        .type = F::kIntegerArray,
        .minimum = 0,
        .maximum = kMaxWorkers - 1,
+       .max_items = kMaxWorkers,
        .default_value = json::array(),
        .doc = "Worker ids it applies to (groups numbered in order from 0); or give group.",
        .set = set_event<&ScheduleEvent::workers>,
@@ -1123,6 +1147,7 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/schedule/*/factor",
        .type = F::kNumber,
        .minimum = 0,
+       .maximum = kMaxFactor,
        .exclusive_minimum = true,
        .default_value = ScheduleEvent{}.factor,
        .doc = "slow: compute time multiplier; drift: the multiplier reached at until_s.",
@@ -1142,8 +1167,8 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/network/bandwidth_gbps",
        .type = F::kNumber,
        .unit = "Gbit/s",
-       .minimum = 0,
-       .exclusive_minimum = true,
+       .minimum = kMinGbps,
+       .maximum = kMaxGbps,
        .default_value = d.cluster.network.bandwidth_gbps,
        .doc = "Bandwidth of each worker's link.",
        .set = set_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::bandwidth_gbps>,
@@ -1151,8 +1176,8 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/network/server_bandwidth_gbps",
        .type = F::kNumber,
        .unit = "Gbit/s",
-       .minimum = 0,
-       .exclusive_minimum = true,
+       .minimum = kMinGbps,
+       .maximum = kMaxGbps,
        .default_note = "equal to bandwidth_gbps",
        .doc = "Bandwidth of the server's link, shared by all workers in arrival order.",
        .set = set_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::server_bandwidth_gbps>,
@@ -1162,6 +1187,7 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/network/latency_sigma",
        .type = F::kNumber,
        .minimum = 0,
+       .maximum = kMaxSigma,
        .default_value = d.cluster.network.latency_sigma,
        .doc = "Latency jitter: each message's latency is multiplied by a lognormal factor of mean 1 "
               "with this log standard deviation (own stream per worker link); 0 = none.",
@@ -1190,6 +1216,7 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/jitter/sigma",
        .type = F::kNumber,
        .minimum = 0,
+       .maximum = kMaxSigma,
        .default_value = d.cluster.jitter.sigma,
        .applies_to = "lognormal jitter",
        .applies_key = "/cluster/jitter/type",
@@ -1200,6 +1227,7 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/jitter/cv",
        .type = F::kNumber,
        .minimum = 0,
+       .maximum = kMaxCv,
        .exclusive_minimum = true,
        .default_value = d.cluster.jitter.cv,
        .applies_to = "normal and gamma jitter",
@@ -1214,6 +1242,7 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/cluster/jitter/factor",
        .type = F::kNumber,
        .minimum = 0,
+       .maximum = kMaxFactor,
        .exclusive_minimum = true,
        .default_value = d.cluster.jitter.factor,
        .applies_to = "constant jitter",
@@ -1333,9 +1362,8 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/eval/every_s",
        .type = F::kNumber,
        .unit = "s",
-       .minimum = 0,
+       .minimum = 1e-9,
        .maximum = kMaxSeconds,
-       .exclusive_minimum = true,
        .maximum_is_limit = true,
        .default_value = d.eval.every_s,
        .doc = "Evaluate every this many virtual seconds.",
@@ -1414,6 +1442,9 @@ std::optional<Problem> check_value(const FieldInfo& f, const json& v) {
                    : fmt::format("expected one of {}, got {}", quoted_list(f.allowed), render(v));
       } else if (v.get_ref<const std::string&>().size() < f.min_length) {
         text = fmt::format("expected a non-empty string, got {}", render(v));
+      } else if (v.get_ref<const std::string&>().size() > f.max_length) {
+        text = fmt::format("expected at most {} characters, got {}", f.max_length,
+                           v.get_ref<const std::string&>().size());
       } else if (f.check) {
         text = f.check(v);
       } else if (!f.allowed.empty() && std::find(f.allowed.begin(), f.allowed.end(),
@@ -1435,6 +1466,8 @@ std::optional<Problem> check_value(const FieldInfo& f, const json& v) {
         text =
             fmt::format("expected {} array of integers, got {}",
                         f.min_items == 1 ? "a non-empty" : fmt::format("a {}+ item", f.min_items), render(v));
+      } else if (v.size() > f.max_items) {
+        text = fmt::format("expected at most {} items, got {}", f.max_items, v.size());
       } else {
         for (size_t i = 0; i < v.size(); ++i)
           if (auto t = check_number(f, v[i], true); !t.empty())
@@ -1568,6 +1601,7 @@ class Loader {
       if (!v.is_array()) fail(at, fmt::format("expected an array of objects, got {}", render(v)));
       if (v.size() < f.min_items)
         fail(at, fmt::format("expected a non-empty array of objects, got {}", render(v)));
+      if (v.size() > f.max_items) fail(at, fmt::format("expected at most {} items, got {}", f.max_items, v.size()));
       f.set(s_, 0, v);
       mark_given(f, at, index);
       for (size_t i = 0; i < v.size(); ++i) {
@@ -1586,6 +1620,11 @@ class Loader {
 
   // Rules between fields that no single field can state.
   void check_consistency() const {
+    if (s_.stop.virtual_time_s && *s_.stop.virtual_time_s / s_.eval.every_s >= 1e7)
+      fail("/eval/every_s", fmt::format("{:g} s over stop.virtual_time_s {:g} s is {:g} evaluations; at most "
+                                        "10000000: raise eval.every_s",
+                                        s_.eval.every_s, *s_.stop.virtual_time_s,
+                                        std::floor(*s_.stop.virtual_time_s / s_.eval.every_s)));
     if (!has_math(s_) && has_data(s_))
       fail("/data/dataset", fmt::format("a time-only model takes no dataset, got \"{}\"; remove "
                                         "/data/dataset (or set it to \"none\")",
@@ -1750,17 +1789,10 @@ class Loader {
 // ---- Files and overrides -------------------------------------------------------------------
 
 std::string read_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) throw ScenarioError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-  std::string text;
-  char buf[65536];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  const bool bad = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (bad) throw ScenarioError(fmt::format("{}: cannot read: {}", path, std::strerror(err)));
-  return text;
+  std::string why;
+  auto text = read_regular_file(path, kMaxScenarioBytes, why);
+  if (!text) throw ScenarioError(fmt::format("{}: cannot read: {}", path, why));
+  return std::move(*text);
 }
 
 // Parses JSON text, rejecting duplicate keys. Throws ScenarioError "<origin>:L:C: invalid JSON: ...".
@@ -1810,6 +1842,8 @@ json parse_json_text(const std::string& text, const std::string& origin) {
     }
     return true;
   };
+  if (const std::string shape = json_shape_problem(text); !shape.empty())
+    throw ScenarioError(fmt::format("{}: invalid JSON: {}", origin, shape));
   try {
     return json::parse(text, on_event);
   } catch (const PathError& e) {
@@ -1938,22 +1972,52 @@ const FieldInfo* find_scenario_field(std::string_view path) {
   return it == index.end() ? nullptr : &scenario_fields()[it->second];
 }
 
+namespace {
+bool name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '-' || c == '+' || c == '=' || c == ',' || c == '@';
+}
+}  // namespace
+
+std::string check_scenario_name(const json& v) {
+  const std::string& n = v.get_ref<const std::string&>();
+  if (n.size() > kMaxNameLength) return fmt::format("expected at most {} characters, got {}", kMaxNameLength, n.size());
+  for (char c : n)
+    if (!name_char(c))
+      return fmt::format(
+          "expected letters, digits and . _ - + = , @ only (the name becomes a folder name), got {} "
+          "(character {:#04x})",
+          render(v), static_cast<unsigned char>(c));
+  if (n.front() == '.') return fmt::format("expected a name not starting with '.', got {}", render(v));
+  return "";
+}
+
+std::string sanitize_scenario_name(std::string_view stem) {
+  std::string out;
+  for (char c : stem) out += name_char(c) ? c : '_';
+  while (!out.empty() && out.front() == '.') out.front() = '_';
+  if (out.size() > kMaxNameLength) out.resize(kMaxNameLength);
+  return out;
+}
+
 std::string describe_allowed(const FieldInfo& f) {
   switch (f.type) {
     case FieldType::kString:
       if (!f.allowed.empty()) return quoted_list(f.allowed);
-      return f.min_length > 0 ? "non-empty" : "";
+      if (f.check == check_scenario_name)
+        return fmt::format("1 to {} characters: letters, digits, . _ - + = , @; not starting with .", f.max_length);
+      return fmt::format("{} {} characters", f.min_length > 0 ? "1 to" : "at most", f.max_length);
     case FieldType::kInteger:
     case FieldType::kNumber:
-      return describe_range(f);
+      return describe_range(f, /*with_limit=*/true);
     case FieldType::kIntegerArray: {
-      std::string out = f.min_items == 1 ? "non-empty" : "";
-      const std::string range = describe_range(f);
-      if (!range.empty()) out += (out.empty() ? "each " : "; each ") + range;
+      std::string out = fmt::format("{} {} items", f.min_items == 1 ? "1 to" : "at most", f.max_items);
+      const std::string range = describe_range(f, /*with_limit=*/true);
+      if (!range.empty()) out += "; each " + range;
       return out;
     }
     case FieldType::kObjectArray:
-      return f.min_items == 1 ? "non-empty" : "";
+      return fmt::format("{} {} items", f.min_items == 1 ? "1 to" : "at most", f.max_items);
     case FieldType::kBool:
     case FieldType::kObject:
       return "";
@@ -2004,6 +2068,8 @@ Override parse_override(std::string_view arg) {
 void apply_overrides(nlohmann::json& doc, std::span<const Override> sets) {
   for (const auto& o : sets) {
     const std::string origin = "--set " + override_text(o);
+    if (const std::string shape = json_shape_problem(o.value); !shape.empty())
+      throw ScenarioError(fmt::format("{}: {}", origin, shape));
     try {
       json value = json::parse(o.value, nullptr, /*allow_exceptions=*/false);
       if (value.is_discarded()) value = o.value;
@@ -2068,6 +2134,7 @@ Scenario load_scenario_text(const std::string& text, const std::string& path, st
   if (seed && doc.is_object()) doc["seed"] = *seed;
   std::string name = std::filesystem::path(path).filename().string();
   if (name.ends_with(".json") && name.size() > 5) name.resize(name.size() - 5);
+  name = sanitize_scenario_name(name);
   // A --set that changes what another field depends on (`--set policy.type=bsp` on a file that
   // gives policy.staleness) drops the file's fields that no longer apply, instead of failing: the
   // user asked for the change, and the resolved scenario in the manifest shows what ran.

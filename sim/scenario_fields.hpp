@@ -45,7 +45,9 @@ struct FieldInfo {
   // docs and messages leave it out unless a value exceeds it.
   bool maximum_is_limit = false;
   std::size_t min_items = 0;           // arrays: the fewest items allowed
+  std::size_t max_items = 1'000'000;   // arrays: the most items allowed
   std::size_t min_length = 0;          // strings: the fewest characters (bytes) allowed
+  std::size_t max_length = 4096;       // strings: the most characters (bytes) allowed
   std::vector<std::string> allowed{};  // strings: allowed values in documentation order; empty = any
   bool nullable = false;               // null is accepted and means "unset"
   bool required = false;               // must be given wherever the field applies
@@ -70,6 +72,14 @@ struct FieldInfo {
   // Computes the default when the field is absent and the default depends on other fields.
   void (*resolve)(Scenario&) = nullptr;
 };
+
+// A scenario name goes into folder names: 1 to 100 characters, letters, digits and . _ - + = , @,
+// not starting with '.' (kScenarioNamePattern, a JSON Schema pattern). The check of /name: a
+// problem in words, or "".
+inline constexpr const char* kScenarioNamePattern = "^[A-Za-z0-9_+=,@-][A-Za-z0-9._+=,@-]{0,99}$";
+std::string check_scenario_name(const nlohmann::json& v);
+// A file's stem made into a valid name (other characters become '_'), for a scenario without one.
+std::string sanitize_scenario_name(std::string_view stem);
 
 // Every field, parents before children, in documentation order.
 const std::vector<FieldInfo>& scenario_fields();

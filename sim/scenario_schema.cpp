@@ -57,6 +57,8 @@ ojson field_node(const FieldInfo& f) {
       n["type"] = "string";
       if (!f.allowed.empty()) n["enum"] = f.allowed;
       if (f.min_length > 0) n["minLength"] = f.min_length;
+      if (f.allowed.empty()) n["maxLength"] = f.max_length;
+      if (f.check == check_scenario_name) n["pattern"] = kScenarioNamePattern;
       break;
     case FieldType::kInteger:
       n["type"] = "integer";
@@ -75,6 +77,7 @@ ojson field_node(const FieldInfo& f) {
       add_bounds(item, f);
       n["items"] = item;
       if (f.min_items > 0) n["minItems"] = f.min_items;
+      n["maxItems"] = f.max_items;
       break;
     }
     case FieldType::kObject:
@@ -86,6 +89,7 @@ ojson field_node(const FieldInfo& f) {
       n["type"] = "array";
       n["items"] = {{"type", "object"}, {"properties", ojson::object()}, {"additionalProperties", false}};
       if (f.min_items > 0) n["minItems"] = f.min_items;
+      n["maxItems"] = f.max_items;
       break;
   }
   if (f.nullable) n["type"] = ojson::array({n["type"], "null"});

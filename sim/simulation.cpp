@@ -46,9 +46,19 @@ enum EventKind : uint32_t {
 
 enum class WorkerState { kCommunicating, kComputing, kWaiting };
 
+// The most evaluation points of one run (a metrics row each): eval.every_s far below the run's
+// length would otherwise evaluate without end.
+constexpr uint64_t kMaxEvaluations = 10'000'000;
+
 // Transfer time of `bytes` over a link of `gbps` gigabits per second (1 Gbit/s = 1 bit/ns).
 SimTime transfer_time(int64_t bytes, double gbps) {
-  return SimTime::from_ns(static_cast<int64_t>(std::llround(static_cast<double>(bytes) * 8.0 / gbps)));
+  const double ns = static_cast<double>(bytes) * 8.0 / gbps;
+  if (!(ns <= SimTime::kMaxNs))
+    return SimTime::from_ns_checked(
+        ns, fmt::format("a {}-byte message over a {:g} Gbit/s link (cluster.network.bandwidth_gbps, "
+                        "server_bandwidth_gbps or cluster.workers.*.bandwidth_gbps) takes too long",
+                        bytes, gbps));
+  return SimTime::from_ns(static_cast<int64_t>(std::llround(ns)));
 }
 
 // Cache modes: one of the worker's own pushes, kept until a snapshot that includes it arrives.
@@ -284,6 +294,12 @@ struct Simulation::Impl {
                 ? *group.iteration_ms * 1e6
                 : flops_per_batch / (peak_tflops(*profile, group.precision) * 1e3 * profile->efficiency) +
                       profile->overhead_us * 1e3;
+        if (!(w.base_compute_ns <= SimTime::kMaxNs / 16))  // room for jitter and schedule factors
+          throw ScenarioError(fmt::format(
+              "/cluster/workers/{}: one iteration would take {:g} s ({}), past the simulator's time range "
+              "(int64 nanoseconds, about 292 years)",
+              g, w.base_compute_ns / 1e9,
+              group.iteration_ms ? "iteration_ms" : "batch_size x model.flops_per_sample / the profile's peak"));
         w.jitter_rng = Rng(s.seed, Purpose::kJitter, static_cast<uint64_t>(id));
         w.transmit_rng = Rng(s.seed, Purpose::kTransmit, static_cast<uint64_t>(id));
         if (math && shared_data) {
@@ -312,7 +328,20 @@ struct Simulation::Impl {
     if (measured)  // hardware in the loop: the GPU time of the latest gradient (any worker's)
       return SimTime::from_ns(std::max<int64_t>(1, std::llround(*model->last_measured_seconds() * 1e9)));
     const double ns = groups[static_cast<size_t>(w.group)].jitter.sample_ns(w.base_compute_ns, w.jitter_rng);
-    if (schedule.affects_compute(w.id)) return schedule.compute_end(w.id, engine.now(), ns) - engine.now();
+    const auto what = [&] {
+      return fmt::format(
+          "worker {}'s iteration (model.flops_per_sample or the cost architecture, the profile, "
+          "cluster.workers.*.iteration_ms, the jitter and cluster.schedule) takes too long",
+          w.id);
+    };
+    if (!(ns <= SimTime::kMaxNs)) SimTime::from_ns_checked(ns, what());
+    if (schedule.affects_compute(w.id)) {
+      try {
+        return schedule.compute_end(w.id, engine.now(), ns) - engine.now();
+      } catch (const TimeRangeError& e) {
+        throw TimeRangeError(fmt::format("{}: {}", what(), e.what()));
+      }
+    }
     return SimTime::from_ns(std::max<int64_t>(1, std::llround(ns)));
   }
   SimTime worker_link(const Worker& w, int64_t bytes) const {
@@ -327,7 +356,10 @@ struct Simulation::Impl {
     if (!(g.latency_sigma > 0)) return g.latency;
     const double s = g.latency_sigma;
     const double f = net_rngs[static_cast<size_t>(w.id)].lognormal(-0.5 * s * s, s);
-    return SimTime::from_ns(std::llround(static_cast<double>(g.latency.ns()) * f));
+    return SimTime::from_ns_checked(static_cast<double>(g.latency.ns()) * f,
+                                    fmt::format("worker {}'s link latency (cluster.network.latency_us and "
+                                                "latency_sigma)",
+                                                w.id));
   }
   // A message of `bytes` that reaches the server side at `arrive`: each shard's part (the bytes
   // split evenly, the first shards taking the remainder) queues on that shard's link in arrival
@@ -928,9 +960,16 @@ struct Simulation::Impl {
     if (e.kind == kOrderStep) return on_order_step(e.payload);
     if (e.kind == kEvaluate) {
       record_metrics(engine.now());
-      if (!stopped)
-        engine.schedule(SimTime::from_ns(static_cast<int64_t>(e.payload + 1) * eval_every().ns()), kEvaluate,
-                        0, e.payload + 1);
+      if (!stopped) {
+        if (e.payload + 1 >= kMaxEvaluations)
+          throw ScenarioError(fmt::format(
+              "/eval/every_s: {:g} s gives more than {} evaluations by t={:g} s; raise eval.every_s",
+              sc.eval.every_s, kMaxEvaluations, engine.now().seconds()));
+        int64_t next = 0;
+        if (__builtin_mul_overflow(static_cast<int64_t>(e.payload + 1), eval_every().ns(), &next))
+          throw TimeRangeError("the next evaluation (eval.every_s): past the simulator's time range");
+        engine.schedule(SimTime::from_ns(next), kEvaluate, 0, e.payload + 1);
+      }
       return;
     }
     Worker& w = workers[e.target];

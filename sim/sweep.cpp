@@ -19,6 +19,7 @@
 
 #include "sim/build_info.hpp"
 #include "sim/outputs.hpp"
+#include "sim/run_folder.hpp"
 #include "sim/scenario_fields.hpp"
 #include "sim/simulation.hpp"
 
@@ -281,7 +282,8 @@ Resolved resolve_point(const SweepSpec& spec, const std::vector<Override>& own, 
 
 // ---- Data shared by the runs of one process --------------------------------------------------
 
-// Loaded data by what load_data() reads (the scenario's "data" object, and the seed for blobs),
+// Loaded data by what load_data() reads (the scenario's "data" object, and the seed for every
+// generated dataset: all but the Fashion-MNIST files),
 // shared read-only between threads and dropped after its last use.
 class DataCache {
  public:
@@ -289,7 +291,7 @@ class DataCache {
 
   static std::string key(const Scenario& s) {
     std::string k = scenario_to_json(s)["data"].dump();
-    if (s.data.dataset == "blobs") k += fmt::format("#seed={}", s.seed);
+    if (s.data.dataset != "fashion-mnist") k += fmt::format("#seed={}", s.seed);
     return k;
   }
 
@@ -368,7 +370,7 @@ std::optional<RunRecord> read_back(const fs::path& folder, const json& scenario_
 
 // `origin`: the scenario file, to name in a message when the scenario does not fit its data.
 RunRecord execute(const Scenario& sc, const json& scenario_json, const std::string& origin,
-                  const fs::path& folder, DataCache& cache, const std::atomic<bool>* interrupt) {
+                  const fs::path& folder, DataCache& cache, const std::atomic<bool>* interrupt, bool rerun) {
   // This run's one use of its data ends on every path out of here, once.
   struct Use {
     DataCache& cache;
@@ -377,7 +379,8 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
     ~Use() { cache.release(sc); }
   };
   std::optional<Use> use(std::in_place, cache, sc);
-  if (auto done = read_back(folder, scenario_json)) return *done;
+  if (!rerun)
+    if (auto done = read_back(folder, scenario_json)) return *done;
   RunRecord rec;
   if (interrupt && interrupt->load()) return rec;  // not_run
   try {
@@ -398,6 +401,11 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
       files = render_outputs(sc, r);
     }
     use.reset();  // the data may go before the files are written
+    if (status == RunStatus::kInterrupted && holds_finished_run(folder.string())) {
+      rec.status = "interrupted";  // a --force rerun stopped: the finished run stays
+      rec.wrote = true;
+      return rec;
+    }
     write_outputs(folder.string(), files, status != RunStatus::kInterrupted, /*force=*/true);
     return record_from_summary(json::parse(files.summary_json), /*skipped=*/false);
   } catch (const std::exception& e) {
@@ -476,7 +484,7 @@ std::vector<uint64_t> parse_seeds(std::string_view arg) {
 
 // ---- Planning --------------------------------------------------------------------------------
 
-SweepPlan plan_sweep(const SweepSpec& spec) {
+SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, size_t)>& on_progress) {
   SweepPlan plan;
   plan.spec = spec;
   plan.base = load_scenario_file(spec.scenario_path, spec.sets);
@@ -552,6 +560,7 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
     }
     for (size_t a = 0; a < axes.size(); ++a)
       for (const SweepKey* k : axes[a].keys) p.overrides.push_back({k->path, k->values[digit[a]]});
+    if (on_progress && i % 1000 == 0 && i > 0) on_progress(i, total);
     Resolved r = resolve_point(spec, p.overrides, spec.grid.size(), p.seed);
     if (!r.scenario) {
       p.error = std::move(r.error);
@@ -622,45 +631,51 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   const fs::path target(path);
   const fs::path tmp =
       target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    f.close();
-    if (!f) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw IoError(fmt::format("{}: cannot write", tmp.string()));
-    }
+  try {
+    write_text_file(tmp, text);
+  } catch (const IoError&) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
   }
   std::error_code ec;
   fs::rename(tmp, target, ec);
   if (ec) {
+    const std::string why = ec.message();
     fs::remove(tmp, ec);
-    throw IoError(fmt::format("{}: cannot write: {}", path, ec.message()));
+    throw IoError(fmt::format("{}: cannot write: {}", path, why));
   }
 }
 
-void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force) {
-  const fs::path root = fs::path(dir).lexically_normal();
+void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force,
+                       const std::vector<fs::path>& protect) {
+  const fs::path root = resolve_output_path(dir);
   std::error_code ec;
-  const auto how = "(use --force to replace it, or --out another folder)";
-  if (fs::exists(root, ec)) {
-    if (!fs::is_directory(root, ec)) throw IoError(fmt::format("{}: exists and is not a folder", dir));
-    if (!fs::is_empty(root, ec) && force) {
-      const fs::path old =
-          root.parent_path() / fmt::format(".{}.old-{}", root.filename().string(), ::getpid());
-      fs::rename(root, old, ec);
-      if (ec) throw IoError(fmt::format("{}: cannot replace: {}", dir, ec.message()));
-      fs::remove_all(old, ec);
-    } else if (!fs::is_empty(root, ec)) {
+  const auto how = "(use --force to rerun every point into it, or --out another folder)";
+  fs::create_directories(root.parent_path(), ec);
+  if (ec) throw IoError(fmt::format("{}: cannot create folder: {}", root.parent_path().string(), ec.message()));
+  clean_stale_temporaries(root.parent_path(), root.filename().string());
+  const FolderCheck c = inspect_folder(root);
+  if (c.kind == FolderKind::kOther) {
+    if (c.why == "exists and is not a folder") throw IoError(fmt::format("{}: exists and is not a folder", dir));
+    throw IoError(fmt::format(
+        "{}: exists, is not empty and is not a sweep folder: it {}; a sweep (with or without --force) writes "
+        "only into a sweep folder or an empty one, so it is left as it is: choose another --out",
+        dir, c.why));
+  }
+  if (c.kind == FolderKind::kRun)
+    throw IoError(fmt::format("{}: is a run folder, not a sweep folder; choose another --out", dir));
+  if (c.kind == FolderKind::kSweep) {
+    if (force) {
+      // Nothing is deleted here: every point runs again and replaces its own folder when its new
+      // run is written; folders of points no longer in the plan go when the sweep completes.
+      refuse_protected(dir, root, protect);
+    } else {
       const fs::path manifest = root / "sweep.json";
-      if (!fs::is_regular_file(manifest, ec))
-        throw IoError(fmt::format(
-            "{}: exists, is not empty and holds no sweep.json, so it is not a sweep folder {}", dir, how));
       json old;
       try {
         old = json::parse(read_text(manifest));
-      } catch (const json::exception& e) {
+      } catch (const std::exception& e) {
         throw IoError(fmt::format("{}: not a sweep manifest ({}) {}", manifest.string(), e.what(), how));
       }
       const json& base = plan.manifest["base"];
@@ -685,6 +700,23 @@ void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force
   fs::create_directories(root, ec);
   if (ec) throw IoError(fmt::format("{}: cannot create folder: {}", dir, ec.message()));
   write_file_atomically((root / "sweep.json").string(), plan.manifest.dump(2) + "\n");
+}
+
+size_t prune_sweep_dir(const std::string& dir, const SweepPlan& plan) {
+  const fs::path root = resolve_output_path(dir);
+  std::set<std::string> keep;
+  for (const auto& run : plan.runs) keep.insert(run.folder);
+  std::vector<fs::path> stale;
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!keep.contains(name) && it->is_directory(ec) && !it->is_symlink(ec) &&
+        inspect_folder(it->path()).kind == FolderKind::kRun)
+      stale.push_back(it->path());
+  }
+  std::sort(stale.begin(), stale.end());
+  for (const auto& p : stale) fs::remove_all(p, ec);
+  return stale.size();
 }
 
 // ---- Records and rows ------------------------------------------------------------------------
@@ -797,7 +829,7 @@ std::vector<RunRecord> run_sweep(const SweepPlan& plan, const std::string& dir, 
       const SweepRun& run = plan.runs[mine[k]];
       const SweepPoint& first = plan.points[run.points.front()];
       RunRecord rec = execute(*first.scenario, first.scenario_json, plan.spec.scenario_path,
-                              root / run.folder, cache, options.interrupt);
+                              root / run.folder, cache, options.interrupt, options.rerun);
       std::lock_guard lock(report);
       records[mine[k]] = std::move(rec);
       if (options.on_run_done) options.on_run_done(run, records[mine[k]]);

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -58,7 +59,9 @@ SweepKey parse_sweep_key(std::string_view arg, std::string_view option);
 // each listed once, at most kMaxSweepPoints of them. Throws SweepError.
 std::vector<uint64_t> parse_seeds(std::string_view arg);
 
-inline constexpr size_t kMaxSweepPoints = 1000000;
+// The most points one sweep may have (each resolved point holds its scenario in memory while
+// the sweep is planned and run: about 10 KB each). Split a larger study into several sweeps.
+inline constexpr size_t kMaxSweepPoints = 100000;
 
 struct SweepSpec {
   std::string scenario_path;    // the base scenario file
@@ -103,16 +106,24 @@ struct SweepPlan {
 // given twice (in --grid, --zip or --set), "seed" swept by --grid or --zip (use --seeds), a swept
 // key that applies to no point, or more than kMaxSweepPoints points. A point that does not
 // resolve (a value out of range) is not an error here: it keeps its message in `error`.
-SweepPlan plan_sweep(const SweepSpec& spec);
+// `on_progress(resolved, total)`, when set, is called every 1000 points while resolving.
+SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, size_t)>& on_progress = {});
 
 // "results/<base name>-sweep".
 std::string default_sweep_dir(const SweepPlan& plan);
 
 // Makes `dir` ready: creates it, or checks that it holds a sweep of the same base scenario (its
-// sweep.json has the same "base"), then writes sweep.json (atomically). With `force` an existing
-// `dir` is replaced whole (every point runs again). Throws IoError naming the folder, what it
+// sweep.json has the same "base"), then writes sweep.json (atomically). With `force` the base may
+// differ and nothing is deleted here: the caller reruns every point (SweepOptions::rerun), each
+// replacing its own folder, then calls prune_sweep_dir. A folder that is not a sweep folder (a
+// run, foreign files) is refused, with or without `force`, as are the protected places of
+// sim/run_folder.hpp (`protect`: e.g. the scenario file). Throws IoError naming the folder, what it
 // holds and how to proceed (--force, or another --out).
-void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force);
+void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force,
+                       const std::vector<std::filesystem::path>& protect = {});
+// Removes the run folders in `dir` that belong to no point of `plan` (after a completed --force
+// sweep). Returns how many.
+size_t prune_sweep_dir(const std::string& dir, const SweepPlan& plan);
 
 // What happened to one run (folder).
 struct RunRecord {
@@ -159,6 +170,8 @@ struct SweepOptions {
   // When set and true, running points stop (status "interrupted", no done marker) and no new
   // point starts (status "not_run").
   const std::atomic<bool>* interrupt = nullptr;
+  // Run every point again even when its folder holds its finished run (--force).
+  bool rerun = false;
   // Called after each run of this rank finishes or is skipped, one call at a time, from the
   // thread that ran it. For progress and failure reports only.
   std::function<void(const SweepRun&, const RunRecord&)> on_run_done;

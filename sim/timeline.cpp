@@ -184,9 +184,9 @@ SimTime parse_duration(const std::string& text) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (number.empty() || used != number.size() || !(v > 0) || v * unit > 9e9)
+  if (number.empty() || used != number.size() || !(v * unit >= 1e-9) || v * unit > 1e9)
     throw std::invalid_argument(
-        fmt::format("expected a duration > 0 such as 5s, 250ms or 2.5, got '{}'", text));
+        fmt::format("expected a duration from 1 ns to 1e9 s such as 5s, 250ms or 2.5, got '{}'", text));
   return SimTime::from_seconds(v * unit);
 }
 

@@ -110,7 +110,7 @@ TEST_CASE("a trace jitter replays its recorded times, absolute or relative to th
   }
   CHECK_THROWS_WITH_AS(JitterSampler(spec, "/cluster/jitter"),
                        (std::string("/cluster/jitter/path: ") + path +
-                        ":2: expected an iteration time in ms (a number > 0), got \"-3\"")
+                        ":2: expected an iteration time in ms (a number > 0 and <= 1e+09), got \"-3\"")
                            .c_str(),
                        ScenarioError);
   std::filesystem::remove(path);

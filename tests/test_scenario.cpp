@@ -337,11 +337,11 @@ TEST_CASE("the markdown field reference has a row for every path") {
     CAPTURE(f.path);
     CHECK(md.find("| `" + f.path + "` |") != std::string::npos);
   }
-  CHECK(md.find("| `/policy/staleness` | integer | clocks | `3` | >= 0 |") != std::string::npos);
+  CHECK(md.find("| `/policy/staleness` | integer | clocks | `3` | in [0, 9007199254740992] |") != std::string::npos);
   CHECK(md.find("| `/policy/type` | string |  | `\"ssp\"` | \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", "
                 "\"vap\", \"softsync\" |") != std::string::npos);
   CHECK(
-      md.find("| `/model/hidden` | array of integers | units | `[200]` | non-empty; each in [1, 65536] |") !=
+      md.find("| `/model/hidden` | array of integers | units | `[200]` | 1 to 64 items; each in [1, 65536] |") !=
       std::string::npos);
   CHECK(md.find("| `/stop/target_accuracy` | number |  | unset | in (0, 1] |") != std::string::npos);
   CHECK(md.find("| `/cluster/workers/*/profile` | string |  | required | \"a100\", \"cpu-core\", "
@@ -352,11 +352,15 @@ TEST_CASE("the markdown field reference has a row for every path") {
 TEST_CASE("allowed values and ranges are described in words") {
   using stalesim::describe_allowed;
   using stalesim::find_scenario_field;
-  CHECK(describe_allowed(*find_scenario_field("/policy/staleness")) == ">= 0");
+  // Every enforced maximum is shown, representation limits too (issue 18).
+  CHECK(describe_allowed(*find_scenario_field("/policy/staleness")) == "in [0, 9007199254740992]");
   CHECK(describe_allowed(*find_scenario_field("/optimizer/lr")) == "> 0");
-  CHECK(describe_allowed(*find_scenario_field("/stop/virtual_time_s")) == "> 0");
-  CHECK(describe_allowed(*find_scenario_field("/cluster/jitter/sigma")) == ">= 0");
-  CHECK(describe_allowed(*find_scenario_field("/name")) == "non-empty");
+  CHECK(describe_allowed(*find_scenario_field("/stop/virtual_time_s")) == "in (0, 1000000000]");
+  CHECK(describe_allowed(*find_scenario_field("/cluster/jitter/sigma")) == "in [0, 4]");
+  CHECK(describe_allowed(*find_scenario_field("/name")) ==
+        "1 to 100 characters: letters, digits, . _ - + = , @; not starting with .");
+  CHECK(describe_allowed(*find_scenario_field("/comment")) == "at most 65536 characters");
+  CHECK(describe_allowed(*find_scenario_field("/cluster/schedule")) == "at most 100000 items");
   CHECK(describe_allowed(*find_scenario_field("/stop/at_target")).empty());
 }
 

@@ -203,21 +203,22 @@ TEST_CASE(
   fs::remove_all(d);
 }
 
-TEST_CASE("a sweep folder holding something else is refused unless --force, which replaces it whole") {
+TEST_CASE("a sweep folder holding something else is refused, with or without --force, and left intact") {
   const fs::path d = fresh_dir("refuse");
   fs::create_directories(d);
   std::ofstream(d / "keep.txt") << "mine";
   const auto r = cli("sweep " + kTiny + " --grid optimizer.lr=0.1,0.2 --quiet --out " + d.string());
   CHECK(r.code == 2);
-  CHECK(r.err.find(
-            "holds no sweep.json, so it is not a sweep folder (use --force to replace it, or --out another "
-            "folder)") != std::string::npos);
+  CHECK(r.err.find("exists, is not empty and is not a sweep folder: it holds 'keep.txt', which no stalesim run "
+                   "or sweep writes") != std::string::npos);
   CHECK(slurp(d / "keep.txt") == "mine");
 
   const auto forced =
       cli("sweep " + kTiny + " --grid optimizer.lr=0.1,0.2 --quiet --force --out " + d.string());
-  REQUIRE_MESSAGE(forced.code == 0, forced.err);
-  CHECK_FALSE(fs::exists(d / "keep.txt"));
+  CHECK(forced.code == 2);
+  CHECK(slurp(d / "keep.txt") == "mine");
+  fs::remove(d / "keep.txt");
+  REQUIRE(cli("sweep " + kTiny + " --grid optimizer.lr=0.1,0.2 --quiet --out " + d.string()).code == 0);
 
   // Another base scenario (here: another --set) is another sweep.
   const auto other = cli("sweep " + kTiny +
@@ -274,33 +275,43 @@ TEST_CASE("mpirun -n 2 splits a sweep over ranks, with files byte for byte as --
 #endif
 }
 
+TEST_CASE("a grid value that makes a point invalid is bad input: exit 2 before any point runs") {
+  const fs::path d = fresh_dir("invalid");
+  const auto r = cli("sweep " + kTiny + " --grid optimizer.lr=0.1,-1 --quiet --out " + d.string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("1 of 2 sweep points are invalid; nothing was run") != std::string::npos);
+  CHECK(r.err.find("point 1 (optimizer.lr=-1, seed=1): " + kTiny +
+                   " (after --grid optimizer.lr=-1): /optimizer/lr: expected a number > 0, got -1") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(d));
+}
+
 TEST_CASE(
     "a failed point does not stop the others: it is reported, its row says failed, and the sweep exits 3") {
   const fs::path d = fresh_dir("failed");
-  // batch 100000 does not fit a worker's shard (fails at run time); lr -1 is out of range (fails
-  // when the point is resolved).
+  // batch 100000 does not fit a worker's shard: it fails at run time.
   const auto r =
-      cli("sweep " + kTiny +
-          " --grid optimizer.batch_size=10,100000 --grid optimizer.lr=0.1,-1 --quiet --out " + d.string());
+      cli("sweep " + kTiny + " --grid optimizer.batch_size=10,100000 --grid optimizer.lr=0.1,0.2 --quiet --out " +
+          d.string());
   CHECK(r.code == 3);
-  CHECK(r.err.find("point 1 (optimizer.batch_size=10, optimizer.lr=-1, seed=1): ") != std::string::npos);
-  CHECK(r.err.find(kTiny + " (after --grid optimizer.lr=-1): /optimizer/lr: expected a number > 0, got -1") !=
-        std::string::npos);
   CHECK(r.err.find("point 2 (optimizer.batch_size=100000, optimizer.lr=0.1, seed=1): ") != std::string::npos);
   CHECK(r.err.find(kTiny + ": /optimizer/batch_size: 100000 is larger than worker 0's shard") !=
         std::string::npos);
-  CHECK(r.out.find("4 points in 2 folders: 1 run, 0 skipped (done before), 3 failed") != std::string::npos);
+  CHECK(r.out.find("4 points in 4 folders: 2 run, 0 skipped (done before), 2 failed") != std::string::npos);
   const auto rows = read_csv(d / "sweep.csv");
   REQUIRE(rows.size() == 5);
-  CHECK(rows[1][4] == "completed");
-  CHECK(fs::exists(d / rows[1][3] / "done"));
-  for (size_t i = 2; i <= 4; ++i) {
+  for (size_t i = 1; i <= 2; ++i) {
+    CAPTURE(i);
+    CHECK(rows[i][4] == "completed");
+    CHECK(fs::exists(d / rows[i][3] / "done"));
+  }
+  for (size_t i = 3; i <= 4; ++i) {
     CAPTURE(i);
     CHECK(rows[i][3] == "");  // no folder
     CHECK(rows[i][4] == "failed");
     CHECK(rows[i][5] == "");
   }
-  CHECK(rows[2][1] == "-1");  // the value as given
+  CHECK(rows[3][0] == "100000");  // the value as given
   fs::remove_all(d);
 }
 
@@ -457,4 +468,21 @@ TEST_CASE("sweep.csv quotes cells that hold commas and leaves the cells of a fai
   CHECK(row2 == "[0],1,,failed,,,,,,,,,,,,");
   CHECK(point_status(plan, records, 2) == "failed");
   CHECK(run_record_from_json(to_json(records[1])) == records[1]);
+}
+
+TEST_CASE("a seed sweep of a generated dataset (mf ratings) gives each point the lone run's data and hash") {
+  const fs::path d = fresh_dir("mfseeds"), lone = fresh_dir("mflone");
+  const std::string base = "scenarios/workloads/mf.json --set stop.virtual_time_s=0.3";
+  const auto sw = cli("sweep " + base + " --seeds 1,2 --quiet --out " + d.string());
+  REQUIRE_MESSAGE(sw.code == 0, sw.err);
+  const auto rows = read_csv(d / "sweep.csv");
+  REQUIRE(rows.size() == 3);
+  const auto r2 = cli("run " + base + " --seed 2 --quiet --out " + lone.string());
+  REQUIRE_MESSAGE(r2.code == 0, r2.err);
+  const std::string hash2 = nlohmann::json::parse(slurp(lone / "summary.json"))["result_hash"];
+  CHECK(rows[2][0] == "2");
+  CHECK(rows[2][3] == hash2);  // before the fix: seed 1's ratings, another hash
+  CHECK(rows[2][3] != rows[1][3]);
+  fs::remove_all(d);
+  fs::remove_all(lone);
 }

@@ -5,10 +5,12 @@
 // scenario, data, output folder), 3 failed simulation (deadlock), 130 interrupted.
 // sweep: 3 when any point failed. reproduce: 3 on MISMATCH.
 
+#include <signal.h>
 #include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -54,13 +56,47 @@ constexpr int kExitBadInput = 2;
 constexpr int kExitFailed = 3;
 constexpr int kExitInterrupted = 130;
 
-std::atomic<bool> g_interrupt{false};
-extern "C" void on_signal(int) { g_interrupt.store(true); }
-
 class UsageError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+std::atomic<bool> g_interrupt{false};
+extern "C" void on_signal(int) { g_interrupt.store(true); }
+// SIGINT, SIGTERM and SIGHUP (a closed terminal) stop a run the same way: outputs marked
+// interrupted, exit 130.
+void catch_signals() {
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGHUP, on_signal);
+}
+
+// `dir` as the user wrote it, without trailing separators ("out/" -> "out"), for messages.
+std::string display_path(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+// What --force must not delete (the scenario file, this program), and the fault-injection hook
+// STALESIM_INJECT_KILL_AT_STEP=N: SIGKILL at the N-th step (1-based) of writing and installing
+// the output folder, to test that a kill at any instant leaves a complete run (README "Safety").
+OutputGuard output_guard(const std::string& scenario_path) {
+  OutputGuard g;
+  g.protect.emplace_back(scenario_path);
+  std::error_code ec;
+  if (auto self = std::filesystem::read_symlink("/proc/self/exe", ec); !ec) g.protect.push_back(self);
+  if (const char* f = std::getenv("STALESIM_INJECT_KILL_AT_STEP"); f != nullptr && *f != '\0') {
+    char* end = nullptr;
+    const long long n = std::strtoll(f, &end, 10);
+    if (*end != '\0' || n < 1)
+      throw UsageError(fmt::format("STALESIM_INJECT_KILL_AT_STEP='{}': expected an integer >= 1", f));
+    g.checkpoint = [n, count = 0LL](std::string_view) mutable {
+      if (++count == n) ::kill(::getpid(), SIGKILL);
+    };
+  }
+  return g;
+}
+
 
 const char* kMainHelp = R"(stalesim: a deterministic simulator of distributed SGD on a parameter server
 
@@ -101,12 +137,22 @@ Parsed parse(const std::vector<std::string>& args, const po::options_description
   return p;
 }
 
+// --seed: digits only, 0 to 2^64 - 1 (a leading '-' or '+' is refused, not wrapped around).
+uint64_t parse_seed(const std::string& text) {
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || ec != std::errc() || end != text.data() + text.size())
+    throw UsageError(fmt::format("--seed '{}': expected an integer from 0 to 18446744073709551615", text));
+  return v;
+}
+
 Scenario load(const po::variables_map& vm) {
   std::vector<Override> sets;
   if (vm.count("set"))
     for (const auto& s : vm["set"].as<std::vector<std::string>>()) sets.push_back(parse_override(s));
   std::optional<uint64_t> seed;
-  if (vm.count("seed")) seed = vm["seed"].as<uint64_t>();
+  if (vm.count("seed")) seed = parse_seed(vm["seed"].as<std::string>());
   return load_scenario_file(vm["scenario"].as<std::string>(), sets, seed);
 }
 
@@ -114,7 +160,7 @@ void add_scenario_options(po::options_description& o) {
   o.add_options()("scenario", po::value<std::string>()->required(), "scenario JSON file")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override a field by dotted path, e.g. --set policy.staleness=8 (repeatable)")(
-      "seed", po::value<uint64_t>(), "override the scenario's seed");
+      "seed", po::value<std::string>(), "override the scenario's seed: an integer from 0 to 18446744073709551615");
 }
 
 std::string fmt_opt(const std::optional<double>& v, const char* f = "{:.4f}") {
@@ -125,7 +171,7 @@ int cmd_run(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim run SCENARIO [options]\n\nOptions");
   add_scenario_options(o);
   o.add_options()("out", po::value<std::string>(), "output folder (default: results/<scenario name>)")(
-      "force", "replace the output folder if it exists and is not empty")(
+      "force", "replace the output folder when it holds a stalesim run (never anything else; README \"Safety\")")(
       "quiet", "no progress line and no closing summary on stderr")(
       "record", po::value<std::vector<std::string>>()->composing(),
       "extra records: 'gradients' writes gradients.csv (one row per applied gradient)")(
@@ -165,17 +211,17 @@ int cmd_run(const std::vector<std::string>& args) {
   if ((p.vm.count("trace-window") || !p.vm["trace-max-mb"].defaulted()) && !p.vm.count("trace"))
     throw UsageError("--trace-window and --trace-max-mb need --trace");
   const Scenario sc = load(p.vm);
-  const std::string out = p.vm.count("out") ? p.vm["out"].as<std::string>() : "results/" + sc.name;
+  const std::string out = display_path(p.vm.count("out") ? p.vm["out"].as<std::string>() : "results/" + sc.name);
   const bool quiet = p.vm.count("quiet") > 0;
   const bool force = p.vm.count("force") > 0;
   // Refuse an occupied or unwritable output folder, and a scenario too big for this machine,
   // before spending time (or memory) on the run.
-  check_output_dir(out, force);
+  const OutputGuard guard = output_guard(p.vm["scenario"].as<std::string>());
+  check_output_dir(out, force, guard);
   check_memory(sc, p.vm["scenario"].as<std::string>(), memory_limit());
 
   pin_eigen_cache_sizes();
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  catch_signals();
   const auto wall0 = std::chrono::steady_clock::now();
   const bool tty = !quiet && ::isatty(STDERR_FILENO);
   RunOptions ro;
@@ -214,12 +260,25 @@ int cmd_run(const std::vector<std::string>& args) {
   } catch (const ScenarioError& e) {  // the scenario does not fit its data
     throw ScenarioError(fmt::format("{}: {}", p.vm["scenario"].as<std::string>(), e.what()));
   }
-  const RunResult r = sim->run(ro);
+  RunResult r;
+  try {
+    r = sim->run(ro);
+  } catch (const TimeRangeError& e) {
+    if (tty) fmt::print(stderr, "\r\033[K");
+    throw ScenarioError(fmt::format("{}: {}; nothing written", p.vm["scenario"].as<std::string>(), e.what()));
+  }
   if (tty) fmt::print(stderr, "\r\033[K");
   OutputFiles files = render_outputs(sc, r);
   if (tracer) files.trace_json = tracer->json();
   if (explainer) files.explain_txt = explainer->text();
-  write_outputs(out, files, r.status != RunStatus::kInterrupted, force);
+  if (r.status == RunStatus::kInterrupted && holds_finished_run(out)) {
+    // Ctrl-C during a --force rerun: the finished run stays; the interrupted one is dropped.
+    if (tty) fmt::print(stderr, "\r\033[K");
+    fmt::print(stderr, "stalesim: interrupted at t={:g} s; kept the finished run in {}/ (nothing written)\n",
+               r.end_time.seconds(), out);
+    return kExitInterrupted;
+  }
+  write_outputs(out, files, r.status != RunStatus::kInterrupted, force, guard);
   if (tracer && tracer->truncated())
     fmt::print(stderr, "stalesim: warning: {}\n", tracer->truncation_message());
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -336,7 +395,7 @@ int sweep_body(const std::vector<std::string>& args, const MpiSession* mpi) {
       "out", po::value<std::string>(), "sweep folder (default: results/<scenario name>-sweep)")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override a field of every point, e.g. --set stop.max_updates=1000 (repeatable)")(
-      "force", "replace the sweep folder whole: every point runs again")(
+      "force", "rerun every point, each replacing its own folder when its new run is written (nothing is deleted first)")(
       "quiet", "no progress bar, notes or wall time on stderr")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
@@ -368,18 +427,35 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
     for (const auto& g : strings("grid")) spec.grid.push_back(parse_sweep_key(g, "--grid"));
     for (const auto& z : strings("zip")) spec.zip.push_back(parse_sweep_key(z, "--zip"));
     if (p.vm.count("seeds")) spec.seeds = parse_seeds(p.vm["seeds"].as<std::string>());
-    plan = plan_sweep(spec);
+    const bool planning_tty = rank == 0 && !quiet && ::isatty(STDERR_FILENO);
+    plan = plan_sweep(spec, [&](size_t done, size_t total) {
+      if (planning_tty) fmt::print(stderr, "\r\033[Kplanning the sweep: {}/{} points resolved", done, total);
+    });
+    if (planning_tty) fmt::print(stderr, "\r\033[K");
   } catch (const SweepError& e) {
     throw UsageError(e.what());
   }
-  const std::string dir = p.vm.count("out") ? p.vm["out"].as<std::string>() : default_sweep_dir(plan);
+  // A grid value that makes a point invalid is bad input, found before anything runs.
+  {
+    std::string bad;
+    size_t count = 0;
+    for (const auto& pt : plan.points)
+      if (!pt.scenario && ++count <= 3)
+        bad += fmt::format("\n  point {} ({}): {}", pt.index, describe_point(plan, pt.index), pt.error);
+    if (count > 0)
+      throw UsageError(fmt::format("{} of {} sweep points are invalid; nothing was run:{}{}", count,
+                                   plan.points.size(), bad,
+                                   count > 3 ? fmt::format("\n  and {} more", count - 3) : std::string()));
+  }
+  const std::string dir =
+      display_path(p.vm.count("out") ? p.vm["out"].as<std::string>() : default_sweep_dir(plan));
 
   // Rank 0 prepares the folder; every rank follows its verdict.
   std::string prepare_error;
   int verdict = kExitOk;
   if (rank == 0) {
     try {
-      prepare_sweep_dir(dir, plan, force);
+      prepare_sweep_dir(dir, plan, force, output_guard(spec.scenario_path).protect);
     } catch (const IoError& e) {
       prepare_error = e.what();
       verdict = kExitBadInput;
@@ -394,8 +470,7 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
     for (const auto& n : plan.notes) fmt::print(stderr, "stalesim: note: {}\n", n);
 
   pin_eigen_cache_sizes();
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  catch_signals();
   const auto wall0 = std::chrono::steady_clock::now();
   const bool tty = rank == 0 && !quiet && ::isatty(STDERR_FILENO);
 
@@ -437,6 +512,7 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
   so.rank = rank;
   so.ranks = ranks;
   so.interrupt = &g_interrupt;
+  so.rerun = force;
   so.on_run_done = [&](const SweepRun& run, const RunRecord& rec) {
     done += run.points.size();
     if (!rec.skipped) ran += run.points.size();
@@ -476,6 +552,7 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
   int code = kExitOk;
   if (rank == 0) {
     write_file_atomically((std::filesystem::path(dir) / "sweep.csv").string(), sweep_csv(plan, records));
+    if (force && !g_interrupt.load()) prune_sweep_dir(dir, plan);  // points of an earlier plan
     size_t n_ran = 0, n_skipped = 0, n_failed = 0, n_interrupted = 0, n_not_run = 0;
     for (size_t i = 0; i < plan.points.size(); ++i) {
       const std::string status = point_status(plan, records, i);
@@ -562,8 +639,7 @@ dataset file changed since the run.
     fmt::print(stderr, "warning: dataset file {}: a mismatch may come from the data\n", c);
 
   pin_eigen_cache_sizes();
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  catch_signals();
   const auto wall0 = std::chrono::steady_clock::now();
   const bool tty = !quiet && ::isatty(STDERR_FILENO);
   RunOptions ro;
@@ -859,6 +935,8 @@ int main(int argc, char** argv) {
   } catch (const DataError& e) {
     fmt::print(stderr, "stalesim: {}\n", e.what());
   } catch (const IoError& e) {
+    fmt::print(stderr, "stalesim: {}\n", e.what());
+  } catch (const TimeRangeError& e) {  // a duration past int64 nanoseconds: bad input
     fmt::print(stderr, "stalesim: {}\n", e.what());
   } catch (const DeviceError& e) {  // no GPU, or a build without CUDA
     fmt::print(stderr, "stalesim: {}\n", e.what());

@@ -1,0 +1,111 @@
+#include "sim/file_read.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace stalesim {
+
+namespace {
+
+const char* kind_of(mode_t m) {
+  if (S_ISDIR(m)) return "a folder";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a plain file";
+}
+
+std::string size_words(std::uint64_t bytes) {
+  if (bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  return fmt::format("{} bytes", bytes);
+}
+
+}  // namespace
+
+std::optional<std::string> read_regular_file(const std::string& path, std::uint64_t max_bytes,
+                                             std::string& error) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    error = std::strerror(errno);
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    error = std::strerror(errno);
+    ::close(fd);
+    return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    error = fmt::format("not a regular file ({})", kind_of(st.st_mode));
+    ::close(fd);
+    return std::nullopt;
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+    error = fmt::format("larger than {} ({} bytes)", size_words(max_bytes), st.st_size);
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string text;
+  text.reserve(static_cast<size_t>(st.st_size));
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n < 0) {
+      error = std::strerror(errno);
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > max_bytes) {  // grew while being read
+      error = fmt::format("larger than {}", size_words(max_bytes));
+      ::close(fd);
+      return std::nullopt;
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
+std::string json_shape_problem(std::string_view text, int max_depth) {
+  if (text.size() >= 2) {
+    const auto b0 = static_cast<unsigned char>(text[0]), b1 = static_cast<unsigned char>(text[1]);
+    const bool bom16 = (b0 == 0xFF && b1 == 0xFE) || (b0 == 0xFE && b1 == 0xFF);
+    const bool zeros = b0 == 0 || b1 == 0;  // UTF-16/32 without a byte order mark
+    if (bom16 || zeros)
+      return "the text is UTF-16 or UTF-32, not UTF-8: save it as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)";
+  }
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        return fmt::format("arrays and objects nested deeper than {} levels (at byte {})", max_depth, i + 1);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return "";
+}
+
+}  // namespace stalesim

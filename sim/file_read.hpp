@@ -1,0 +1,28 @@
+#pragma once
+// Bounded reading of input files (README "Safety"): scenario, jitter trace, run summary. A path
+// must name a regular file (not a FIFO, a device such as /dev/zero, or a folder) no larger than a
+// stated cap; the text is read whole. JSON text is also checked for nesting depth before parsing,
+// so a hostile document cannot exhaust the stack.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace stalesim {
+
+inline constexpr std::uint64_t kMaxScenarioBytes = 16u << 20;   // 16 MiB of JSON
+inline constexpr std::uint64_t kMaxTraceBytes = 256u << 20;     // a jitter trace
+inline constexpr std::uint64_t kMaxSummaryBytes = 256u << 20;   // a run's summary.json
+inline constexpr int kMaxJsonDepth = 64;                         // nested arrays and objects
+
+// The whole file, or nullopt with `error` set to the reason in words ("not a regular file (a
+// FIFO)", "larger than 16 MiB (20000000 bytes)", "No such file or directory").
+std::optional<std::string> read_regular_file(const std::string& path, std::uint64_t max_bytes,
+                                             std::string& error);
+
+// The problem with `text` as JSON nesting (depth > max_depth at byte N), or "" when fine; also
+// recognises UTF-16 and UTF-32 text ("is UTF-16: save it as UTF-8").
+std::string json_shape_problem(std::string_view text, int max_depth = kMaxJsonDepth);
+
+}  // namespace stalesim
