@@ -3,8 +3,9 @@
 
 One row per DSSP run: left, every decision of decisions.csv (virtual time against the granted
 r*, coloured by worker, with r_max dotted); right, summary.json's grants histogram (decisions
-per r*, 0..r_max) and the mean effective threshold s_L + r*. Runs of other policies are left out
-with a warning; exits 2 when none is DSSP. Writes OUT/[PREFIX-]dssp_grants.png and .svg.
+per r*, 0..r_max) and the mean effective threshold (the largest clock gap each decision allowed,
+gap - 1 + r*). Runs of other policies are left out with a warning; exits 2 when none is DSSP.
+Writes OUT/[PREFIX-]dssp_grants.png and .svg.
 
 Example: plots/dssp_grants.py results/dssp --out figures
 """
@@ -58,7 +59,7 @@ def histogram(ax, run):
     threshold = sr.number(run.get("policy.mean_effective_threshold"))
     title = "grants histogram"
     if sr.finite(threshold):
-        title += f"\nmean effective threshold s_L + r* = {threshold:.2f}"
+        title += f"\nmean effective threshold (gap - 1 + r*) = {threshold:.2f}"
     ax.set_title(title, loc="left")
 
 

@@ -59,6 +59,10 @@ std::string result_hash(const RunResult& r, const std::string& metrics) {
   return fmt::format("{:016x}{:016x}", h.high64, h.low64);
 }
 
+nlohmann::json histogram_json(const Histogram& h) {
+  return {{"mean", h.mean()}, {"p50", h.percentile(0.5)}, {"p99", h.percentile(0.99)}, {"max", h.max()}};
+}
+
 }  // namespace
 
 nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::string& hash) {
@@ -98,6 +102,13 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
         {"test_loss", last ? opt_json(last->test_loss) : json(nullptr)},
         {"train_loss", last ? opt_json(last->train_loss) : json(nullptr)}}},
       {"time_to_target_s", opt_json(r.time_to_target_s)},
+      // Per applied gradient, the two staleness measures named for what they are (design.md
+      // section 6): first the server updates it missed (tau = version at apply - version read,
+      // what a delayed-SGD analysis calls the delay), then the clock gap of the read it was
+      // computed from (worker clock - server clock at read, the quantity SSP bounds).
+      {"staleness_per_gradient",
+       {{"missed_updates", histogram_json(r.step_staleness)}, {"read_clock_gap", histogram_json(r.clock_staleness)}}},
+      // The same means and maxima under their older names, read by sweeps and plots.
       {"staleness", {{"mean", r.clock_staleness.mean()}, {"max", r.clock_staleness.max()}}},
       {"step_staleness", {{"mean", r.step_staleness.mean()}, {"max", r.step_staleness.max()}}},
       {"max_clock_gap", r.max_clock_gap},

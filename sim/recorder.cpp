@@ -1,6 +1,7 @@
 #include "sim/recorder.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace stalesim {
 
@@ -21,6 +22,19 @@ void Histogram::add(int64_t v) {
   ++count_;
   sum_ += v;
   max_ = std::max(max_, v);
+}
+
+int64_t Histogram::percentile(double q) const {
+  if (count_ == 0) return 0;
+  // rank = ceil(q x count), at least 1, computed so that q = 0.99 with count 100 gives 99.
+  auto rank = static_cast<int64_t>(std::ceil(q * static_cast<double>(count_) - 1e-9));
+  rank = std::clamp<int64_t>(rank, 1, count_);
+  int64_t seen = 0;
+  for (size_t v = 0; v < bins_.size(); ++v) {
+    seen += bins_[v];
+    if (seen >= rank) return static_cast<int64_t>(v);
+  }
+  return max_;
 }
 
 }  // namespace stalesim

@@ -49,6 +49,11 @@ class Histogram {
   int64_t count() const { return count_; }
   int64_t max() const { return max_; }
   double mean() const { return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0.0; }
+  // The q-quantile by the nearest-rank rule: the smallest value v such that at least
+  // ceil(q x count) of the values are <= v (q = 0.5: the median, q = 1: the max). 0 when empty.
+  // Exact integer arithmetic on the bins, so it is the same on every machine.
+  // REQUIRES: 0 < q <= 1.
+  int64_t percentile(double q) const;
   const std::vector<int64_t>& bins() const { return bins_; }
   bool operator==(const Histogram&) const = default;
 

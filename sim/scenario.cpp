@@ -271,7 +271,9 @@ std::string check_profile(const json& v) {
 bool has_math(const Scenario& s) { return s.model.type != "time-only"; }
 bool is_fasgd(const Scenario& s) { return s.optimizer.rule == "fasgd" || s.optimizer.rule == "bfasgd"; }
 bool has_data(const Scenario& s) { return s.data.dataset != "none"; }
-bool is_workload(const Scenario& s) { return s.model.type == "mf" || s.model.type == "lda"; }
+bool is_workload(const Scenario& s) {
+  return s.model.type == "mf" || s.model.type == "lda" || s.model.type == "lstsq";
+}
 // Whether the cnn (models/cnn.hpp) takes images of `features` pixels: S x S, S % 4 == 0, S >= 12.
 bool cnn_takes(int64_t features) {
   for (int64_t side = 12; side * side <= features; side += 4)
@@ -319,11 +321,11 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/data", .type = F::kObject, .doc = "Training and test data."},
       {.path = "/data/dataset",
        .type = F::kString,
-       .allowed = {"fashion-mnist", "blobs", "ratings", "corpus", "none"},
+       .allowed = {"fashion-mnist", "blobs", "ratings", "corpus", "lstsq", "none"},
        .default_value = d.data.dataset,
        .default_note = "\"none\" when model.type is \"time-only\"",
-       .doc = "Dataset; \"ratings\" goes with model mf, \"corpus\" with lda, \"none\" (no data) with the "
-              "time-only model, each only with it.",
+       .doc = "Dataset; \"ratings\" goes with model mf, \"corpus\" with lda, \"lstsq\" with lstsq, \"none\" "
+              "(no data) with the time-only model, each only with it.",
        .set = set_m<&Scenario::data, &DataSpec::dataset>,
        .get = get_m<&Scenario::data, &DataSpec::dataset>,
        .resolve = [](Scenario& s) { s.data.dataset = has_math(s) ? s.data.dataset : "none"; }},
@@ -495,6 +497,38 @@ std::vector<FieldInfo> build_fields() {
        .doc = "Zipf exponent a: P(row i) and P(column j) proportional to (index + 1)^-a; 0 = uniform.",
        .set = set_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::popularity>,
        .get = get_m<&Scenario::data, &DataSpec::ratings, &RatingsSpec::popularity>},
+      {.path = "/data/lstsq",
+       .type = F::kObject,
+       .applies_to = "the lstsq dataset",
+       .applies_key = "/data/dataset",
+       .doc = "Synthetic least-squares problem with Hessian diag(lambda), lambda spaced evenly in log from "
+              "curvature down to curvature / condition, solution w* ~ N(0, 1) from the seed "
+              "(models/lstsq.hpp).",
+       .applies = [](const Scenario& s) { return s.data.dataset == "lstsq"; }},
+      {.path = "/data/lstsq/dimension",
+       .type = F::kInteger,
+       .minimum = 1,
+       .maximum = (int64_t{1} << 24) / kLstsqRowsPerCoordinate,
+       .default_value = d.data.lstsq.dimension,
+       .doc = "Number of parameters d (the problem has 64 x d rows).",
+       .set = set_m<&Scenario::data, &DataSpec::lstsq, &LstsqSpec::dimension>,
+       .get = get_m<&Scenario::data, &DataSpec::lstsq, &LstsqSpec::dimension>},
+      {.path = "/data/lstsq/condition",
+       .type = F::kNumber,
+       .minimum = 1,
+       .default_value = d.data.lstsq.condition,
+       .doc = "Condition number lambda_max / lambda_min of the Hessian.",
+       .set = set_m<&Scenario::data, &DataSpec::lstsq, &LstsqSpec::condition>,
+       .get = get_m<&Scenario::data, &DataSpec::lstsq, &LstsqSpec::condition>},
+      {.path = "/data/lstsq/curvature",
+       .type = F::kNumber,
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .default_value = d.data.lstsq.curvature,
+       .doc = "Largest curvature lambda_max: SGD with delay tau is stable iff lr x lambda_max < "
+              "2 sin(pi / (2 (2 tau + 1))).",
+       .set = set_m<&Scenario::data, &DataSpec::lstsq, &LstsqSpec::curvature>,
+       .get = get_m<&Scenario::data, &DataSpec::lstsq, &LstsqSpec::curvature>},
       {.path = "/data/corpus",
        .type = F::kObject,
        .applies_to = "the corpus dataset",
@@ -566,11 +600,11 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/model", .type = F::kObject, .doc = "The model that is trained (the math)."},
       {.path = "/model/type",
        .type = F::kString,
-       .allowed = {"softmax", "mlp", "cnn", "mf", "lda", "time-only"},
+       .allowed = {"softmax", "mlp", "cnn", "mf", "lda", "lstsq", "time-only"},
        .default_value = d.model.type,
        .doc = "softmax regression, a ReLU MLP, a LeNet-5-style CNN for 28x28 images (see README), matrix "
-              "factorization (mf), LDA by collapsed Gibbs sampling (lda), or a model that is only timed "
-              "(no math).",
+              "factorization (mf), LDA by collapsed Gibbs sampling (lda), an ill-conditioned least-squares "
+              "problem with exact gradients (lstsq), or a model that is only timed (no math).",
        .set = set_m<&Scenario::model, &ModelSpec::type>,
        .get = get_m<&Scenario::model, &ModelSpec::type>},
       {.path = "/model/hidden",
@@ -722,18 +756,16 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/optimizer/aggregate",
        .type = F::kString,
        .allowed = {"sum", "mean"},
-       .default_note = "\"mean\" when policy.type is \"bsp\", else \"sum\"",
+       .default_value = "sum",
        .applies_to = "every policy but softsync (which averages its own way)",
        .applies_key = "/policy/type",
-       .doc = "sum: each push applies lr * g; mean: each push applies (lr / workers) * g "
-              "(sgd and sasgd).",
+       .doc = "sum: each push applies lr * g, the parameter server's additive update (Ho et al. "
+              "2013; MXNet's kvstore, behind the DSSP paper, sums too); mean: each push applies "
+              "(lr / workers) * g (sgd and sasgd). The default is sum for every policy, BSP "
+              "included (BSP used to default to mean: set mean for that).",
        .applies = [](const Scenario& s) { return s.policy.type != "softsync"; },
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::aggregate>,
-       .get = get_m<&Scenario::optimizer, &OptimizerSpec::aggregate>,
-       .resolve =
-           [](Scenario& s) {
-             s.optimizer.aggregate = s.policy.type == "bsp" ? Aggregate::kMean : Aggregate::kSum;
-           }},
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::aggregate>},
       {.path = "/optimizer/momentum",
        .type = F::kNumber,
        .minimum = 0,
@@ -1692,16 +1724,17 @@ class Loader {
   void check_workloads() const {
     const auto& t = s_.model.type;
     const auto& ds = s_.data.dataset;
-    const std::string want = t == "mf" ? "ratings" : t == "lda" ? "corpus" : "";
+    const std::string want = t == "mf" ? "ratings" : t == "lda" ? "corpus" : t == "lstsq" ? "lstsq" : "";
     if (!want.empty() && ds != want)
       fail("/data/dataset", fmt::format("model.type \"{}\" needs dataset \"{}\", got \"{}\"", t, want, ds));
-    if (want.empty() && (ds == "ratings" || ds == "corpus"))
+    if (want.empty() && (ds == "ratings" || ds == "corpus" || ds == "lstsq"))
       fail("/data/dataset", fmt::format("\"{}\" goes with model.type \"{}\" (model.type is \"{}\")", ds,
-                                        ds == "ratings" ? "mf" : "lda", t));
+                                        ds == "ratings" ? "mf" : ds == "corpus" ? "lda" : "lstsq", t));
     if (want.empty()) return;
     if (s_.compute.backend != "cpu")
       fail("/compute/backend",
            fmt::format("model.type \"{}\" runs on the cpu backend only, got \"{}\"", t, s_.compute.backend));
+    if (ds == "lstsq") return;  // any rule, momentum and policy
     if (ds == "ratings") {
       const auto& r = s_.data.ratings;
       if (static_cast<double>(r.train + r.test) > static_cast<double>(r.rows) * r.cols / 2)

@@ -17,6 +17,7 @@
 
 #include "models/dataset.hpp"
 #include "models/lda.hpp"
+#include "models/lstsq.hpp"
 #include "models/mf.hpp"
 #include "models/model.hpp"
 
@@ -30,7 +31,7 @@ class ScenarioError : public std::runtime_error {
 };
 
 struct DataSpec {
-  std::string dataset = "fashion-mnist";       // "fashion-mnist" | "blobs" | "ratings" | "corpus" | "none"
+  std::string dataset = "fashion-mnist";  // "fashion-mnist" | "blobs" | "ratings" | "corpus" | "lstsq" | "none"
   std::string path = kFashionMnistDefaultDir;  // fashion-mnist: folder with the IDX files
   int64_t train_samples = 0;                   // use the first N training samples; 0 = all
   std::string partition =
@@ -38,6 +39,7 @@ struct DataSpec {
   BlobsSpec blobs;      // dataset "blobs" only
   RatingsSpec ratings;  // dataset "ratings" only (model mf)
   CorpusSpec corpus;    // dataset "corpus" only (model lda)
+  LstsqSpec lstsq;      // dataset "lstsq" only (model lstsq)
   double alpha = 0.5;   // label-skew: Dirichlet concentration, > 0; small = few labels per worker
   bool operator==(const DataSpec&) const = default;
 };

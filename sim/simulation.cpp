@@ -145,7 +145,7 @@ DataSplit load_data(const Scenario& s) {
     d = load_fashion_mnist(s.data.path);
   } else if (s.data.dataset == "blobs") {
     d = make_blobs(s.data.blobs, s.seed);
-  } else if (s.data.dataset == "ratings" || s.data.dataset == "corpus") {
+  } else if (s.data.dataset == "ratings" || s.data.dataset == "corpus" || s.data.dataset == "lstsq") {
     d = make_workload_data(s);
   } else {
     return d;  // "none": the time-only model

@@ -84,7 +84,7 @@ TEST_CASE("validate prints the resolved scenario and --set overrides any field")
   const auto v =
       cli("validate tests/golden/tiny/scenario.json --set policy.type=bsp --set cluster.workers.0.count=6");
   REQUIRE_MESSAGE(v.code == 0, v.err);
-  CHECK(v.out.find("\"aggregate\": \"mean\"") != std::string::npos);
+  CHECK(v.out.find("\"aggregate\": \"sum\"") != std::string::npos);
   CHECK(v.out.find("\"count\": 6") != std::string::npos);
   CHECK(v.out.find("\"server_bandwidth_gbps\": 10") != std::string::npos);
 }

@@ -133,9 +133,9 @@ TEST_CASE("a minimal scenario takes its name from the caller and its values from
 }
 
 TEST_CASE("defaults that depend on other fields are resolved from them") {
-  SUBCASE("bsp averages and has staleness 0") {
+  SUBCASE("bsp sums like every other policy and has staleness 0") {
     const Scenario s = parse(with(minimal(), "/policy/type", "bsp"));
-    CHECK(s.optimizer.aggregate == Aggregate::kMean);
+    CHECK(s.optimizer.aggregate == Aggregate::kSum);
     CHECK(s.policy.staleness == 0);
   }
   SUBCASE("asp sums and has staleness 0") {
@@ -144,8 +144,8 @@ TEST_CASE("defaults that depend on other fields are resolved from them") {
     CHECK(s.policy.staleness == 0);
   }
   SUBCASE("an explicit aggregate wins") {
-    const Scenario s = parse(with(with(minimal(), "/policy/type", "bsp"), "/optimizer/aggregate", "sum"));
-    CHECK(s.optimizer.aggregate == Aggregate::kSum);
+    const Scenario s = parse(with(with(minimal(), "/policy/type", "bsp"), "/optimizer/aggregate", "mean"));
+    CHECK(s.optimizer.aggregate == Aggregate::kMean);
   }
   SUBCASE("the server's bandwidth follows the workers' unless given") {
     CHECK(
@@ -208,10 +208,12 @@ TEST_CASE("overrides replace values, index arrays and read their value as JSON w
   CHECK_FALSE(s.stop.target_accuracy.has_value());
 }
 
-TEST_CASE("an override of policy.type to bsp switches the default aggregate to mean") {
+TEST_CASE("an override of policy.type to bsp keeps the sum aggregate, and mean stays available") {
   json doc = minimal();
   CHECK(parse(doc).optimizer.aggregate == Aggregate::kSum);
   stalesim::apply_overrides(doc, sets({"policy.type=bsp"}));
+  CHECK(parse(doc).optimizer.aggregate == Aggregate::kSum);
+  stalesim::apply_overrides(doc, sets({"optimizer.aggregate=mean"}));
   CHECK(parse(doc).optimizer.aggregate == Aggregate::kMean);
 }
 
@@ -275,7 +277,7 @@ TEST_CASE("scenario_to_json writes every resolved field and reads back to an equ
 TEST_CASE("the resolved scenario spells out dependent defaults and unset stop conditions") {
   const json j = stalesim::scenario_to_json(parse(with(minimal(), "/policy/type", "bsp")));
   CHECK(j.at("name") == "x");
-  CHECK(j.at("optimizer").at("aggregate") == "mean");
+  CHECK(j.at("optimizer").at("aggregate") == "sum");
   CHECK(j.at("cluster").at("network").at("server_bandwidth_gbps") == 10.0);
   CHECK(j.at("cluster").at("workers") ==
         json::parse(R"([{"profile": "gtx1060", "count": 1, "precision": "fp32", "iteration_ms": null,
@@ -487,7 +489,7 @@ TEST_CASE("a string that is not among the allowed values lists them") {
                        ScenarioError);
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/model/type", 3)),
                        "x.json: /model/type: expected one of \"softmax\", \"mlp\", \"cnn\", \"mf\", \"lda\", "
-                       "\"time-only\", got 3",
+                       "\"lstsq\", \"time-only\", got 3",
                        ScenarioError);
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/name", "")),
                        "x.json: /name: expected a non-empty string, got \"\"", ScenarioError);
@@ -723,7 +725,7 @@ TEST_CASE("a --set that changes the policy drops the file's fields that no longe
   const auto s = stalesim::load_scenario_file(p.string(), to_bsp);
   CHECK(s.policy.type == "bsp");
   CHECK(s.policy.staleness == 0);
-  CHECK(s.optimizer.aggregate == stalesim::Aggregate::kMean);
+  CHECK(s.optimizer.aggregate == stalesim::Aggregate::kSum);
   // Given explicitly on the command line, the inapplicable field is still an error.
   const std::vector<stalesim::Override> both{{"policy.type", "asp"}, {"policy.staleness", "2"}};
   CHECK_THROWS_WITH_AS(stalesim::load_scenario_file(p.string(), both),

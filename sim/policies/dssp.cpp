@@ -57,6 +57,7 @@ int64_t DsspPolicy::controller(int32_t fastest, int32_t slowest, const ClockTabl
   d.clock = clocks.clock(fastest);
   d.slowest = slowest;
   d.slowest_clock = clocks.clock(slowest);
+  d.gap = clocks.clock(fastest) - clocks.min_clock();
   if (f.pushes >= 2) {
     const SimTime last_s = s.pushes >= 1 ? s.last : SimTime::zero();
     d.fastest_interval = f.last - f.prev;
@@ -78,35 +79,47 @@ int64_t DsspPolicy::controller(int32_t fastest, int32_t slowest, const ClockTabl
       }
     }
   }
+  d.threshold = d.gap - 1 + d.granted + (literal_ && d.granted > 0 ? 1 : 0);
   decisions_.push_back(d);
   return d.granted;
 }
 
 nlohmann::json DsspPolicy::facts() const {
   std::vector<int64_t> histogram(static_cast<size_t>(r_max_ + 1), 0);
-  double threshold_sum = 0;
+  // Sums in decision order (integers: exact).
+  int64_t threshold_sum = 0, granted_sum = 0, threshold_max = 0;
   for (const auto& d : decisions_) {
     ++histogram[static_cast<size_t>(d.granted)];
-    threshold_sum += static_cast<double>(s_ + d.granted);
+    threshold_sum += d.threshold;
+    granted_sum += d.granted;
+    threshold_max = std::max(threshold_max, d.threshold);
   }
+  const auto mean = [&](int64_t sum) {
+    return decisions_.empty() ? nlohmann::json(nullptr)
+                              : nlohmann::json(static_cast<double>(sum) / static_cast<double>(decisions_.size()));
+  };
+  // mean_effective_threshold: the threshold each decision put in force (Decision::threshold),
+  // averaged over decisions; it counts the gap already run ahead, which s_L + r* (mean_granted
+  // added to s_L) does not once grants repeat.
   return {{"type", "dssp"},
           {"s_lower", s_},
           {"r_max", r_max_},
           {"grant", literal_ ? "literal" : "bounded"},
           {"decisions", decisions_.size()},
           {"grants_histogram", histogram},
-          {"mean_effective_threshold",
-           decisions_.empty() ? nlohmann::json(nullptr)
-                              : nlohmann::json(threshold_sum / static_cast<double>(decisions_.size()))}};
+          {"mean_granted", mean(granted_sum)},
+          {"mean_effective_threshold", mean(threshold_sum)},
+          {"max_effective_threshold", decisions_.empty() ? nlohmann::json(nullptr) : nlohmann::json(threshold_max)}};
 }
 
 std::string DsspPolicy::decisions_csv() const {
   std::string out =
-      "virtual_time_s,worker,clock,granted,fastest_interval_s,slowest_interval_s,predicted_wait_s\n";
+      "virtual_time_s,worker,clock,granted,fastest_interval_s,slowest_interval_s,predicted_wait_s,gap,"
+      "effective_threshold\n";
   for (const auto& d : decisions_)
-    out +=
-        fmt::format("{},{},{},{},{},{},{}\n", d.time.seconds(), d.worker, d.clock, d.granted,
-                    d.fastest_interval.seconds(), d.slowest_interval.seconds(), d.predicted_wait.seconds());
+    out += fmt::format("{},{},{},{},{},{},{},{},{}\n", d.time.seconds(), d.worker, d.clock, d.granted,
+                       d.fastest_interval.seconds(), d.slowest_interval.seconds(), d.predicted_wait.seconds(),
+                       d.gap, d.threshold);
   return out;
 }
 

@@ -45,6 +45,12 @@ class DsspPolicy final : public SyncPolicy {
     SimTime fastest_interval;
     SimTime slowest_interval;
     SimTime predicted_wait;  // |F_r* - S_j| for the chosen k
+    // The clock gap (worker clock - minimum clock) when the controller was asked, > s_L, and the
+    // threshold the decision put in force: the largest gap at which the worker may still start a
+    // clock before it is stopped again, gap - 1 + r* (plus one for a literal grant of r* > 0).
+    // s_L + r* at a first decision (gap s_L + 1); up to s_L + r_max after repeated grants.
+    int64_t gap = 0;
+    int64_t threshold = 0;
     // For explanations (sim/explain.hpp): the slowest worker and its clock, and the predicted
     // push times that chose r*: F_r* (the fastest's) and S_j (the slowest's), j in [1, r_max].
     int32_t slowest = 0;
