@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/estimate.hpp"
+
 namespace stalesim {
 namespace {
 
@@ -16,22 +18,6 @@ constexpr double kFloat = 4.0;
 constexpr double kPerWorkerBookkeeping = 4096.0;
 // Fashion-MNIST as Debian ships it: 60,000 + 10,000 images of 28 x 28 pixels.
 constexpr double kFashionTrain = 60000, kFashionTest = 10000, kFashionFeatures = 784, kFashionClasses = 10;
-
-// Parameters of the math model, in long double so that absurd widths cannot overflow. Kept equal
-// to Model::parameter_count() by a test (tests/test_errors.cpp).
-double parameter_count(const Scenario& s, double features, double classes) {
-  if (s.model.type == "softmax") return features * classes + classes;
-  if (s.model.type == "mlp") {
-    long double p = 0, in = features;
-    for (int64_t h : s.model.hidden) {
-      p += (in + 1) * static_cast<long double>(h);
-      in = static_cast<long double>(h);
-    }
-    p += (in + 1) * classes;
-    return static_cast<double>(p);
-  }
-  return 0;  // time-only: parameters by declaration only
-}
 
 // Floats of one deferred gradient of the dense classifier besides its batch indices: each layer's
 // delta and the hidden activations (DenseClassifier::deferred_floats).
@@ -87,10 +73,17 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   } else if (s.data.dataset == "blobs") {
     features = static_cast<double>(s.data.blobs.features), classes = s.data.blobs.classes;
     train = static_cast<double>(s.data.blobs.train), test = static_cast<double>(s.data.blobs.test);
+  } else if (s.data.dataset == "ratings") {  // (row, column) per entry, the rating as its label
+    features = 2, train = static_cast<double>(s.data.ratings.train), test = static_cast<double>(s.data.ratings.test);
+  } else if (s.data.dataset == "corpus") {  // per document: its length, then its word ids
+    features = s.data.corpus.max_length + 1.0, train = s.data.corpus.documents;
   }
   e.dataset_bytes += (train + test) * (features * kFloat + 4.0);
   const bool math = s.model.type != "time-only";
-  const double p = math ? parameter_count(s, features, classes) : 0.0;
+  // The model's size from the one account of it (models/model.hpp model_size), as the run builds it.
+  const ModelSize size = scenario_model_size(s);
+  const double p = math ? size.parameters : 0.0;
+  e.dataset_bytes += math ? size.state_bytes : 0.0;  // lda: per-token and per-document state
   e.parameters = p;
   const double vec = p * kFloat;
 

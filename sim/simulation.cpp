@@ -270,20 +270,17 @@ struct Simulation::Impl {
     int32_t id = 0;
     for (size_t g = 0; g < s.cluster.workers.size(); ++g) {
       const auto& group = s.cluster.workers[g];
-      const auto profile = find_profile(group.profile);
-      if (!profile)
-        throw ScenarioError(
-            fmt::format("/cluster/workers/{}/profile: unknown device profile \"{}\"", g, group.profile));
+      const DeviceProfile profile = group_profile(group, g);
       for (int32_t k = 0; k < group.count; ++k, ++id) {
         Worker& w = workers[static_cast<size_t>(id)];
         w.id = id;
         w.group = static_cast<int32_t>(g);
-        w.profile = profile->name;
+        w.profile = profile.name;
         w.base_compute_ns =
             group.iteration_ms
                 ? *group.iteration_ms * 1e6
-                : flops_per_batch / (peak_tflops(*profile, group.precision) * 1e3 * profile->efficiency) +
-                      profile->overhead_us * 1e3;
+                : flops_per_batch / (peak_tflops(profile, group.precision) * 1e3 * profile.efficiency) +
+                      profile.overhead_us * 1e3;
         w.jitter_rng = Rng(s.seed, Purpose::kJitter, static_cast<uint64_t>(id));
         w.transmit_rng = Rng(s.seed, Purpose::kTransmit, static_cast<uint64_t>(id));
         if (math && shared_data) {

@@ -370,8 +370,8 @@ TEST_CASE("each bad input exits with its code and a message naming file, path, v
        "(after --set cluster.workers.0.count=0): /cluster/workers/0/count: expected an integer in [1, "
        "1000000], got 0"},
       {"an unknown device profile", "", "--set cluster.workers.0.profile=gtx9999", "", 2,
-       "/cluster/workers/0/profile: unknown device profile \"gtx9999\"; known: a100, cpu-core, gtx1060, "
-       "gtx1080ti, h100, h200, p100, t4, v100"},
+       "/cluster/workers/0/profile: unknown device profile \"gtx9999\"; built-in: a100, cpu-core, gtx1060, "
+       "gtx1080ti, h100, h200, p100, t4, v100; or a profile file"},
       {"a missing required field", with("{ \"profile\": \"gtx1060\", \"count\": 1 }", "{ \"count\": 1 }"), "",
        "", 2, "x.json: /cluster/workers/0/profile: required"},
       {"a field that does not apply", "", "--set policy.type=asp --set policy.staleness=2", "", 2,

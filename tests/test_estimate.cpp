@@ -1,0 +1,189 @@
+// The up-front estimate (issue 20 point 2, sim/estimate.hpp) and the one account of model sizes
+// (models/model.hpp model_size) that it and the memory estimate share (issue 17 point 3).
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.hpp"
+#include "models/model.hpp"
+#include "sim/estimate.hpp"
+#include "sim/memory_estimate.hpp"
+#include "sim/scenario.hpp"
+#include "sim/workloads.hpp"
+#include "sim_test_util.hpp"
+
+using namespace stalesim;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The issue's first own scenario: 16 GPUs (a mix) train the CNN on Fashion-MNIST over 1 Gbit/s.
+json cnn16_json() {
+  return json::parse(R"({
+    "name": "cnn16", "seed": 1,
+    "data": { "dataset": "fashion-mnist" },
+    "model": { "type": "cnn" },
+    "optimizer": { "rule": "sgd", "lr": 0.05, "batch_size": 32 },
+    "policy": { "type": "ssp", "staleness": 3 },
+    "cluster": { "workers": [ { "profile": "gtx1060", "count": 8 }, { "profile": "v100", "count": 8 } ],
+                 "network": { "latency_us": 50, "bandwidth_gbps": 1 } },
+    "stop": { "virtual_time_s": 60 },
+    "eval": { "every_s": 5 } })");
+}
+
+// A time-only cluster whose pace the estimate is checked against; `gbps` sets the links.
+json timing_json(const std::string& policy, double gbps, int64_t parameters) {
+  json j = testing::time_only_json(3, 3);
+  j["policy"] = policy == "ssp" ? json{{"type", "ssp"}, {"staleness", 3}} : json{{"type", policy}};
+  j["model"]["parameters"] = parameters;
+  j["cluster"]["network"]["bandwidth_gbps"] = gbps;
+  j["stop"] = {{"virtual_time_s", 2}};
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("a 16-GPU CNN on 1 Gbit/s is reported as server-link bound, with the warning") {
+  const RunEstimate e = estimate_run(testing::scenario(cnn16_json()));
+  CHECK(e.bottleneck == "server link");
+  CHECK(e.server_offered > 1);
+  CHECK(e.communication_share > 0.9);
+  REQUIRE(e.warnings.size() >= 1);
+  CHECK(e.warnings[0].starts_with("communication takes"));
+  CHECK(e.describe().find("bottleneck: server link") != std::string::npos);
+  // The GPU mix makes no difference: both groups run at the shared pace.
+  CHECK(e.groups[0].iteration_s == doctest::Approx(e.groups[1].iteration_s));
+  // At 100 Gbit/s and with 8 server shards the same cluster is compute-bound and not warned about.
+  json fast = cnn16_json();
+  fast["cluster"]["network"]["bandwidth_gbps"] = 100;
+  fast["cluster"]["servers"] = 8;
+  fast["optimizer"]["batch_size"] = 1024;
+  const RunEstimate f = estimate_run(testing::scenario(fast));
+  CHECK(f.bottleneck == "compute");
+  CHECK(f.warnings.empty());
+}
+
+TEST_CASE("the quick start is estimated server-link bound, as the README says") {
+  const Scenario s = load_scenario_file(std::string(STALESIM_SOURCE_DIR) + "/scenarios/quickstart.json");
+  const RunEstimate e = estimate_run(s);
+  CHECK(e.bottleneck == "server link");
+  CHECK(e.pull_bytes == 159010.0 * 4);  // 784-200-10: (784 + 1) x 200 + (200 + 1) x 10 floats
+  CHECK(e.memory.parameters == 159010.0);
+}
+
+TEST_CASE("the estimated updates are within 5% of a run's, whatever paces the cluster") {
+  // Compute-bound (a small model on fast links), server-saturated (a large one on slow links),
+  // worker-link bound, and BSP's lock-step clocks.
+  struct Case {
+    const char* what;
+    json j;
+    const char* bottleneck;
+  };
+  json worker_bound = timing_json("asp", 1, 200000);
+  worker_bound["cluster"]["network"]["server_bandwidth_gbps"] = 1000;
+  const Case cases[] = {
+      {"compute-bound asp", timing_json("asp", 100, 1000), "compute"},
+      {"server-saturated asp", timing_json("asp", 10, 2000000), "server link"},
+      {"worker-link bound asp", worker_bound, "worker link"},
+      {"bsp", timing_json("bsp", 25, 100000), nullptr},
+      {"compute-bound ssp", timing_json("ssp", 100, 1000), "compute"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    const Scenario s = testing::scenario(c.j);
+    const RunEstimate e = estimate_run(s);
+    const RunResult r = run_scenario(s);
+    CAPTURE(e.describe());
+    CHECK(static_cast<double>(r.server_updates) == doctest::Approx(e.expected_updates).epsilon(0.05));
+    if (c.bottleneck) CHECK(e.bottleneck == c.bottleneck);
+  }
+}
+
+TEST_CASE("model_size gives the parameters, FLOPs and message bytes the built model reports") {
+  const auto same = [](const ModelSpec& spec, int64_t features, int32_t classes) {
+    CAPTURE(spec.type);
+    CAPTURE(features);
+    const auto m = make_model(spec, features, classes);
+    ModelShape shape;
+    shape.features = features;
+    shape.classes = classes;
+    const ModelSize z = model_size(spec, shape);
+    CHECK(z.parameters == static_cast<double>(m->parameter_count()));
+    CHECK(z.flops_per_sample == doctest::Approx(m->flops_per_sample()));
+    CHECK(z.wire_bytes == static_cast<double>(m->wire_bytes()));
+  };
+  ModelSpec spec;
+  spec.type = "softmax";
+  same(spec, 784, 10);
+  spec.type = "mlp";
+  spec.hidden = {200};
+  same(spec, 784, 10);
+  spec.hidden = {64, 32, 16};
+  same(spec, 30, 4);
+  spec.type = "cnn";
+  same(spec, 784, 10);
+  same(spec, 256, 3);
+  spec.type = "time-only";
+  spec.parameters = 12345;
+  spec.flops_per_sample = 1e6;
+  same(spec, 0, 0);
+
+  for (const char* type : {"mf", "lda"}) {
+    CAPTURE(type);
+    json j = json::parse(R"({ "name": "w", "model": { "type": "mf" }, "data": { "dataset": "ratings" },
+      "optimizer": { "batch_size": 16 }, "policy": { "type": "asp" },
+      "cluster": { "workers": [ { "profile": "gtx1060", "count": 2 } ] }, "stop": { "max_updates": 10 } })");
+    if (std::string(type) == "lda") {
+      j["model"] = {{"type", "lda"}};
+      j["data"] = {{"dataset", "corpus"}};
+      j["optimizer"]["lr"] = 1;
+    }
+    const Scenario s = testing::scenario(j);
+    const DataSplit d = make_workload_data(s);
+    const auto m = make_workload_model(s, d);
+    const ModelSize z = scenario_model_size(s);
+    CHECK(z.parameters == static_cast<double>(m->parameter_count()));
+    CHECK(z.wire_bytes == static_cast<double>(m->wire_bytes()));
+    // lda: the expected document length against the drawn corpus's mean.
+    CHECK(z.flops_per_sample == doctest::Approx(m->flops_per_sample()).epsilon(0.05));
+  }
+}
+
+TEST_CASE("oversized CNN, MF and LDA scenarios are refused under a memory limit") {
+  json cnn = cnn16_json();
+  cnn["cluster"]["workers"] = json::array({{{"profile", "v100"}, {"count", 5000}}});
+  json mf = json::parse(R"({ "name": "mf", "model": { "type": "mf", "rank": 64 },
+    "data": { "dataset": "ratings", "ratings": { "rows": 2000000, "cols": 2000000, "train": 1000, "test": 10 } },
+    "policy": { "type": "asp" }, "cluster": { "workers": [ { "profile": "gtx1060", "count": 8 } ] },
+    "stop": { "max_updates": 10 } })");
+  json lda = json::parse(R"({ "name": "lda", "model": { "type": "lda", "topics": 1000 },
+    "data": { "dataset": "corpus", "corpus": { "vocabulary": 1000000, "documents": 100, "min_length": 10, "max_length": 20 } },
+    "optimizer": { "lr": 1 }, "policy": { "type": "asp" },
+    "cluster": { "workers": [ { "profile": "gtx1060", "count": 8 } ] }, "stop": { "max_updates": 10 } })");
+  for (const json* j : {&cnn, &mf, &lda}) {
+    const Scenario s = testing::scenario(*j);
+    CAPTURE(s.name);
+    const MemoryEstimate e = estimate_memory(s);
+    CHECK(e.parameters == scenario_model_size(s).parameters);
+    CHECK(e.parameters > 0);
+    // Each worker's snapshot alone is more than a GiB in all: refused at 1 GiB.
+    CHECK(e.snapshot_bytes > 1024.0 * 1024 * 1024);
+    CHECK_THROWS_AS(check_memory(s, "big.json", MemoryLimit{1024.0 * 1024 * 1024, "STALESIM_MEMORY_LIMIT"}),
+                    ScenarioError);
+  }
+}
+
+TEST_CASE("validate prints the estimate on stderr and keeps stdout the resolved scenario") {
+  const auto v = testing::run_cli("validate scenarios/quickstart.json");
+  REQUIRE_MESSAGE(v.code == 0, v.err);
+  CHECK(json::parse(v.out)["name"] == "quickstart");
+  CHECK(v.err.find("estimate: group 0 (2 x gtx1060): iteration ") != std::string::npos);
+  CHECK(v.err.find("bottleneck: server link") != std::string::npos);
+  CHECK(v.err.find("estimate: wall time about ") != std::string::npos);
+}
