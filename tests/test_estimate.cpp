@@ -2,9 +2,14 @@
 // (models/model.hpp model_size) that it and the memory estimate share (issue 17 point 3).
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -186,4 +191,69 @@ TEST_CASE("validate prints the estimate on stderr and keeps stdout the resolved 
   CHECK(v.err.find("estimate: group 0 (2 x gtx1060): iteration ") != std::string::npos);
   CHECK(v.err.find("bottleneck: server link") != std::string::npos);
   CHECK(v.err.find("estimate: wall time about ") != std::string::npos);
+}
+
+namespace {
+
+// Peak resident memory of one run of the binary, in bytes: wait4's ru_maxrss of that process
+// alone (no shell in between, so nothing else is counted).
+double peak_rss_of_run(const fs::path& scenario, const fs::path& out) {
+  const std::string bin = STALESIM_BINARY, sc = scenario.string(), o = out.string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    ::execl(bin.c_str(), bin.c_str(), "run", sc.c_str(), "--out", o.c_str(), "--force", "--quiet",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  struct rusage ru {};
+  ::wait4(pid, &status, 0, &ru);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  return static_cast<double>(ru.ru_maxrss) * 1024.0;  // Linux: KiB
+}
+
+}  // namespace
+
+TEST_CASE("the memory estimate is within 30% of the measured peak RSS for each model type") {
+  // Sized so that the parameter snapshots (ASP: one per worker and the server's) dominate, and the
+  // runs take well under a second each: enough updates for every worker to hold its own version.
+  const json base = json::parse(R"({ "seed": 1, "optimizer": { "batch_size": 4, "lr": 0.01 },
+    "policy": { "type": "asp" }, "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 64 } ] },
+    "stop": { "max_updates": 200 }, "eval": { "every_s": 1000 } })");
+  json cnn = base, mf = base, lda = base, mlp = base;
+  cnn["name"] = "cnn";
+  cnn["model"] = {{"type", "cnn"}};
+  cnn["data"] = json::parse(R"({ "dataset": "blobs", "blobs": { "classes": 10, "features": 1024, "train": 2000, "test": 50 } })");
+  cnn["cluster"]["workers"][0]["count"] = 200;
+  cnn["stop"]["max_updates"] = 400;
+  mf["name"] = "mf";
+  mf["model"] = {{"type", "mf"}, {"rank", 16}};
+  mf["data"] = json::parse(R"({ "dataset": "ratings", "ratings": { "rows": 20000, "cols": 20000, "train": 5000, "test": 100 } })");
+  lda["name"] = "lda";
+  lda["model"] = {{"type", "lda"}, {"topics", 20}};
+  lda["optimizer"]["lr"] = 1;
+  lda["data"] = json::parse(R"({ "dataset": "corpus", "corpus": { "vocabulary": 40000, "documents": 500, "min_length": 10, "max_length": 20 } })");
+  mlp["name"] = "mlp";  // lazy SSP: the cache mode's copies and own pushes
+  mlp["stop"]["max_updates"] = 1280;
+  mlp["model"] = {{"type", "mlp"}, {"hidden", {200}}};
+  mlp["policy"] = {{"type", "ssp"}, {"staleness", 2}, {"cache", "lazy"}};
+  mlp["data"] = json::parse(R"({ "dataset": "blobs", "blobs": { "classes": 10, "features": 1000, "train": 2000, "test": 50 } })");
+  const fs::path d = fs::temp_directory_path() / ("stalesim-rss-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  for (const json* j : {&cnn, &mf, &lda, &mlp}) {
+    const std::string name = (*j)["name"];
+    CAPTURE(name);
+    const fs::path file = d / (name + ".json");
+    std::ofstream(file) << j->dump();
+    const double estimate = estimate_memory(load_scenario_file(file.string())).total();
+    const double measured = peak_rss_of_run(file, d / name);
+    MESSAGE(name << ": estimate " << format_bytes(estimate) << ", peak RSS " << format_bytes(measured));
+    CHECK(estimate > 64.0 * 1024 * 1024);  // the runs are large enough for the check to mean something
+    CHECK(estimate == doctest::Approx(measured).epsilon(0.3));
+  }
+  fs::remove_all(d);
 }
