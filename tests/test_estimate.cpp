@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
+#include "models/cost_arch.hpp"
 #include "models/model.hpp"
 #include "sim/estimate.hpp"
 #include "sim/memory_estimate.hpp"
@@ -256,4 +257,29 @@ TEST_CASE("the memory estimate is within 30% of the measured peak RSS for each m
     CHECK(estimate == doctest::Approx(measured).epsilon(0.3));
   }
   fs::remove_all(d);
+}
+
+TEST_CASE("run prints the estimate in one line before it starts, and not with --quiet") {
+  const fs::path d = fs::temp_directory_path() / ("stalesim-est-run-" + std::to_string(::getpid()));
+  const auto loud = testing::run_cli("run tests/golden/tiny/scenario.json --force --out " + (d / "a").string());
+  REQUIRE_MESSAGE(loud.code == 0, loud.err);
+  CHECK(loud.err.starts_with("estimate: compute bound ("));
+  CHECK(loud.err.find("~120 updates") != std::string::npos);  // max_updates caps the estimate
+  const auto quiet =
+      testing::run_cli("run tests/golden/tiny/scenario.json --quiet --force --out " + (d / "b").string());
+  REQUIRE_MESSAGE(quiet.code == 0, quiet.err);
+  CHECK(quiet.err.empty());
+  fs::remove_all(d);
+}
+
+TEST_CASE("stalesim costs lists every cost architecture with its parameters, FLOPs and source") {
+  const auto c = testing::run_cli("costs");
+  REQUIRE(c.code == 0);
+  for (const auto& a : cost_architectures()) {
+    CAPTURE(a.name);
+    CHECK(c.out.find(a.name + " ") != std::string::npos);
+    CHECK(c.out.find("  " + a.name + ": " + a.source) != std::string::npos);
+  }
+  CHECK(c.out.find("lenet5                 61706         246824              2.499e+06") != std::string::npos);
+  CHECK(testing::run_cli("costs extra").code == 2);
 }
