@@ -1795,9 +1795,9 @@ class Loader {
         fail(fmt::format("/cluster/workers/{}/device", g),
              fmt::format("applies to a profile file only; \"{}\" is built-in: remove device", grp.profile));
       if (grp.device) {
-        if (auto problem = profile_problem(*grp.device))
+        if (auto problem = profile_problem(*grp.device))  // what(): "<field>: <problem>"
           fail(fmt::format("/cluster/workers/{}/device{}", g, problem->field()),
-               problem->what() + problem->field().size() + 2);
+               std::string(problem->what()).substr(problem->field().size() + 2));
       } else if (!find_profile(grp.profile)) {
         fail(fmt::format("/cluster/workers/{}/profile", g),
              fmt::format("the profile file \"{}\" was not read (a scenario given as JSON, not as a "

@@ -173,3 +173,26 @@ TEST_CASE("a profile name not built in is found as NAME.json in STALESIM_PROFILE
   CHECK(list.out.find("my-gpu") != std::string::npos);
   fs::remove_all(d);
 }
+
+TEST_CASE("a device object in a scenario given as JSON is checked as a profile file is") {
+  json s = json::parse(tiny_with_profile("my-gpu.json"));
+  json dev = my_profile();
+  dev.erase("peak_fp32_tflops");
+  s["cluster"]["workers"][0]["device"] = dev;
+  CHECK_THROWS_WITH_AS(parse_scenario(s, "m.json"),
+                       "m.json: /cluster/workers/0/device/peak_fp32_tflops: expected a number > 0, got 0",
+                       ScenarioError);
+  s["cluster"]["workers"][0]["device"] = my_profile();
+  CHECK(parse_scenario(s, "m.json").cluster.workers[0].device->name == "my-gpu");
+  s["cluster"]["workers"][0]["profile"] = "gtx1060";  // figures for a built-in name: refused
+  CHECK_THROWS_WITH_AS(parse_scenario(s, "m.json"),
+                       "m.json: /cluster/workers/0/device: applies to a profile file only; \"gtx1060\" is "
+                       "built-in: remove device",
+                       ScenarioError);
+  s["cluster"]["workers"][0]["profile"] = "my-gpu.json";  // a file named but never read
+  s["cluster"]["workers"][0].erase("device");
+  CHECK_THROWS_WITH_AS(parse_scenario(s, "m.json"),
+                       "m.json: /cluster/workers/0/profile: the profile file \"my-gpu.json\" was not read (a "
+                       "scenario given as JSON, not as a file, must carry its figures in device)",
+                       ScenarioError);
+}
