@@ -14,6 +14,7 @@
 #include "models/partition.hpp"
 #include "sim/cluster_schedule.hpp"
 #include "sim/engine.hpp"
+#include "sim/estimate.hpp"
 #include "sim/jitter.hpp"
 #include "sim/lazy_deque.hpp"
 #include "sim/memory_estimate.hpp"
@@ -216,6 +217,14 @@ struct Simulation::Impl {
     bfasgd = dynamic_cast<const BfasgdRule*>(&opt->rule());
     store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
     message_bytes = model->wire_bytes();
+    // The estimates made before a run (memory, sim/estimate) size the model by model_size; the run
+    // holds them to the model it built, so the two accounts cannot drift apart unnoticed.
+    if (const ModelSize z = scenario_model_size(s);
+        z.parameters != static_cast<double>(model->parameter_count()) ||
+        z.wire_bytes != static_cast<double>(message_bytes))
+      throw std::logic_error(fmt::format("model_size says {} parameters ({} wire bytes), the {} model has {} ({})",
+                                         z.parameters, z.wire_bytes, s.model.type, model->parameter_count(),
+                                         message_bytes));
     latency = SimTime::from_us(s.cluster.network.latency_us);
     shard_free.assign(static_cast<size_t>(s.cluster.servers), SimTime::zero());
     message_overhead = SimTime::from_us(s.cluster.network.message_overhead_us);
