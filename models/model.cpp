@@ -72,6 +72,50 @@ void Model::finish_gradient(DeferredGradient&, const Dataset&, std::span<float>)
   throw std::logic_error(type() + ": finish_gradient on a model that cannot defer its gradient");
 }
 
+ModelSize model_size(const ModelSpec& spec, const ModelShape& shape) {
+  ModelSize z;
+  const auto f = static_cast<double>(shape.features), c = static_cast<double>(shape.classes);
+  if (spec.type == "softmax" || spec.type == "mlp") {  // as DenseClassifier: W and b per layer
+    double in = f, weights = 0;
+    if (spec.type == "mlp")
+      for (int64_t h : spec.hidden) {
+        weights += in * static_cast<double>(h);
+        z.parameters += (in + 1) * static_cast<double>(h);
+        in = static_cast<double>(h);
+      }
+    weights += in * c;
+    z.parameters += (in + 1) * c;
+    z.flops_per_sample = 6.0 * weights;
+  } else if (spec.type == "cnn") {
+    const auto side = static_cast<int64_t>(std::llround(std::sqrt(f)));
+    if (side * side == shape.features && detail::CnnShape::valid_side(side) && shape.classes >= 2) {
+      const detail::CnnShape cnn(side, shape.classes);
+      z.parameters = static_cast<double>(cnn.parameter_count);
+      z.flops_per_sample = cnn.flops_per_sample;
+    }
+  } else if (spec.type == "mf") {  // as MfModel
+    z.parameters = static_cast<double>(shape.rows + shape.cols) * spec.rank;
+    z.flops_per_sample = 10.0 * spec.rank;
+  } else if (spec.type == "lda") {  // as LdaModel: (vocabulary + 1) x topics counts
+    z.parameters = static_cast<double>(shape.vocabulary + 1) * spec.topics;
+    z.flops_per_sample = shape.mean_length * (6.0 * spec.topics + 10.0);
+    const double tokens = static_cast<double>(shape.documents) * shape.mean_length;
+    // z_ (int32 per token); per document: its offset, its counts n_d (int32 x topics), its stream
+    // (4 x uint64); the sampler's scratch is per topic.
+    z.state_bytes = tokens * 4.0 + static_cast<double>(shape.documents) * (8.0 + 4.0 * spec.topics + 32.0);
+  } else if (spec.type == "lstsq") {  // as LstsqModel: one parameter per coordinate
+    z.parameters = static_cast<double>(shape.dimension);
+    z.flops_per_sample = 6.0;
+  } else if (spec.type == "time-only") {
+    z.parameters = static_cast<double>(spec.parameters);
+    z.flops_per_sample = spec.flops_per_sample;
+  } else {
+    bad("unknown type '" + spec.type + "'");
+  }
+  z.wire_bytes = z.parameters * 4.0;
+  return z;
+}
+
 std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes,
                                   std::string_view backend) {
   if (backend == "cuda") {  // validated as for the CPU; built by models/cuda/ (or its stub)

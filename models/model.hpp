@@ -122,6 +122,32 @@ struct ModelSpec {
   bool operator==(const ModelSpec&) const = default;
 };
 
+// What a model's size depends on besides its spec: the shape of its data.
+struct ModelShape {
+  int64_t features = 0;     // softmax, mlp, cnn: inputs per sample
+  int32_t classes = 0;      // softmax, mlp, cnn: labels
+  int64_t rows = 0;         // mf: rows of the rating matrix
+  int64_t cols = 0;         // mf: columns
+  int64_t vocabulary = 0;   // lda: words
+  int64_t documents = 0;    // lda: training documents
+  double mean_length = 0;   // lda: expected tokens per document
+  int64_t dimension = 0;    // lstsq: parameters
+};
+// The sizes of a model, from its spec and data shape alone: nothing is built or allocated.
+struct ModelSize {
+  double parameters = 0;        // float32 values (time-only: as declared)
+  double flops_per_sample = 0;  // forward + backward (lda: one Gibbs sweep of a document)
+  double wire_bytes = 0;        // one pull message
+  double state_bytes = 0;       // what the model holds besides parameters and data, growing with the
+                                // data (lda: each token's topic, each document's counts and stream)
+};
+// The one account of model sizes: the simulation's models report these figures
+// (parameter_count(), flops_per_sample(), wire_bytes(); tests/test_estimate.cpp checks every type)
+// and the estimates made before a run (sim/memory_estimate, sim/estimate) use them. lda's FLOPs use
+// the expected document length, the built model the drawn one. Throws std::invalid_argument for an
+// unknown type.
+ModelSize model_size(const ModelSpec& spec, const ModelShape& shape);
+
 // Builds the model for inputs of `features` values and `classes` labels (ignored by time-only).
 // `backend` (compute.backend): "cpu" (Eigen) or "cuda" (the local GPU, softmax, mlp and cnn:
 // models/cuda/cuda_model.hpp); "cuda" throws DeviceError when the build has no CUDA or there is

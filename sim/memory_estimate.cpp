@@ -9,29 +9,18 @@
 
 #include <fmt/format.h>
 
+#include "sim/estimate.hpp"
+
 namespace stalesim {
 namespace {
 
 constexpr double kFloat = 4.0;
 constexpr double kPerWorkerBookkeeping = 4096.0;
+// The process itself (the binary, its libraries, the allocator's arenas): the peak RSS of the golden
+// tiny run is 8.1 MiB on the reference machine (x86-64, glibc; /usr/bin/time -f %M).
+constexpr double kProcessBytes = 8.0 * 1024 * 1024;
 // Fashion-MNIST as Debian ships it: 60,000 + 10,000 images of 28 x 28 pixels.
 constexpr double kFashionTrain = 60000, kFashionTest = 10000, kFashionFeatures = 784, kFashionClasses = 10;
-
-// Parameters of the math model, in long double so that absurd widths cannot overflow. Kept equal
-// to Model::parameter_count() by a test (tests/test_errors.cpp).
-double parameter_count(const Scenario& s, double features, double classes) {
-  if (s.model.type == "softmax") return features * classes + classes;
-  if (s.model.type == "mlp") {
-    long double p = 0, in = features;
-    for (int64_t h : s.model.hidden) {
-      p += (in + 1) * static_cast<long double>(h);
-      in = static_cast<long double>(h);
-    }
-    p += (in + 1) * classes;
-    return static_cast<double>(p);
-  }
-  return 0;  // time-only: parameters by declaration only
-}
 
 // Floats of one deferred gradient of the dense classifier besides its batch indices: each layer's
 // delta and the hidden activations (DenseClassifier::deferred_floats).
@@ -70,9 +59,9 @@ std::string format_bytes(double b) {
 
 std::string MemoryEstimate::describe() const {
   return fmt::format(
-      "{} (dataset {}, parameter snapshots {}, workers' state {}, server state {}, gradients and indices {}; "
-      "{:.0f} parameters x 4 bytes)",
-      format_bytes(total()), format_bytes(dataset_bytes), format_bytes(snapshot_bytes),
+      "{} (process {}, dataset {}, parameter snapshots {}, workers' state {}, server state {}, gradients and "
+      "indices {}; {:.0f} parameters x 4 bytes)",
+      format_bytes(total()), format_bytes(process_bytes), format_bytes(dataset_bytes), format_bytes(snapshot_bytes),
       format_bytes(worker_bytes), format_bytes(server_bytes), format_bytes(gradient_bytes), parameters);
 }
 
@@ -87,10 +76,20 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   } else if (s.data.dataset == "blobs") {
     features = static_cast<double>(s.data.blobs.features), classes = s.data.blobs.classes;
     train = static_cast<double>(s.data.blobs.train), test = static_cast<double>(s.data.blobs.test);
+  } else if (s.data.dataset == "ratings") {  // (row, column) per entry, the rating as its label
+    features = 2, train = static_cast<double>(s.data.ratings.train), test = static_cast<double>(s.data.ratings.test);
+  } else if (s.data.dataset == "corpus") {  // per document: its length, then its word ids
+    features = s.data.corpus.max_length + 1.0, train = s.data.corpus.documents;
+  } else if (s.data.dataset == "lstsq") {  // models/lstsq.hpp: 64 rows per coordinate, d test rows
+    features = 1, train = 64.0 * static_cast<double>(s.data.lstsq.dimension),
+    test = static_cast<double>(s.data.lstsq.dimension);
   }
   e.dataset_bytes += (train + test) * (features * kFloat + 4.0);
   const bool math = s.model.type != "time-only";
-  const double p = math ? parameter_count(s, features, classes) : 0.0;
+  // The model's size from the one account of it (models/model.hpp model_size), as the run builds it.
+  const ModelSize size = scenario_model_size(s);
+  const double p = math ? size.parameters : 0.0;
+  e.dataset_bytes += math ? size.state_bytes : 0.0;  // lda: per-token and per-document state
   e.parameters = p;
   const double vec = p * kFloat;
 
@@ -101,7 +100,10 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   // Deferred: the server's current version and the one a grant is reading.
   e.snapshot_bytes = (deferred ? 2 : cached ? 2 * n + 1 : n + 1) * vec;
 
-  double per_worker = deferred ? 0 : 1;  // a gradient in flight
+  // Pull mode computes a push's gradient into the server's scratch when it is applied, from the
+  // parameters the worker holds (counted in the snapshots); the cache modes and VAP compute it when
+  // the compute ends and keep it until it is applied.
+  double per_worker = cached || s.policy.type == "vap" ? 1 : 0;
   if (cached) per_worker += 1 + static_cast<double>(s.policy.staleness) + 1;
   if (s.policy.type == "vap") per_worker += 2;
   if (s.optimizer.rule == "bfasgd") per_worker += 1;
@@ -117,6 +119,7 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   e.server_bytes = server * vec;
 
   e.gradient_bytes = vec + (math ? train * 4.0 : 0.0);
+  e.process_bytes = kProcessBytes;
   return e;
 }
 

@@ -11,12 +11,17 @@
 //   (design.md section 1), doubled in the cache modes (lazy SSP, ESSP) where a worker holds its
 //   cache and a version in flight; two in all where workers defer their gradients (defers_gradients
 //   below), since a worker then lets its version go once it has begun;
-// - workers' state: per worker one gradient in flight (deferred: its batch indices, layer deltas
-//   and hidden activations, (classes + 2 x hidden) x batch floats); the cache modes add a local copy and up
-//   to staleness + 1 own pushes; VAP an in-transit sum and a held update; B-FASGD the last gradient;
+// - workers' state: in the cache modes and VAP one gradient in flight per worker (pull mode
+//   computes it at apply time into the server's scratch; deferred: the batch indices, layer deltas
+//   and hidden activations, (classes + 2 x hidden) x batch floats); the cache modes add a local copy
+//   and up to staleness + 1 own pushes; VAP an in-transit sum and a held update; B-FASGD the last
+//   gradient;
 // - server: the update buffer, softsync's sum, momentum, FASGD's three moving averages, DC-ASGD's
 //   moving average and one backup copy per worker;
 // - gradients: the server's scratch gradient; batch indices (4 bytes per training sample).
+// - the process: 8 MiB (binary, libraries, allocator), measured;
+// - the model's own per-sample state (lda: each token's topic), from models/model.hpp model_size,
+//   the same account of the model's size the run's model gives (tests/test_estimate.cpp).
 // The time-only model has no parameter values: only bookkeeping counts.
 
 #include <cstdint>
@@ -35,8 +40,9 @@ struct MemoryEstimate {
   double worker_bytes = 0;
   double server_bytes = 0;
   double gradient_bytes = 0;
+  double process_bytes = 0;  // the binary, its libraries and the allocator: a measured constant
   double total() const {
-    return dataset_bytes + snapshot_bytes + worker_bytes + server_bytes + gradient_bytes;
+    return process_bytes + dataset_bytes + snapshot_bytes + worker_bytes + server_bytes + gradient_bytes;
   }
   // "1.23 GiB (dataset 210 MiB, snapshots 800 MiB, workers' state ..., server ..., gradients ...;
   // 1,234,567 parameters x 4 bytes)".

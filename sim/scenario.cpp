@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -248,6 +249,19 @@ json get_group_jitter(const Scenario& s, size_t i) {
   const auto& g = s.cluster.workers[i];
   return g.jitter ? to_json_value((*g.jitter).*M) : json(json::value_t::discarded);
 }
+// A group's profile-file figures (cluster.workers[i].device): absent unless given, as the jitter.
+template <auto M>
+void set_group_device(Scenario& s, size_t i, const json& v) {
+  auto& g = s.cluster.workers[i];
+  if (!g.device) g.device = DeviceProfile{};
+  auto& m = (*g.device).*M;
+  m = from_json_value<std::remove_cvref_t<decltype(m)>>(v);
+}
+template <auto M>
+json get_group_device(const Scenario& s, size_t i) {
+  const auto& g = s.cluster.workers[i];
+  return g.device ? to_json_value((*g.device).*M) : json(json::value_t::discarded);
+}
 template <auto M>
 void set_event(Scenario& s, size_t i, const json& v) {
   auto& m = s.cluster.schedule[i].*M;
@@ -260,12 +274,17 @@ json get_event(const Scenario& s, size_t i) {
 
 // ---- Checks used by the table --------------------------------------------------------------
 
+// A built-in name or a profile file's path; whether the file exists and holds a profile is checked
+// when the scenario file is loaded (load_scenario_text), which copies it into `device`.
 std::string check_profile(const json& v) {
   const auto name = v.get<std::string>();
-  if (find_profile(name)) return "";
+  if (find_profile(name) || name.ends_with(".json")) return "";
   std::string known;
   for (const auto& p : builtin_profiles()) known += (known.empty() ? "" : ", ") + p.name;
-  return fmt::format("unknown device profile {}; known: {}", render(v), known);
+  return fmt::format(
+      "unknown device profile {}; built-in: {}; or a profile file: a path ending in .json (relative to the "
+      "scenario's folder), or NAME for NAME.json in $STALESIM_PROFILE_DIR",
+      render(v), known);
 }
 
 bool has_math(const Scenario& s) { return s.model.type != "time-only"; }
@@ -287,8 +306,8 @@ std::vector<FieldInfo> build_fields() {
   using F = FieldType;
   Scenario d;  // the defaults of scenario.hpp, with one default worker group
   d.cluster.workers.resize(1);
-  std::vector<std::string> profile_names;
-  for (const auto& p : builtin_profiles()) profile_names.push_back(p.name);
+  std::string profile_list;
+  for (const auto& p : builtin_profiles()) profile_list += (profile_list.empty() ? "" : ", ") + p.name;
 
   std::vector<FieldInfo> t = {
       {.path = "/name",
@@ -970,12 +989,82 @@ std::vector<FieldInfo> build_fields() {
                  size_t) { return json(std::vector<json>(s.cluster.workers.size(), json::object())); }},
       {.path = "/cluster/workers/*/profile",
        .type = F::kString,
-       .allowed = profile_names,
+       .min_length = 1,
        .required = true,
-       .doc = "Built-in device profile of the group's workers.",
+       .doc = "Device profile of the group's workers: a built-in name (" + profile_list +
+              "; stalesim profiles), or a profile file: a path ending in .json, relative to the "
+              "scenario's folder (e.g. written by stalesim calibrate), or NAME for NAME.json in "
+              "$STALESIM_PROFILE_DIR.",
        .check = check_profile,
        .set = set_worker<&WorkerGroup::profile>,
        .get = get_worker<&WorkerGroup::profile>},
+      {.path = "/cluster/workers/*/device",
+       .type = F::kObject,
+       .doc = "The profile file's figures, copied in when the scenario is loaded so that the manifest "
+              "reproduces without the file (keys as in the file); absent for a built-in profile.",
+       .get =
+           [](const Scenario& s, size_t i) {
+             return s.cluster.workers[i].device ? json::object() : json(json::value_t::discarded);
+           }},
+      {.path = "/cluster/workers/*/device/name",
+       .type = F::kString,
+       .doc = "As the profile file's name.",
+       .set = set_group_device<&DeviceProfile::name>,
+       .get = get_group_device<&DeviceProfile::name>},
+      {.path = "/cluster/workers/*/device/description",
+       .type = F::kString,
+       .doc = "As the profile file's description.",
+       .set = set_group_device<&DeviceProfile::description>,
+       .get = get_group_device<&DeviceProfile::description>},
+      {.path = "/cluster/workers/*/device/peak_fp32_tflops",
+       .type = F::kNumber,
+       .unit = "TFLOP/s",
+       .minimum = 0,
+       .exclusive_minimum = true,
+       .doc = "Peak FP32 throughput.",
+       .set = set_group_device<&DeviceProfile::peak_fp32_tflops>,
+       .get = get_group_device<&DeviceProfile::peak_fp32_tflops>},
+      {.path = "/cluster/workers/*/device/peak_fp16_tflops",
+       .type = F::kNumber,
+       .unit = "TFLOP/s",
+       .minimum = 0,
+       .doc = "Peak FP16 (Tensor Core, dense) throughput; 0: not offered.",
+       .set = set_group_device<&DeviceProfile::peak_fp16_tflops>,
+       .get = get_group_device<&DeviceProfile::peak_fp16_tflops>},
+      {.path = "/cluster/workers/*/device/peak_bf16_tflops",
+       .type = F::kNumber,
+       .unit = "TFLOP/s",
+       .minimum = 0,
+       .doc = "Peak BF16 (Tensor Core, dense) throughput; 0: not offered.",
+       .set = set_group_device<&DeviceProfile::peak_bf16_tflops>,
+       .get = get_group_device<&DeviceProfile::peak_bf16_tflops>},
+      {.path = "/cluster/workers/*/device/memory_bandwidth_gbs",
+       .type = F::kNumber,
+       .unit = "GB/s",
+       .minimum = 0,
+       .doc = "Memory bandwidth.",
+       .set = set_group_device<&DeviceProfile::memory_bandwidth_gbs>,
+       .get = get_group_device<&DeviceProfile::memory_bandwidth_gbs>},
+      {.path = "/cluster/workers/*/device/efficiency",
+       .type = F::kNumber,
+       .minimum = 0,
+       .maximum = 1,
+       .exclusive_minimum = true,
+       .doc = "Fraction of peak that training kernels sustain.",
+       .set = set_group_device<&DeviceProfile::efficiency>,
+       .get = get_group_device<&DeviceProfile::efficiency>},
+      {.path = "/cluster/workers/*/device/overhead_us",
+       .type = F::kNumber,
+       .unit = "us",
+       .minimum = 0,
+       .doc = "Fixed per-iteration cost.",
+       .set = set_group_device<&DeviceProfile::overhead_us>,
+       .get = get_group_device<&DeviceProfile::overhead_us>},
+      {.path = "/cluster/workers/*/device/source",
+       .type = F::kString,
+       .doc = "Where the figures come from.",
+       .set = set_group_device<&DeviceProfile::source>,
+       .get = get_group_device<&DeviceProfile::source>},
       {.path = "/cluster/workers/*/count",
        .type = F::kInteger,
        .minimum = 1,
@@ -1774,7 +1863,20 @@ class Loader {
     const auto& c = s_.cluster;
     for (size_t g = 0; g < c.workers.size(); ++g) {
       const auto& grp = c.workers[g];
-      const auto profile = find_profile(grp.profile);
+      if (grp.device && find_profile(grp.profile))
+        fail(fmt::format("/cluster/workers/{}/device", g),
+             fmt::format("applies to a profile file only; \"{}\" is built-in: remove device", grp.profile));
+      if (grp.device) {
+        if (auto problem = profile_problem(*grp.device))  // what(): "<field>: <problem>"
+          fail(fmt::format("/cluster/workers/{}/device{}", g, problem->field()),
+               std::string(problem->what()).substr(problem->field().size() + 2));
+      } else if (!find_profile(grp.profile)) {
+        fail(fmt::format("/cluster/workers/{}/profile", g),
+             fmt::format("the profile file \"{}\" was not read (a scenario given as JSON, not as a "
+                         "file, must carry its figures in device)",
+                         grp.profile));
+      }
+      const std::optional<DeviceProfile> profile = grp.device ? grp.device : find_profile(grp.profile);
       if (profile && peak_tflops(*profile, grp.precision) <= 0)
         fail(fmt::format("/cluster/workers/{}/precision", g),
              fmt::format("profile \"{}\" has no {} peak; use \"fp32\"{}", grp.profile, grp.precision,
@@ -2146,6 +2248,52 @@ void apply_overrides(nlohmann::json& doc, std::span<const Override> sets) {
   }
 }
 
+// Profiles as data (issue 20): each group whose profile names a file and that carries no `device`
+// yet gets the file's figures as `device`, and its profile the path as resolved, so that the
+// manifest shows which file ran and reproduces without it. Errors name the scenario, the group's
+// profile key, the profile file and its key.
+static void read_profile_files(json& doc, const std::string& scenario_path) {
+  if (!doc.is_object() || !doc.contains("cluster") || !doc["cluster"].is_object()) return;
+  json& cluster = doc["cluster"];
+  if (!cluster.contains("workers") || !cluster["workers"].is_array()) return;
+  const std::string dir = std::filesystem::path(scenario_path).parent_path().string();
+  for (size_t g = 0; g < cluster["workers"].size(); ++g) {
+    json& group = cluster["workers"][g];
+    if (!group.is_object() || group.contains("device") || !group.contains("profile") ||
+        !group["profile"].is_string())
+      continue;
+    const auto file = profile_file_path(group["profile"].get<std::string>(), dir);
+    if (!file) continue;  // a built-in name, or unknown (the loader says so)
+    try {
+      group["device"] = json(profile_to_json(load_profile_file(*file)));
+    } catch (const ProfileError& e) {
+      throw ScenarioError(fmt::format("{}: /cluster/workers/{}/profile: {}", scenario_path, g, e.what()));
+    }
+    group["profile"] = *file;
+  }
+}
+
+std::optional<std::string> profile_file_path(const std::string& value, const std::string& scenario_dir) {
+  namespace fs = std::filesystem;
+  if (value.ends_with(".json")) {
+    const fs::path p(value);
+    return (p.is_absolute() || scenario_dir.empty() ? p : fs::path(scenario_dir) / p).lexically_normal().string();
+  }
+  if (find_profile(value)) return std::nullopt;
+  const char* dir = std::getenv("STALESIM_PROFILE_DIR");
+  if (dir == nullptr || *dir == '\0' || value.find('/') != std::string::npos) return std::nullopt;
+  const fs::path p = fs::path(dir) / (value + ".json");
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return std::nullopt;
+  return p.lexically_normal().string();
+}
+
+DeviceProfile group_profile(const WorkerGroup& g, size_t index) {
+  if (g.device) return *g.device;
+  if (auto p = find_profile(g.profile)) return *p;
+  throw ScenarioError(fmt::format("/cluster/workers/{}/profile: unknown device profile \"{}\"", index, g.profile));
+}
+
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& origin,
                         const std::string& default_name) {
   try {
@@ -2165,6 +2313,7 @@ Scenario load_scenario_text(const std::string& text, const std::string& path, st
   json doc = parse_json_text(text, path);
   apply_overrides(doc, sets);
   if (seed && doc.is_object()) doc["seed"] = *seed;
+  read_profile_files(doc, path);
   std::string name = std::filesystem::path(path).filename().string();
   if (name.ends_with(".json") && name.size() > 5) name.resize(name.size() - 5);
   name = sanitize_scenario_name(name);

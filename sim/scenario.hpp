@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/dataset.hpp"
+#include "models/device_profile.hpp"
 #include "models/lda.hpp"
 #include "models/lstsq.hpp"
 #include "models/mf.hpp"
@@ -108,7 +109,10 @@ struct JitterSpec {
 };
 
 struct WorkerGroup {
-  std::string profile;                 // a built-in device profile name
+  std::string profile;                 // a built-in device profile name, or a profile file's path
+                                       // (ends in .json; resolved against the scenario's folder)
+  std::optional<DeviceProfile> device;  // a profile file's figures, read when the scenario is
+                                        // loaded (and kept in the manifest); unset for a built-in
   int32_t count = 1;                   // >= 1
   std::string precision = "fp32";      // "fp32" | "fp16" | "bf16": which peak of the profile
   std::optional<double> iteration_ms;  // explicit time of one iteration before jitter; unset =
@@ -119,6 +123,15 @@ struct WorkerGroup {
   std::optional<double> latency_sigma;
   bool operator==(const WorkerGroup&) const = default;
 };
+
+// The device profile of a group: its profile file's figures (`device`), else the built-in profile
+// named `profile`. Throws ScenarioError naming the group when there is neither.
+DeviceProfile group_profile(const WorkerGroup& g, size_t index);
+
+// Where a scenario's `profile` value names a file: a path ending in ".json" (relative to
+// `scenario_dir` unless absolute), or a name that is not built-in but is NAME.json in the folder
+// given by the environment variable STALESIM_PROFILE_DIR. nullopt: a built-in name, or unknown.
+std::optional<std::string> profile_file_path(const std::string& value, const std::string& scenario_dir);
 
 // One entry of the cluster's schedule (design.md section 3: stragglers, pauses, failures).
 // Applies to the listed workers, or to every worker of `group`.

@@ -14,6 +14,7 @@
 #include "models/partition.hpp"
 #include "sim/cluster_schedule.hpp"
 #include "sim/engine.hpp"
+#include "sim/estimate.hpp"
 #include "sim/jitter.hpp"
 #include "sim/lazy_deque.hpp"
 #include "sim/memory_estimate.hpp"
@@ -226,6 +227,14 @@ struct Simulation::Impl {
     bfasgd = dynamic_cast<const BfasgdRule*>(&opt->rule());
     store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
     message_bytes = model->wire_bytes();
+    // The estimates made before a run (memory, sim/estimate) size the model by model_size; the run
+    // holds them to the model it built, so the two accounts cannot drift apart unnoticed.
+    if (const ModelSize z = scenario_model_size(s);
+        z.parameters != static_cast<double>(model->parameter_count()) ||
+        z.wire_bytes != static_cast<double>(message_bytes))
+      throw std::logic_error(fmt::format("model_size says {} parameters ({} wire bytes), the {} model has {} ({})",
+                                         z.parameters, z.wire_bytes, s.model.type, model->parameter_count(),
+                                         message_bytes));
     latency = SimTime::from_us(s.cluster.network.latency_us);
     shard_free.assign(static_cast<size_t>(s.cluster.servers), SimTime::zero());
     message_overhead = SimTime::from_us(s.cluster.network.message_overhead_us);
@@ -280,20 +289,17 @@ struct Simulation::Impl {
     int32_t id = 0;
     for (size_t g = 0; g < s.cluster.workers.size(); ++g) {
       const auto& group = s.cluster.workers[g];
-      const auto profile = find_profile(group.profile);
-      if (!profile)
-        throw ScenarioError(
-            fmt::format("/cluster/workers/{}/profile: unknown device profile \"{}\"", g, group.profile));
+      const DeviceProfile profile = group_profile(group, g);
       for (int32_t k = 0; k < group.count; ++k, ++id) {
         Worker& w = workers[static_cast<size_t>(id)];
         w.id = id;
         w.group = static_cast<int32_t>(g);
-        w.profile = profile->name;
+        w.profile = profile.name;
         w.base_compute_ns =
             group.iteration_ms
                 ? *group.iteration_ms * 1e6
-                : flops_per_batch / (peak_tflops(*profile, group.precision) * 1e3 * profile->efficiency) +
-                      profile->overhead_us * 1e3;
+                : flops_per_batch / (peak_tflops(profile, group.precision) * 1e3 * profile.efficiency) +
+                      profile.overhead_us * 1e3;
         if (!(w.base_compute_ns <= SimTime::kMaxNs / 16))  // room for jitter and schedule factors
           throw ScenarioError(fmt::format(
               "/cluster/workers/{}: one iteration would take {:g} s ({}), past the simulator's time range "

@@ -256,11 +256,11 @@ TEST_CASE("the memory estimate counts parameters as the model does, and grows wi
   MemoryEstimate e = estimate_memory(s);
   CHECK(e.parameters == static_cast<double>(model->parameter_count()));
   CHECK(e.parameters == 83);
-  // 3 workers, SSP pulling every iteration: 4 snapshots, one gradient in flight per worker. A
-  // deferred gradient of a batch of 10 would take (3 + 2 x 8) x 10 floats, more than the 83
-  // parameters, so workers hold their parameters.
+  // 3 workers, SSP pulling every iteration: 4 snapshots; the gradient is computed when the push is
+  // applied, into the server's scratch. A deferred gradient of a batch of 10 would take
+  // (3 + 2 x 8) x 10 floats, more than the 83 parameters, so workers hold their parameters.
   CHECK(e.snapshot_bytes == 4 * 83 * 4);
-  CHECK(e.worker_bytes == 3 * (83 * 4 + 4096));
+  CHECK(e.worker_bytes == 3 * 4096);
   CHECK(e.dataset_bytes == (300 + 90) * (6 * 4 + 4));
   CHECK_FALSE(e.deferred_gradients);
   {
@@ -370,8 +370,8 @@ TEST_CASE("each bad input exits with its code and a message naming file, path, v
        "(after --set cluster.workers.0.count=0): /cluster/workers/0/count: expected an integer in [1, "
        "1000000], got 0"},
       {"an unknown device profile", "", "--set cluster.workers.0.profile=gtx9999", "", 2,
-       "/cluster/workers/0/profile: unknown device profile \"gtx9999\"; known: a100, cpu-core, gtx1060, "
-       "gtx1080ti, h100, h200, p100, t4, v100"},
+       "/cluster/workers/0/profile: unknown device profile \"gtx9999\"; built-in: a100, cpu-core, gtx1060, "
+       "gtx1080ti, h100, h200, p100, t4, v100; or a profile file"},
       {"a missing required field", with("{ \"profile\": \"gtx1060\", \"count\": 1 }", "{ \"count\": 1 }"), "",
        "", 2, "x.json: /cluster/workers/0/profile: required"},
       {"a field that does not apply", "", "--set policy.type=asp --set policy.staleness=2", "", 2,
@@ -412,10 +412,9 @@ TEST_CASE("each bad input exits with its code and a message naming file, path, v
       {"an output folder below a file", "", "--out {file}/sub/run", "", 2,
        "/sub/run: cannot create the output folder: ", "run"},
       {"a scenario too big for the memory", "", "{out}", "STALESIM_MEMORY_LIMIT=10K", 2,
-       "x.json: needs about 26.8 KiB (dataset 10.7 KiB, parameter snapshots 1.3 KiB, workers' state 13 KiB, "
-       "server "
-       "state 332 B, gradients and indices 1.5 KiB; 83 parameters x 4 bytes), but only 10 KiB is available "
-       "(STALESIM_MEMORY_LIMIT)",
+       "x.json: needs about 8.03 MiB (process 8 MiB, dataset 10.7 KiB, parameter snapshots 1.3 KiB, workers' "
+       "state 12 KiB, server state 332 B, gradients and indices 1.5 KiB; 83 parameters x 4 bytes), but only "
+       "10 KiB is available (STALESIM_MEMORY_LIMIT)",
        "run"},
       {"a bad memory limit", "", "{out}", "STALESIM_MEMORY_LIMIT=lots", 2,
        "STALESIM_MEMORY_LIMIT='lots': expected a size in bytes", "run"},

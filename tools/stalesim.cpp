@@ -30,10 +30,12 @@
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
 
+#include "models/cost_arch.hpp"
 #include "models/cuda/cuda_model.hpp"
 #include "models/device_profile.hpp"
 #include "sim/build_info.hpp"
 #include "sim/explain.hpp"
+#include "sim/estimate.hpp"
 #include "sim/memory_estimate.hpp"
 #include "sim/outputs.hpp"
 #include "sim/reproduce.hpp"
@@ -108,7 +110,8 @@ Commands:
   sweep SCENARIO     run a grid of variants and seeds of a scenario, one folder each (resumable)
   reproduce SUMMARY  rerun a finished run from its summary.json and compare its files byte for byte
   timeline SCENARIO  draw the first seconds of a run in the terminal, a row per worker
-  profiles           list the built-in device profiles
+  profiles [FILE]    list the built-in device profiles (or check profile files) and how to add yours
+  costs              list the cost architectures (model.cost): parameters, FLOPs per sample, source
   calibrate          time a model on this machine's GPU and write its device profile (CUDA builds)
   fields             print the scenario field reference (Markdown)
   schema             print the scenario format as JSON Schema 2020-12 (for editors)
@@ -219,6 +222,7 @@ int cmd_run(const std::vector<std::string>& args) {
   const OutputGuard guard = output_guard(p.vm["scenario"].as<std::string>());
   check_output_dir(out, force, guard);
   check_memory(sc, p.vm["scenario"].as<std::string>(), memory_limit());
+  if (!quiet) fmt::print(stderr, "{}\n", estimate_run(sc).one_line());
 
   pin_eigen_cache_sizes();
   catch_signals();
@@ -318,27 +322,76 @@ int cmd_validate(const std::vector<std::string>& args) {
   pos.add("scenario", 1);
   const auto p = parse(args, o, pos);
   if (p.help) {
-    std::cout << o << "\nPrints the scenario with every default resolved, or the first error (exit 2).\n";
+    std::cout << o
+              << "\nPrints the scenario with every default resolved on stdout, or the first error (exit 2),\n"
+                 "and on stderr the up-front estimate (lines starting 'estimate: '): each worker group's\n"
+                 "iteration time split into compute, worker link and server link, the message sizes, the\n"
+                 "links' utilisation, the bottleneck, the updates expected in the virtual time, the wall\n"
+                 "time and memory on this machine, and a warning when one resource makes the policy\n"
+                 "comparison moot (see README, \"Before you run: the estimate\").\n";
     return kExitOk;
   }
   const Scenario sc = load(p.vm);
   std::cout << scenario_to_json(sc).dump(2) << "\n";
+  std::cout.flush();
+  fmt::print(stderr, "{}", estimate_run(sc).describe());
   return kExitOk;
 }
 
 int cmd_profiles(const std::vector<std::string>& args) {
+  constexpr const char* kOwn =
+      "\nYour own profile: a JSON file with the keys name, description, peak_fp32_tflops,\n"
+      "memory_bandwidth_gbs, efficiency (0 < e <= 1), overhead_us, source (optional: peak_fp16_tflops,\n"
+      "peak_bf16_tflops), as models/profiles/*.json or what `stalesim calibrate --out my-gpu.json` writes.\n"
+      "A scenario uses it without rebuilding: \"profile\": \"my-gpu.json\" (a path relative to the\n"
+      "scenario's folder), or \"profile\": \"my-gpu\" with my-gpu.json in $STALESIM_PROFILE_DIR.\n"
+      "The manifest keeps the file's figures (cluster.workers[*].device). `stalesim profiles FILE...`\n"
+      "checks files and lists them.\n";
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << "Usage: stalesim profiles\n\nLists the built-in device profiles (models/profiles/*.json).\n";
+    std::cout << "Usage: stalesim profiles [FILE...]\n\nLists the built-in device profiles "
+                 "(models/profiles/*.json), or checks and lists the profile files given.\n"
+              << kOwn;
     return kExitOk;
   }
-  if (!args.empty()) throw UsageError("profiles takes no arguments, got '" + args[0] + "'");
+  std::vector<DeviceProfile> list;
+  if (args.empty()) {
+    list = builtin_profiles();
+  } else {
+    for (const auto& a : args) {
+      try {
+        list.push_back(load_profile_file(a));
+      } catch (const ProfileError& e) {
+        throw ScenarioError(e.what());  // bad input: exit 2
+      }
+    }
+  }
   fmt::print("{:<12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>12}  {}\n", "name", "fp32 TFLOP/s", "fp16 TFLOP/s",
              "bf16 TFLOP/s", "mem GB/s", "efficiency", "overhead us", "description");
   auto opt = [](double x) { return x > 0 ? fmt::format("{:g}", x) : std::string("-"); };
-  for (const auto& pr : builtin_profiles())
+  for (const auto& pr : list)
     fmt::print("{:<12} {:>12g} {:>12} {:>12} {:>12g} {:>10g} {:>12g}  {}\n", pr.name, pr.peak_fp32_tflops,
                opt(pr.peak_fp16_tflops), opt(pr.peak_bf16_tflops), pr.memory_bandwidth_gbs, pr.efficiency,
                pr.overhead_us, pr.description);
+  if (args.empty()) std::cout << kOwn;
+  return kExitOk;
+}
+
+int cmd_costs(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "Usage: stalesim costs\n\nLists the cost architectures (model.cost, models/cost_arch.cpp): the "
+                 "parameters\n(message bytes = 4 x parameters), the training FLOPs per sample (3 x forward; "
+                 "a multiply-add\ncounts 2) that time every iteration, and where the figures come from.\n";
+    return kExitOk;
+  }
+  if (!args.empty()) throw UsageError("costs takes no arguments, got '" + args[0] + "'");
+  fmt::print("{:<15} {:>12} {:>14} {:>22}  {}\n", "name", "parameters", "message bytes", "training FLOP/sample",
+             "description");
+  for (const auto& a : cost_architectures())
+    fmt::print("{:<15} {:>12.0f} {:>14.0f} {:>22.4g}  {}\n", a.name, a.parameters, std::round(a.parameters * 4.0),
+               a.training_flops(), a.description);
+  std::cout << "\nSources:\n";
+  for (const auto& a : cost_architectures()) fmt::print("  {}: {}\n", a.name, a.source);
+  std::cout << "\nmodel.cost \"derived\" (the default) times and sizes the run by its own model instead.\n";
   return kExitOk;
 }
 
@@ -727,6 +780,7 @@ device profile in the format of models/profiles/*.json:
   efficiency            (batch x FLOPs per sample / (median time at --batch - overhead)) / peak
 so that the profile reproduces the median at --batch exactly (the batch-1 iteration's own sample
 is counted as overhead). Each median is taken over --repeats iterations after --warmup untimed ones.
+A scenario uses the file as it is: "profile": "FILE.json" (relative to the scenario's folder).
 Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA).
 )";
     return kExitOk;
@@ -908,6 +962,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "run") return cmd_run(args);
   if (cmd == "validate") return cmd_validate(args);
   if (cmd == "profiles") return cmd_profiles(args);
+  if (cmd == "costs") return cmd_costs(args);
   if (cmd == "fields") return cmd_fields(args);
   if (cmd == "schema") return cmd_schema(args);
   if (cmd == "calibrate") return cmd_calibrate(args);
@@ -919,7 +974,7 @@ int dispatch(int argc, char** argv) {
     return kExitOk;
   }
   throw UsageError(
-      fmt::format("unknown command '{}' (commands: run, validate, profiles, fields, schema, sweep, "
+      fmt::format("unknown command '{}' (commands: run, validate, profiles, costs, fields, schema, sweep, "
                   "reproduce, timeline, calibrate, version)",
                   cmd));
 }

@@ -1,0 +1,267 @@
+#include "sim/estimate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "models/cost_arch.hpp"
+#include "models/device_profile.hpp"
+
+namespace stalesim {
+namespace {
+
+// Fashion-MNIST as Debian ships it (as sim/memory_estimate.cpp counts it).
+constexpr int64_t kFashionFeatures = 784, kFashionTest = 10000;
+constexpr int32_t kFashionClasses = 10;
+constexpr double kEventsPerIteration = 4;  // params arrive, compute done, push at server, applied
+
+double transfer_s(double bytes, double gbps) { return bytes * 8.0 / (gbps * 1e9); }
+
+double test_samples(const Scenario& s) {
+  double test = 0;
+  if (s.data.dataset == "fashion-mnist") test = kFashionTest;
+  if (s.data.dataset == "blobs") test = static_cast<double>(s.data.blobs.test);
+  if (s.data.dataset == "ratings") test = static_cast<double>(s.data.ratings.test);
+  return s.eval.test_samples > 0 ? std::min(test, static_cast<double>(s.eval.test_samples)) : test;
+}
+
+std::string seconds(double s) {
+  if (s < 1e-3) return fmt::format("{:.3g} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.3g} ms", s * 1e3);
+  if (s < 120) return fmt::format("{:.3g} s", s);
+  if (s < 7200) return fmt::format("{:.3g} min", s / 60);
+  return fmt::format("{:.3g} h", s / 3600);
+}
+
+std::string bytes(double b) { return format_bytes(b); }
+
+}  // namespace
+
+double assumed_gflops(const std::string& model_type) {
+  if (model_type == "mlp" || model_type == "softmax") return 80.0;
+  if (model_type == "cnn") return 20.0;
+  return 2.0;
+}
+
+ModelShape scenario_model_shape(const Scenario& s) {
+  ModelShape m;
+  if (s.data.dataset == "fashion-mnist") {
+    m.features = kFashionFeatures;
+    m.classes = kFashionClasses;
+  } else if (s.data.dataset == "blobs") {
+    m.features = s.data.blobs.features;
+    m.classes = s.data.blobs.classes;
+  } else if (s.data.dataset == "ratings") {
+    m.rows = s.data.ratings.rows;
+    m.cols = s.data.ratings.cols;
+  } else if (s.data.dataset == "corpus") {
+    m.vocabulary = s.data.corpus.vocabulary;
+    m.documents = s.data.corpus.documents;
+    m.mean_length = 0.5 * (s.data.corpus.min_length + s.data.corpus.max_length);
+  } else if (s.data.dataset == "lstsq") {
+    m.dimension = s.data.lstsq.dimension;
+  }
+  return m;
+}
+
+ModelSize scenario_model_size(const Scenario& s) { return model_size(s.model, scenario_model_shape(s)); }
+
+RunEstimate estimate_run(const Scenario& s) {
+  RunEstimate e;
+  const ModelSize size = scenario_model_size(s);
+  const ModelShape shape = scenario_model_shape(s);
+  const auto cost = find_cost_architecture(s.model.cost);
+  const bool math = s.model.type != "time-only";
+  e.math_flops_per_sample = math ? size.flops_per_sample : 0.0;
+  e.flops_per_sample = cost ? cost->training_flops() : size.flops_per_sample;
+  e.pull_bytes = cost ? std::round(cost->parameters * 4.0) : size.wire_bytes;
+  e.push_bytes = e.pull_bytes;
+  const double batch = s.optimizer.batch_size;
+  if (!cost && s.model.type == "mf")  // sparse: the distinct rows and columns of one batch
+    e.push_bytes = std::min(2.0 * batch, static_cast<double>(shape.rows + shape.cols)) * (s.model.rank * 4.0 + 4);
+  if (!cost && s.model.type == "lda")  // sparse: the distinct words of one batch of documents
+    e.push_bytes = std::min(batch * shape.mean_length, static_cast<double>(shape.vocabulary)) *
+                       (s.model.topics * 4.0 + 4) +
+                   s.model.topics * 4.0;
+
+  const auto& c = s.cluster;
+  const auto& net = c.network;
+  const double n = c.worker_count();
+  const double shards = c.servers;
+  e.transfers_timed = c.order != "uniform";
+  e.bounded = s.policy.uses_staleness();
+  e.lockstep = s.policy.type == "bsp" || (s.policy.type == "ssp" && s.policy.staleness == 0) ||
+               (s.policy.type == "dssp" && s.policy.staleness == 0 && s.policy.range == 0);
+  const double server_s =
+      e.transfers_timed ? transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) +
+                              transfer_s(e.pull_bytes / shards, net.server_bandwidth_gbps) +
+                              2 * net.message_overhead_us * 1e-6
+                        : 0.0;
+  std::vector<double> unloaded, wire_s;
+  for (size_t g = 0; g < c.workers.size(); ++g) {
+    const auto& grp = c.workers[g];
+    const DeviceProfile p = group_profile(grp, g);
+    GroupEstimate ge;
+    ge.profile = p.name;
+    ge.count = grp.count;
+    ge.compute_s = grp.iteration_ms ? *grp.iteration_ms * 1e-3
+                                    : e.flops_per_sample * batch / (peak_tflops(p, grp.precision) * 1e12 * p.efficiency) +
+                                          p.overhead_us * 1e-6;
+    const double bw = grp.bandwidth_gbps.value_or(net.bandwidth_gbps);
+    const double lat = grp.latency_us.value_or(net.latency_us) * 1e-6;
+    ge.worker_link_s =
+        e.transfers_timed ? transfer_s(e.push_bytes, bw) + transfer_s(e.pull_bytes, bw) + 2 * lat : 0.0;
+    ge.server_link_s = server_s;
+    wire_s.push_back(e.transfers_timed ? transfer_s(e.push_bytes, bw) + transfer_s(e.pull_bytes, bw) : 0.0);
+    unloaded.push_back(ge.compute_s + ge.worker_link_s + server_s);
+    e.groups.push_back(ge);
+  }
+
+  // The pace: each group's iteration time.
+  double offered = 0;
+  for (size_t g = 0; g < e.groups.size(); ++g) offered += e.groups[g].count * server_s / unloaded[g];
+  e.server_offered = offered;
+  if (e.lockstep) {
+    // Every clock: the pulls leave the server one after the other (in worker order, each S/2 on
+    // the link), each worker computes and pushes; the clock ends with the last push through.
+    const double pull_s = server_s - (e.transfers_timed ? transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) +
+                                                              net.message_overhead_us * 1e-6
+                                                        : 0.0);
+    double clock = 0, position = 0;
+    for (const auto& ge : e.groups) {
+      position += ge.count;  // the group's last worker
+      clock = std::max(clock, position * pull_s + ge.compute_s + ge.worker_link_s + (server_s - pull_s));
+    }
+    for (auto& ge : e.groups) ge.iteration_s = clock;
+  } else if (offered > 1) {
+    // Saturated: find the shared pace T* with sum count / max(T_g, T*) = 1 / S (bisection).
+    double lo = 0, hi = n * server_s + *std::max_element(unloaded.begin(), unloaded.end());
+    for (int i = 0; i < 200; ++i) {
+      const double mid = 0.5 * (lo + hi);
+      double rate = 0;
+      for (size_t g = 0; g < e.groups.size(); ++g) rate += e.groups[g].count / std::max(unloaded[g], mid);
+      (rate * server_s > 1 ? lo : hi) = mid;
+    }
+    for (size_t g = 0; g < e.groups.size(); ++g) e.groups[g].iteration_s = std::max(unloaded[g], hi);
+  } else {
+    for (size_t g = 0; g < e.groups.size(); ++g) e.groups[g].iteration_s = unloaded[g];
+  }
+  // A staleness bound lets no worker get more than a bounded number of clocks ahead: in the long
+  // run every worker goes at the slowest one's pace, after a head start of at most the bound.
+  double head_start = 0;
+  if (e.bounded && !e.lockstep) {
+    double slowest = 0;
+    for (const auto& ge : e.groups) slowest = std::max(slowest, ge.iteration_s);
+    const double bound = static_cast<double>(s.policy.staleness + (s.policy.type == "dssp" ? s.policy.range : 0));
+    for (auto& ge : e.groups) {
+      if (ge.iteration_s < slowest) head_start += ge.count * bound;
+      ge.iteration_s = slowest;
+    }
+  }
+
+  // Shares of an average worker's time: computing, on its own link, and at the server (queueing
+  // included; lock-step: the clock's serial transfers).
+  double computing = 0, worker_part = 0, server_part = 0;
+  for (size_t g = 0; g < e.groups.size(); ++g) {
+    auto& ge = e.groups[g];
+    e.iterations_per_s += ge.count / ge.iteration_s;
+    ge.compute_share = ge.compute_s / ge.iteration_s;
+    ge.worker_link_utilisation = wire_s[g] / ge.iteration_s;
+    computing += ge.count * ge.compute_share;
+    worker_part += ge.count * ge.worker_link_s / ge.iteration_s;
+    server_part += ge.count * (e.lockstep ? n * server_s : ge.iteration_s - ge.compute_s - ge.worker_link_s) /
+                   ge.iteration_s;
+  }
+  e.server_utilisation = std::min(1.0, e.iterations_per_s * server_s);
+  e.communication_share = 1 - computing / n;
+  if (!e.transfers_timed || (offered <= 1 && computing >= worker_part && computing >= server_part))
+    e.bottleneck = "compute";
+  else if (offered > 1 || server_part >= worker_part)
+    e.bottleneck = "server link";
+  else
+    e.bottleneck = "worker link";
+
+  const double per_update =
+      s.policy.type == "softsync" ? std::max(1.0, std::floor(n / static_cast<double>(s.policy.n))) : 1.0;
+  e.updates_per_s = e.iterations_per_s / per_update;
+  e.virtual_time_s = s.stop.virtual_time_s;
+  double end = std::numeric_limits<double>::infinity();
+  if (s.stop.virtual_time_s) end = *s.stop.virtual_time_s;
+  if (s.stop.max_updates) end = std::min(end, static_cast<double>(*s.stop.max_updates) / e.updates_per_s);
+  e.expected_end_s = end;
+  e.expected_updates = std::floor(end * e.updates_per_s + head_start / per_update + 1e-9);
+  if (s.stop.max_updates) e.expected_updates = std::min<double>(e.expected_updates, *s.stop.max_updates);
+
+  const double iterations = e.expected_updates * per_update;
+  const double evals = std::isfinite(end) && s.eval.every_s > 0 ? std::floor(end / s.eval.every_s) + 1 : 1;
+  const double math_flops =
+      math ? iterations * batch * e.math_flops_per_sample + evals * test_samples(s) * e.math_flops_per_sample / 3
+           : 0.0;
+  e.gflops = math ? assumed_gflops(s.model.type) : 0.0;
+  e.wall_s = (math ? math_flops / (e.gflops * 1e9) : 0.0) + iterations * kEventsPerIteration * kAssumedEventUs * 1e-6;
+  e.memory = estimate_memory(s);
+
+  if (e.communication_share > 0.9)
+    e.warnings.push_back(fmt::format(
+        "communication takes {:.1f}% of an average worker's time ({} bound): the devices' speeds (the GPU "
+        "mix) and the policy's staleness bound barely change the pace, so a comparison of policies here "
+        "mostly measures the network; raise cluster.network.bandwidth_gbps or server_bandwidth_gbps, add "
+        "servers, or use a larger optimizer.batch_size",
+        100 * e.communication_share, e.bottleneck));
+  if (e.transfers_timed && offered > 1)
+    e.warnings.push_back(fmt::format(
+        "the server link is offered {:.1f}x what it carries: workers queue for it and the cluster runs at "
+        "its pace ({:.3g} iterations per second), whatever the workers' devices",
+        offered, e.iterations_per_s));
+  if (!std::isfinite(end))
+    e.warnings.push_back("the run has no virtual-time or update limit: it stops only at its target");
+  return e;
+}
+
+std::string RunEstimate::describe() const {
+  std::string out;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& ge = groups[g];
+    out += fmt::format(
+        "estimate: group {} ({} x {}): iteration {} = compute {} + worker link {} + server link {}{}; "
+        "computing {:.1f}% of the time, worker link busy {:.1f}%\n",
+        g, ge.count, ge.profile, seconds(ge.iteration_s), seconds(ge.compute_s), seconds(ge.worker_link_s),
+        seconds(ge.server_link_s),
+        ge.iteration_s > ge.compute_s + ge.worker_link_s + ge.server_link_s * 1.0001
+            ? fmt::format(" + waiting {}", seconds(ge.iteration_s - ge.compute_s - ge.worker_link_s -
+                                                   ge.server_link_s))
+            : "",
+        100 * ge.compute_share, 100 * ge.worker_link_utilisation);
+  }
+  out += fmt::format("estimate: messages: push {}, pull {}{}\n", bytes(push_bytes), bytes(pull_bytes),
+                     transfers_timed ? "" : " (cluster.order uniform: transfers take no time)");
+  out += fmt::format(
+      "estimate: server link busy {:.1f}% (offered {:.2f}x its capacity); communication {:.1f}% of a "
+      "worker's time; bottleneck: {}{}\n",
+      100 * server_utilisation, server_offered, 100 * communication_share, bottleneck,
+      lockstep ? " (lock-step policy: every clock waits for the slowest worker)" : "");
+  out += fmt::format("estimate: {:.4g} updates per virtual second; about {:.0f} updates by t={} s{}\n",
+                     updates_per_s, expected_updates, fmt::format("{:g}", expected_end_s),
+                     lockstep  ? ""
+                     : bounded ? " (the staleness bound holds every worker to the slowest one's pace)"
+                               : "");
+  out += fmt::format(
+      "estimate: wall time about {} on this machine (math at an assumed {:g} GFLOP/s, {:g} us per event); "
+      "memory about {}\n",
+      seconds(wall_s), gflops, kAssumedEventUs, memory.describe());
+  for (const auto& w : warnings) out += "estimate: warning: " + w + "\n";
+  return out;
+}
+
+std::string RunEstimate::one_line() const {
+  return fmt::format("estimate: {} bound ({:.0f}% communication), ~{:.0f} updates by t={:g} s, ~{} wall, {}{}",
+                     bottleneck, 100 * communication_share, expected_updates, expected_end_s, seconds(wall_s),
+                     format_bytes(memory.total()),
+                     warnings.empty() ? ""
+                                      : "; warning: " + warnings.front().substr(0, warnings.front().find(':')) +
+                                            " (stalesim validate says more)");
+}
+
+}  // namespace stalesim

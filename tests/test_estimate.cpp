@@ -1,0 +1,285 @@
+// The up-front estimate (issue 20 point 2, sim/estimate.hpp) and the one account of model sizes
+// (models/model.hpp model_size) that it and the memory estimate share (issue 17 point 3).
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.hpp"
+#include "models/cost_arch.hpp"
+#include "models/model.hpp"
+#include "sim/estimate.hpp"
+#include "sim/memory_estimate.hpp"
+#include "sim/scenario.hpp"
+#include "sim/workloads.hpp"
+#include "sim_test_util.hpp"
+
+using namespace stalesim;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The issue's first own scenario: 16 GPUs (a mix) train the CNN on Fashion-MNIST over 1 Gbit/s.
+json cnn16_json() {
+  return json::parse(R"({
+    "name": "cnn16", "seed": 1,
+    "data": { "dataset": "fashion-mnist" },
+    "model": { "type": "cnn" },
+    "optimizer": { "rule": "sgd", "lr": 0.05, "batch_size": 32 },
+    "policy": { "type": "ssp", "staleness": 3 },
+    "cluster": { "workers": [ { "profile": "gtx1060", "count": 8 }, { "profile": "v100", "count": 8 } ],
+                 "network": { "latency_us": 50, "bandwidth_gbps": 1 } },
+    "stop": { "virtual_time_s": 60 },
+    "eval": { "every_s": 5 } })");
+}
+
+// A time-only cluster whose pace the estimate is checked against; `gbps` sets the links.
+json timing_json(const std::string& policy, double gbps, int64_t parameters) {
+  json j = testing::time_only_json(3, 3);
+  j["policy"] = policy == "ssp" ? json{{"type", "ssp"}, {"staleness", 3}} : json{{"type", policy}};
+  j["model"]["parameters"] = parameters;
+  j["cluster"]["network"]["bandwidth_gbps"] = gbps;
+  j["stop"] = {{"virtual_time_s", 2}};
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("a 16-GPU CNN on 1 Gbit/s is reported as server-link bound, with the warning") {
+  const RunEstimate e = estimate_run(testing::scenario(cnn16_json()));
+  CHECK(e.bottleneck == "server link");
+  CHECK(e.server_offered > 1);
+  CHECK(e.communication_share > 0.9);
+  REQUIRE(e.warnings.size() >= 1);
+  CHECK(e.warnings[0].starts_with("communication takes"));
+  CHECK(e.describe().find("bottleneck: server link") != std::string::npos);
+  // The GPU mix makes no difference: both groups run at the shared pace.
+  CHECK(e.groups[0].iteration_s == doctest::Approx(e.groups[1].iteration_s));
+  // At 100 Gbit/s and with 8 server shards the same cluster is compute-bound and not warned about.
+  json fast = cnn16_json();
+  fast["cluster"]["network"]["bandwidth_gbps"] = 100;
+  fast["cluster"]["servers"] = 8;
+  fast["optimizer"]["batch_size"] = 1024;
+  const RunEstimate f = estimate_run(testing::scenario(fast));
+  CHECK(f.bottleneck == "compute");
+  CHECK(f.warnings.empty());
+}
+
+TEST_CASE("the quick start is estimated server-link bound, as the README says") {
+  const Scenario s = load_scenario_file(std::string(STALESIM_SOURCE_DIR) + "/scenarios/quickstart.json");
+  const RunEstimate e = estimate_run(s);
+  CHECK(e.bottleneck == "server link");
+  CHECK(e.pull_bytes == 159010.0 * 4);  // 784-200-10: (784 + 1) x 200 + (200 + 1) x 10 floats
+  CHECK(e.memory.parameters == 159010.0);
+}
+
+TEST_CASE("the estimated updates are within 5% of a run's, whatever paces the cluster") {
+  // Compute-bound (a small model on fast links), server-saturated (a large one on slow links),
+  // worker-link bound, and BSP's lock-step clocks.
+  struct Case {
+    const char* what;
+    json j;
+    const char* bottleneck;
+  };
+  json worker_bound = timing_json("asp", 1, 200000);
+  worker_bound["cluster"]["network"]["server_bandwidth_gbps"] = 1000;
+  const Case cases[] = {
+      {"compute-bound asp", timing_json("asp", 100, 1000), "compute"},
+      {"server-saturated asp", timing_json("asp", 10, 2000000), "server link"},
+      {"worker-link bound asp", worker_bound, "worker link"},
+      {"bsp", timing_json("bsp", 25, 100000), nullptr},
+      {"compute-bound ssp", timing_json("ssp", 100, 1000), "compute"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    const Scenario s = testing::scenario(c.j);
+    const RunEstimate e = estimate_run(s);
+    const RunResult r = run_scenario(s);
+    CAPTURE(e.describe());
+    CHECK(static_cast<double>(r.server_updates) == doctest::Approx(e.expected_updates).epsilon(0.05));
+    if (c.bottleneck) CHECK(e.bottleneck == c.bottleneck);
+  }
+}
+
+TEST_CASE("model_size gives the parameters, FLOPs and message bytes the built model reports") {
+  const auto same = [](const ModelSpec& spec, int64_t features, int32_t classes) {
+    CAPTURE(spec.type);
+    CAPTURE(features);
+    const auto m = make_model(spec, features, classes);
+    ModelShape shape;
+    shape.features = features;
+    shape.classes = classes;
+    const ModelSize z = model_size(spec, shape);
+    CHECK(z.parameters == static_cast<double>(m->parameter_count()));
+    CHECK(z.flops_per_sample == doctest::Approx(m->flops_per_sample()));
+    CHECK(z.wire_bytes == static_cast<double>(m->wire_bytes()));
+  };
+  ModelSpec spec;
+  spec.type = "softmax";
+  same(spec, 784, 10);
+  spec.type = "mlp";
+  spec.hidden = {200};
+  same(spec, 784, 10);
+  spec.hidden = {64, 32, 16};
+  same(spec, 30, 4);
+  spec.type = "cnn";
+  same(spec, 784, 10);
+  same(spec, 256, 3);
+  spec.type = "time-only";
+  spec.parameters = 12345;
+  spec.flops_per_sample = 1e6;
+  same(spec, 0, 0);
+
+  for (const char* type : {"mf", "lda"}) {
+    CAPTURE(type);
+    json j = json::parse(R"({ "name": "w", "model": { "type": "mf" }, "data": { "dataset": "ratings" },
+      "optimizer": { "batch_size": 16 }, "policy": { "type": "asp" },
+      "cluster": { "workers": [ { "profile": "gtx1060", "count": 2 } ] }, "stop": { "max_updates": 10 } })");
+    if (std::string(type) == "lda") {
+      j["model"] = {{"type", "lda"}};
+      j["data"] = {{"dataset", "corpus"}};
+      j["optimizer"]["lr"] = 1;
+    }
+    const Scenario s = testing::scenario(j);
+    const DataSplit d = make_workload_data(s);
+    const auto m = make_workload_model(s, d);
+    const ModelSize z = scenario_model_size(s);
+    CHECK(z.parameters == static_cast<double>(m->parameter_count()));
+    CHECK(z.wire_bytes == static_cast<double>(m->wire_bytes()));
+    // lda: the expected document length against the drawn corpus's mean.
+    CHECK(z.flops_per_sample == doctest::Approx(m->flops_per_sample()).epsilon(0.05));
+  }
+}
+
+TEST_CASE("oversized CNN, MF and LDA scenarios are refused under a memory limit") {
+  json cnn = cnn16_json();
+  cnn["cluster"]["workers"] = json::array({{{"profile", "v100"}, {"count", 5000}}});
+  json mf = json::parse(R"({ "name": "mf", "model": { "type": "mf", "rank": 64 },
+    "data": { "dataset": "ratings", "ratings": { "rows": 2000000, "cols": 2000000, "train": 1000, "test": 10 } },
+    "policy": { "type": "asp" }, "cluster": { "workers": [ { "profile": "gtx1060", "count": 8 } ] },
+    "stop": { "max_updates": 10 } })");
+  json lda = json::parse(R"({ "name": "lda", "model": { "type": "lda", "topics": 1000 },
+    "data": { "dataset": "corpus", "corpus": { "vocabulary": 1000000, "documents": 100, "min_length": 10, "max_length": 20 } },
+    "optimizer": { "lr": 1 }, "policy": { "type": "asp" },
+    "cluster": { "workers": [ { "profile": "gtx1060", "count": 8 } ] }, "stop": { "max_updates": 10 } })");
+  for (const json* j : {&cnn, &mf, &lda}) {
+    const Scenario s = testing::scenario(*j);
+    CAPTURE(s.name);
+    const MemoryEstimate e = estimate_memory(s);
+    CHECK(e.parameters == scenario_model_size(s).parameters);
+    CHECK(e.parameters > 0);
+    // Each worker's snapshot alone is more than a GiB in all: refused at 1 GiB.
+    CHECK(e.snapshot_bytes > 1024.0 * 1024 * 1024);
+    CHECK_THROWS_AS(check_memory(s, "big.json", MemoryLimit{1024.0 * 1024 * 1024, "STALESIM_MEMORY_LIMIT"}),
+                    ScenarioError);
+  }
+}
+
+TEST_CASE("validate prints the estimate on stderr and keeps stdout the resolved scenario") {
+  const auto v = testing::run_cli("validate scenarios/quickstart.json");
+  REQUIRE_MESSAGE(v.code == 0, v.err);
+  CHECK(json::parse(v.out)["name"] == "quickstart");
+  CHECK(v.err.find("estimate: group 0 (2 x gtx1060): iteration ") != std::string::npos);
+  CHECK(v.err.find("bottleneck: server link") != std::string::npos);
+  CHECK(v.err.find("estimate: wall time about ") != std::string::npos);
+}
+
+namespace {
+
+// Peak resident memory of one run of the binary, in bytes: wait4's ru_maxrss of that process
+// alone (no shell in between, so nothing else is counted).
+double peak_rss_of_run(const fs::path& scenario, const fs::path& out) {
+  const std::string bin = STALESIM_BINARY, sc = scenario.string(), o = out.string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    ::execl(bin.c_str(), bin.c_str(), "run", sc.c_str(), "--out", o.c_str(), "--force", "--quiet",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  struct rusage ru {};
+  ::wait4(pid, &status, 0, &ru);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  return static_cast<double>(ru.ru_maxrss) * 1024.0;  // Linux: KiB
+}
+
+}  // namespace
+
+TEST_CASE("the memory estimate is within 30% of the measured peak RSS for each model type") {
+  // Sized so that the parameter snapshots (ASP: one per worker and the server's) dominate, and the
+  // runs take well under a second each: enough updates for every worker to hold its own version.
+  const json base = json::parse(R"({ "seed": 1, "optimizer": { "batch_size": 4, "lr": 0.01 },
+    "policy": { "type": "asp" }, "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 64 } ] },
+    "stop": { "max_updates": 200 }, "eval": { "every_s": 1000 } })");
+  json cnn = base, mf = base, lda = base, mlp = base;
+  cnn["name"] = "cnn";
+  cnn["model"] = {{"type", "cnn"}};
+  cnn["data"] = json::parse(R"({ "dataset": "blobs", "blobs": { "classes": 10, "features": 1024, "train": 2000, "test": 50 } })");
+  cnn["cluster"]["workers"][0]["count"] = 200;
+  cnn["stop"]["max_updates"] = 400;
+  mf["name"] = "mf";
+  mf["model"] = {{"type", "mf"}, {"rank", 16}};
+  mf["data"] = json::parse(R"({ "dataset": "ratings", "ratings": { "rows": 20000, "cols": 20000, "train": 5000, "test": 100 } })");
+  lda["name"] = "lda";
+  lda["model"] = {{"type", "lda"}, {"topics", 20}};
+  lda["optimizer"]["lr"] = 1;
+  lda["data"] = json::parse(R"({ "dataset": "corpus", "corpus": { "vocabulary": 40000, "documents": 500, "min_length": 10, "max_length": 20 } })");
+  mlp["name"] = "mlp";  // lazy SSP: the cache mode's copies and own pushes
+  mlp["stop"]["max_updates"] = 1280;
+  mlp["model"] = {{"type", "mlp"}, {"hidden", {200}}};
+  mlp["policy"] = {{"type", "ssp"}, {"staleness", 2}, {"cache", "lazy"}};
+  mlp["data"] = json::parse(R"({ "dataset": "blobs", "blobs": { "classes": 10, "features": 1000, "train": 2000, "test": 50 } })");
+  const fs::path d = fs::temp_directory_path() / ("stalesim-rss-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  for (const json* j : {&cnn, &mf, &lda, &mlp}) {
+    const std::string name = (*j)["name"];
+    CAPTURE(name);
+    const fs::path file = d / (name + ".json");
+    std::ofstream(file) << j->dump();
+    const double estimate = estimate_memory(load_scenario_file(file.string())).total();
+    const double measured = peak_rss_of_run(file, d / name);
+    MESSAGE(name << ": estimate " << format_bytes(estimate) << ", peak RSS " << format_bytes(measured));
+    CHECK(estimate > 64.0 * 1024 * 1024);  // the runs are large enough for the check to mean something
+    CHECK(estimate == doctest::Approx(measured).epsilon(0.3));
+  }
+  fs::remove_all(d);
+}
+
+TEST_CASE("run prints the estimate in one line before it starts, and not with --quiet") {
+  const fs::path d = fs::temp_directory_path() / ("stalesim-est-run-" + std::to_string(::getpid()));
+  const auto loud = testing::run_cli("run tests/golden/tiny/scenario.json --force --out " + (d / "a").string());
+  REQUIRE_MESSAGE(loud.code == 0, loud.err);
+  CHECK(loud.err.starts_with("estimate: compute bound ("));
+  CHECK(loud.err.find("~120 updates") != std::string::npos);  // max_updates caps the estimate
+  const auto quiet =
+      testing::run_cli("run tests/golden/tiny/scenario.json --quiet --force --out " + (d / "b").string());
+  REQUIRE_MESSAGE(quiet.code == 0, quiet.err);
+  CHECK(quiet.err.empty());
+  fs::remove_all(d);
+}
+
+TEST_CASE("stalesim costs lists every cost architecture with its parameters, FLOPs and source") {
+  const auto c = testing::run_cli("costs");
+  REQUIRE(c.code == 0);
+  for (const auto& a : cost_architectures()) {
+    CAPTURE(a.name);
+    CHECK(c.out.find(a.name + " ") != std::string::npos);
+    CHECK(c.out.find("  " + a.name + ": " + a.source) != std::string::npos);
+  }
+  CHECK(c.out.find("lenet5                 61706         246824              2.499e+06") != std::string::npos);
+  CHECK(testing::run_cli("costs extra").code == 2);
+}

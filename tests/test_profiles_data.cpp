@@ -1,0 +1,198 @@
+// Profiles as data (issue 20 point 5): a device profile file, written by hand or by
+// `stalesim calibrate`, is used by a scenario without rebuilding; its figures go into the
+// manifest so that `reproduce` does not need the file; a bad file is exit 2 naming file and key.
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.hpp"
+#include "models/device_profile.hpp"
+#include "sim/scenario.hpp"
+
+using namespace stalesim;
+using stalesim::testing::run_cli;
+using stalesim::testing::slurp;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+fs::path fresh(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("stalesim-prof-" + std::to_string(::getpid()) + "-" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void write(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f << text;
+}
+
+// gtx1060's figures under another name, with `efficiency` and one key replaced as given.
+json my_profile(double efficiency = 0.5) {
+  json j = json(profile_to_json(*find_profile("gtx1060")));
+  j["name"] = "my-gpu";
+  j["efficiency"] = efficiency;
+  j["source"] = "written by hand for a test";
+  return j;
+}
+
+// The golden tiny scenario with its first group's profile replaced.
+std::string tiny_with_profile(const std::string& profile) {
+  json s = json::parse(slurp(fs::path(STALESIM_SOURCE_DIR) / "tests/golden/tiny/scenario.json"));
+  s["cluster"]["workers"][0]["profile"] = profile;
+  s.erase("comment");
+  return s.dump(2);
+}
+
+}  // namespace
+
+TEST_CASE("every built-in profile reads back from the document profile_to_json writes") {
+  for (const auto& p : builtin_profiles()) {
+    CAPTURE(p.name);
+    CHECK(profile_from_json(json(profile_to_json(p))) == p);
+  }
+}
+
+TEST_CASE("a profile document with a bad key, type or figure is refused naming the key") {
+  const auto problem = [](json j) {
+    try {
+      profile_from_json(j);
+    } catch (const ProfileError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  json j = my_profile(1.5);
+  CHECK(problem(j) == "/efficiency: expected a number in (0, 1], got 1.5");
+  j = my_profile();
+  j.erase("overhead_us");
+  CHECK(problem(j) == "/overhead_us: required");
+  j = my_profile();
+  j["peak_fp32_tflop"] = 3;
+  CHECK(problem(j).starts_with("/peak_fp32_tflop: unknown key; allowed: name, description"));
+  j = my_profile();
+  j["peak_fp32_tflops"] = "fast";
+  CHECK(problem(j) == "/peak_fp32_tflops: expected a number, got \"fast\"");
+  j = my_profile();
+  j["source"] = "";
+  CHECK(problem(j).starts_with("/source: expected a non-empty string"));
+  CHECK(problem(my_profile()) == "accepted");
+}
+
+TEST_CASE("a scenario names a profile file relative to its folder and the manifest keeps its figures") {
+  const fs::path d = fresh("load");
+  fs::create_directories(d / "profiles");
+  write(d / "profiles/my-gpu.json", my_profile(0.25).dump(2));
+  write(d / "s.json", tiny_with_profile("profiles/my-gpu.json"));
+  const Scenario s = load_scenario_file((d / "s.json").string());
+  const auto& g = s.cluster.workers[0];
+  CHECK(g.profile == (d / "profiles/my-gpu.json").lexically_normal().string());
+  REQUIRE(g.device);
+  CHECK(g.device->name == "my-gpu");
+  CHECK(g.device->efficiency == 0.25);
+  CHECK(group_profile(g, 0) == *g.device);
+  CHECK_FALSE(s.cluster.workers[1].device);  // a built-in stays a name
+  // The manifest's scenario loads back equal without the file (what reproduce does).
+  fs::remove(d / "profiles/my-gpu.json");
+  CHECK(parse_scenario(scenario_to_json(s), "manifest") == s);
+  fs::remove_all(d);
+}
+
+TEST_CASE("a profile file runs without rebuilding, its figures set the pace, and reproduce needs no file") {
+  const fs::path d = fresh("run");
+  // The same figures as the built-in gtx1060: the same run, byte for byte, but for the manifest.
+  json same = json(profile_to_json(*find_profile("gtx1060")));
+  write(d / "same.json", same.dump(2));
+  write(d / "slow.json", my_profile(0.05).dump(2));
+  write(d / "s-same.json", tiny_with_profile("same.json"));
+  write(d / "s-slow.json", tiny_with_profile("slow.json"));
+  const auto builtin = run_cli("run tests/golden/tiny/scenario.json --quiet --out " + (d / "builtin").string());
+  REQUIRE_MESSAGE(builtin.code == 0, builtin.err);
+  const auto a = run_cli("run " + (d / "s-same.json").string() + " --quiet --out " + (d / "same").string());
+  REQUIRE_MESSAGE(a.code == 0, a.err);
+  const auto b = run_cli("run " + (d / "s-slow.json").string() + " --quiet --out " + (d / "slow").string());
+  REQUIRE_MESSAGE(b.code == 0, b.err);
+  CHECK(slurp(d / "same/metrics.csv") == slurp(d / "builtin/metrics.csv"));
+  CHECK(slurp(d / "same/staleness.csv") == slurp(d / "builtin/staleness.csv"));
+  // A tenth of the efficiency: the first group's iterations are much slower, so the run differs.
+  CHECK(slurp(d / "slow/metrics.csv") != slurp(d / "builtin/metrics.csv"));
+  const json summary = json::parse(slurp(d / "slow/summary.json"));
+  const json& group = summary["manifest"]["scenario"]["cluster"]["workers"][0];
+  CHECK(group["device"]["efficiency"] == 0.05);
+  CHECK(group["device"]["name"] == "my-gpu");
+  fs::remove(d / "slow.json");
+  const auto r = run_cli("reproduce " + (d / "slow/summary.json").string());
+  CHECK_MESSAGE(r.code == 0, (r.out + r.err));
+  fs::remove_all(d);
+}
+
+TEST_CASE("a bad or missing profile file is exit 2 naming the scenario, the file and the key") {
+  const fs::path d = fresh("bad");
+  write(d / "bad.json", my_profile(1.5).dump(2));
+  write(d / "s.json", tiny_with_profile("bad.json"));
+  const auto v = run_cli("validate " + (d / "s.json").string());
+  CHECK(v.code == 2);
+  CHECK(v.err.find((d / "s.json").string() + ": /cluster/workers/0/profile: ") != std::string::npos);
+  CHECK(v.err.find((d / "bad.json").string() + ": /efficiency: expected a number in (0, 1], got 1.5") !=
+        std::string::npos);
+  write(d / "s.json", tiny_with_profile("nowhere.json"));
+  const auto m = run_cli("run " + (d / "s.json").string() + " --quiet --out " + (d / "out").string());
+  CHECK(m.code == 2);
+  CHECK(m.err.find((d / "nowhere.json").string() + ": cannot read the profile file") != std::string::npos);
+  write(d / "s.json", tiny_with_profile("gtx9999"));
+  const auto u = run_cli("validate " + (d / "s.json").string());
+  CHECK(u.code == 2);
+  CHECK(u.err.find("unknown device profile \"gtx9999\"; built-in: a100,") != std::string::npos);
+  const auto p = run_cli("profiles " + (d / "bad.json").string());
+  CHECK(p.code == 2);
+  CHECK(p.err.find("/efficiency") != std::string::npos);
+  fs::remove_all(d);
+}
+
+TEST_CASE("a profile name not built in is found as NAME.json in STALESIM_PROFILE_DIR") {
+  const fs::path d = fresh("dir");
+  fs::create_directories(d / "lib");
+  write(d / "lib/my-gpu.json", my_profile().dump(2));
+  write(d / "s.json", tiny_with_profile("my-gpu"));
+  const auto without = run_cli("validate " + (d / "s.json").string());
+  CHECK(without.code == 2);
+  const auto with = run_cli("validate " + (d / "s.json").string(), "STALESIM_PROFILE_DIR=" + (d / "lib").string() + " ");
+  REQUIRE_MESSAGE(with.code == 0, with.err);
+  const json resolved = json::parse(with.out);
+  CHECK(resolved["cluster"]["workers"][0]["profile"] == (d / "lib/my-gpu.json").string());
+  CHECK(resolved["cluster"]["workers"][0]["device"]["name"] == "my-gpu");
+  const auto list = run_cli("profiles " + (d / "lib/my-gpu.json").string());
+  CHECK(list.code == 0);
+  CHECK(list.out.find("my-gpu") != std::string::npos);
+  fs::remove_all(d);
+}
+
+TEST_CASE("a device object in a scenario given as JSON is checked as a profile file is") {
+  json s = json::parse(tiny_with_profile("my-gpu.json"));
+  json dev = my_profile();
+  dev.erase("peak_fp32_tflops");
+  s["cluster"]["workers"][0]["device"] = dev;
+  CHECK_THROWS_WITH_AS(parse_scenario(s, "m.json"),
+                       "m.json: /cluster/workers/0/device/peak_fp32_tflops: expected a number > 0, got 0",
+                       ScenarioError);
+  s["cluster"]["workers"][0]["device"] = my_profile();
+  CHECK(parse_scenario(s, "m.json").cluster.workers[0].device->name == "my-gpu");
+  s["cluster"]["workers"][0]["profile"] = "gtx1060";  // figures for a built-in name: refused
+  CHECK_THROWS_WITH_AS(parse_scenario(s, "m.json"),
+                       "m.json: /cluster/workers/0/device: applies to a profile file only; \"gtx1060\" is "
+                       "built-in: remove device",
+                       ScenarioError);
+  s["cluster"]["workers"][0]["profile"] = "my-gpu.json";  // a file named but never read
+  s["cluster"]["workers"][0].erase("device");
+  CHECK_THROWS_WITH_AS(parse_scenario(s, "m.json"),
+                       "m.json: /cluster/workers/0/profile: the profile file \"my-gpu.json\" was not read (a "
+                       "scenario given as JSON, not as a file, must carry its figures in device)",
+                       ScenarioError);
+}
