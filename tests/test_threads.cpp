@@ -15,6 +15,7 @@
 #include "sim/param_store.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulation.hpp"
+#include "cli_test_util.hpp"
 #include "sim_test_util.hpp"
 
 using namespace stalesim;
@@ -165,4 +166,19 @@ TEST_CASE("a pinned version stays readable and unchanged, and pins change no liv
   }
   CHECK(pinned.peak_live_blocks() == plain.peak_live_blocks());
   CHECK(pinned.live_blocks() == plain.live_blocks());
+}
+
+TEST_CASE("--threads and STALESIM_THREADS refuse what is not a thread count with exit 2, and the run is the same") {
+  const Outcome zero = run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-x --force --threads 0");
+  CHECK(zero.code == 2);
+  CHECK(zero.err.find("--threads") != std::string::npos);
+  const Outcome env = run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-x --force", "STALESIM_THREADS=two ");
+  CHECK(env.code == 2);
+  CHECK(env.err.find("STALESIM_THREADS='two'") != std::string::npos);
+  const Outcome one = run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-1 --force --threads 1");
+  const Outcome four = run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-4 --force", "STALESIM_THREADS=4 ");
+  REQUIRE(one.code == 0);
+  REQUIRE(four.code == 0);
+  CHECK(slurp("/tmp/stalesim-threads-1/metrics.csv") == slurp("/tmp/stalesim-threads-4/metrics.csv"));
+  CHECK(slurp("/tmp/stalesim-threads-1/staleness.csv") == slurp("/tmp/stalesim-threads-4/staleness.csv"));
 }

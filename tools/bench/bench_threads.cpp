@@ -14,6 +14,7 @@
 // Usage: stalesim_bench_threads [--reps N] [--quick]
 
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,20 +55,40 @@ std::string load_average() {
   return a.empty() ? "unknown" : fmt::format("{} {} {}", a, b, c);
 }
 
+double process_cpu() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+double thread_cpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 struct Timed {
   double wall = 1e300;  // best of the repetitions
+  double cpu = 0;       // the process's CPU seconds in that run (every thread)
+  double main_cpu = 0;  // the calling thread's CPU seconds in that run
   RunResult result;
   std::string hash;
 };
 
 Timed run_once(const Scenario& s, const DataSplit& data, int threads) {
   const auto t0 = Clock::now();
-  Simulation sim(s, data);
-  RunOptions ro;
-  ro.threads = threads;
+  const double c0 = process_cpu(), m0 = thread_cpu();
   Timed t;
-  t.result = sim.run(ro);
+  {
+    Simulation sim(s, data);
+    RunOptions ro;
+    ro.threads = threads;
+    t.result = sim.run(ro);
+  }
   t.wall = since(t0);
+  t.cpu = process_cpu() - c0;
+  t.main_cpu = thread_cpu() - m0;
   t.hash = render_outputs(s, t.result).result_hash;
   return t;
 }
@@ -107,6 +128,13 @@ void section_threads(const std::vector<std::pair<std::string, Scenario>>& cases,
     fmt::print("{:<34} {:>9} {:>9.3f} {:>9.3f} {:>7.2f}x {:>10} {:>10.2f} {:>8.2f} {:>12}\n", name,
                one.result.server_updates, one.wall, two.wall, one.wall / two.wall, two.result.pooled_gradients,
                one.result.gradients_in_flight, f, one.hash == two.hash ? "yes" : "NO");
+    // On a shared machine the wall speed-up shows the load as much as the code; the CPU seconds
+    // show the pool's overhead (2-thread total against 1-thread total) and the work left on the
+    // event loop's thread, which bounds the speed-up on two idle cores.
+    fmt::print("  CPU s: 1 thread {:.3f}; 2 threads {:.3f} in all ({:+.1f}% overhead), {:.3f} on the event loop's "
+               "thread; on 2 idle cores at best {:.2f}x\n",
+               one.cpu, two.cpu, 100 * (two.cpu / one.cpu - 1), two.main_cpu,
+               one.cpu / std::max(two.main_cpu, two.cpu / 2));
     const double a = one.result.gradients_in_flight;
     std::string proj;
     for (int t : {2, 4, 8, 16}) {
