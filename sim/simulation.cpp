@@ -203,11 +203,11 @@ struct Simulation::Impl {
   // `max_ahead` at once (beyond that a worker computes as without a pool). Same gradients, same
   // order of application, so the same outputs whatever the thread count.
   int64_t max_ahead = 0;
-  int64_t tasks_out = 0;                               // workers holding a task
-  std::vector<std::unique_ptr<GradientTask>> spare;    // finished tasks, for reuse
-  int64_t in_flight_sum = 0;                           // per applied gradient: begun, not applied
+  int64_t tasks_out = 0;                             // workers holding a task
+  std::vector<std::unique_ptr<GradientTask>> spare;  // finished tasks, for reuse
+  int64_t in_flight_sum = 0;                         // per applied gradient: begun, not applied
   int64_t in_flight_count = 0;
-  int64_t begun = 0;                                   // gradients begun (parameters read), not applied
+  int64_t begun = 0;  // gradients begun (parameters read), not applied
   // Declared last: destroyed first, before the workers whose tasks it may still hold.
   std::unique_ptr<GradientPool> pool;
 
@@ -411,7 +411,8 @@ struct Simulation::Impl {
     if (pool && tasks_out < max_ahead) {
       start_task(w);
       if (defer) w.params.reset();  // the pin keeps them for the pool (not a live version)
-    } else if (defer) {  // same batch the push will draw; the parameters are let go at once
+    } else if (defer) {
+      // Same batch the push will draw; the parameters are let go at once.
       model->begin_gradient(w.params.values(), data.train, w.sampler->peek(sc.optimizer.batch_size),
                             w.pending);
       w.params.reset();
@@ -516,7 +517,8 @@ struct Simulation::Impl {
   double collect_task(Worker& w, std::span<const int32_t> batch) {
     GradientTask& t = *w.task;
     if (!std::ranges::equal(batch, t.batch))
-      throw std::logic_error(fmt::format("worker {}: its pooled gradient is not for the batch it pushes", w.id));
+      throw std::logic_error(
+          fmt::format("worker {}: its pooled gradient is not for the batch it pushes", w.id));
     pool->wait(t);
     store->unpin(static_cast<const detail::Block*>(t.pin));
     t.pin = nullptr;

@@ -368,8 +368,7 @@ std::optional<RunRecord> read_back(const fs::path& folder, const json& scenario_
 
 // `origin`: the scenario file, to name in a message when the scenario does not fit its data.
 RunRecord execute(const Scenario& sc, const json& scenario_json, const std::string& origin,
-                  const fs::path& folder, DataCache& cache, const std::atomic<bool>* interrupt,
-                  int threads) {
+                  const fs::path& folder, DataCache& cache, const std::atomic<bool>* interrupt, int threads) {
   // This run's one use of its data ends on every path out of here, once.
   struct Use {
     DataCache& cache;

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.hpp"
 #include "models/dataset.hpp"
 #include "sim/build_info.hpp"
 #include "sim/outputs.hpp"
 #include "sim/param_store.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulation.hpp"
-#include "cli_test_util.hpp"
 #include "sim_test_util.hpp"
 
 using namespace stalesim;
@@ -37,7 +37,8 @@ Outputs run_with(const Scenario& s, const DataSplit& data, int threads) {
   ro.record_gradients = true;
   const RunResult r = sim.run(ro);
   const OutputFiles f = render_outputs(s, r);
-  return {f.summary_json, f.metrics_csv, f.staleness_csv, r.gradients_csv, r.server_updates, r.pooled_gradients};
+  return {f.summary_json,  f.metrics_csv,    f.staleness_csv,
+          r.gradients_csv, r.server_updates, r.pooled_gradients};
 }
 
 // Runs `s` at 1, 2 and 8 threads; checks every output against the 1-thread run's. Returns the
@@ -99,12 +100,14 @@ TEST_CASE("every shipped scenario and golden run writes the same bytes at 1, 2 a
   CHECK(pooled > 0);  // the pool did compute gradients: the comparison is not of three serial runs
 }
 
-TEST_CASE("an ASP run with more workers than the pool takes ahead, and a crash, is the same at any thread count") {
+TEST_CASE(
+    "an ASP run with more workers than the pool takes ahead, and a crash, is the same at any thread count") {
   pin_eigen_cache_sizes();
   auto j = tiny_math_json();
   j["data"]["blobs"]["features"] = 64;
   j["policy"] = {{"type", "asp"}};
-  j["cluster"]["workers"] = {{{"profile", "gtx1060"}, {"count", 10}}, {{"profile", "gtx1080ti"}, {"count", 10}}};
+  j["cluster"]["workers"] = {{{"profile", "gtx1060"}, {"count", 10}},
+                             {{"profile", "gtx1080ti"}, {"count", 10}}};
   j["cluster"]["on_crash"] = "drop";
   j["cluster"]["schedule"] = {{{"kind", "crash"}, {"workers", {3, 7}}, {"at_s", 0.004}, {"until_s", 0.012}}};
   const Scenario s = scenario(j);
@@ -168,15 +171,20 @@ TEST_CASE("a pinned version stays readable and unchanged, and pins change no liv
   CHECK(pinned.live_blocks() == plain.live_blocks());
 }
 
-TEST_CASE("--threads and STALESIM_THREADS refuse what is not a thread count with exit 2, and the run is the same") {
-  const Outcome zero = run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-x --force --threads 0");
+TEST_CASE(
+    "--threads and STALESIM_THREADS refuse what is not a thread count with exit 2, and the run is the same") {
+  const Outcome zero =
+      run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-x --force --threads 0");
   CHECK(zero.code == 2);
   CHECK(zero.err.find("--threads") != std::string::npos);
-  const Outcome env = run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-x --force", "STALESIM_THREADS=two ");
+  const Outcome env = run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-x --force",
+                              "STALESIM_THREADS=two ");
   CHECK(env.code == 2);
   CHECK(env.err.find("STALESIM_THREADS='two'") != std::string::npos);
-  const Outcome one = run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-1 --force --threads 1");
-  const Outcome four = run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-4 --force", "STALESIM_THREADS=4 ");
+  const Outcome one =
+      run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-1 --force --threads 1");
+  const Outcome four = run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-4 --force",
+                               "STALESIM_THREADS=4 ");
   REQUIRE(one.code == 0);
   REQUIRE(four.code == 0);
   CHECK(slurp("/tmp/stalesim-threads-1/metrics.csv") == slurp("/tmp/stalesim-threads-4/metrics.csv"));

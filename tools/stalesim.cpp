@@ -116,7 +116,8 @@ Scenario load(const po::variables_map& vm) {
 int threads_option(const po::variables_map& vm, int share) {
   if (vm.count("threads")) {
     const int t = vm["threads"].as<int>();
-    if (t < 1 || t > 1024) throw UsageError(fmt::format("--threads: expected an integer in [1, 1024], got {}", t));
+    if (t < 1 || t > 1024)
+      throw UsageError(fmt::format("--threads: expected an integer in [1, 1024], got {}", t));
     return t;
   }
   try {
@@ -354,8 +355,8 @@ int sweep_body(const std::vector<std::string>& args, const MpiSession* mpi) {
       "jobs,j", po::value<int>()->default_value(1), "points run at once on this machine (threads)")(
       "threads", po::value<int>(),
       "threads computing each point's gradients (default: STALESIM_THREADS, else the machine's cores, "
-      "divided by --jobs)")(
-      "out", po::value<std::string>(), "sweep folder (default: results/<scenario name>-sweep)")(
+      "divided by --jobs)")("out", po::value<std::string>(),
+                            "sweep folder (default: results/<scenario name>-sweep)")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override a field of every point, e.g. --set stop.max_updates=1000 (repeatable)")(
       "force", "replace the sweep folder whole: every point runs again")(
@@ -563,7 +564,7 @@ int cmd_reproduce(const std::vector<std::string>& args) {
       "quiet", "no progress line and no wall time on stderr")(
       "threads", po::value<int>(),
       "threads computing gradients (default: STALESIM_THREADS, else the machine's cores)")("help,h",
-                                                                                          "show this help");
+                                                                                           "show this help");
   po::positional_options_description pos;
   pos.add("summary", 1);
   const auto p = parse(args, o, pos);
