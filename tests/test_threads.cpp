@@ -173,20 +173,22 @@ TEST_CASE("a pinned version stays readable and unchanged, and pins change no liv
 
 TEST_CASE(
     "--threads and STALESIM_THREADS refuse what is not a thread count with exit 2, and the run is the same") {
-  const Outcome zero =
-      run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-x --force --threads 0");
+  // Output folders of this process only (ctest may run two builds' suites at once).
+  const std::string dir =
+      (fs::temp_directory_path() / ("stalesim-threads-" + std::to_string(::getpid()) + "-")).string();
+  const std::string run = "run tests/golden/tiny/scenario.json --force --out " + dir;
+  const Outcome zero = run_cli(run + "x --threads 0");
   CHECK(zero.code == 2);
   CHECK(zero.err.find("--threads") != std::string::npos);
-  const Outcome env = run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-x --force",
-                              "STALESIM_THREADS=two ");
+  const Outcome env = run_cli(run + "x", "STALESIM_THREADS=two ");
   CHECK(env.code == 2);
   CHECK(env.err.find("STALESIM_THREADS='two'") != std::string::npos);
-  const Outcome one =
-      run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-1 --force --threads 1");
-  const Outcome four = run_cli("run tests/golden/tiny/scenario.json --out /tmp/stalesim-threads-4 --force",
-                               "STALESIM_THREADS=4 ");
+  const Outcome one = run_cli(run + "1 --threads 1");
+  const Outcome four = run_cli(run + "4", "STALESIM_THREADS=4 ");
   REQUIRE(one.code == 0);
   REQUIRE(four.code == 0);
-  CHECK(slurp("/tmp/stalesim-threads-1/metrics.csv") == slurp("/tmp/stalesim-threads-4/metrics.csv"));
-  CHECK(slurp("/tmp/stalesim-threads-1/staleness.csv") == slurp("/tmp/stalesim-threads-4/staleness.csv"));
+  CHECK(slurp(dir + "1/metrics.csv") == slurp(dir + "4/metrics.csv"));
+  CHECK(slurp(dir + "1/staleness.csv") == slurp(dir + "4/staleness.csv"));
+  fs::remove_all(dir + "1");
+  fs::remove_all(dir + "4");
 }
