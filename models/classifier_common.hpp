@@ -101,6 +101,7 @@ class DenseClassifier final : public Model {
                         DeferredGradient& pending) override;
   void finish_gradient(DeferredGradient& pending, const Dataset& data, std::span<float> grad) override;
   int64_t deferred_floats(int64_t batch) const override;
+  std::unique_ptr<Model> clone() const override { return std::make_unique<DenseClassifier>(*this); }
 
  private:
   struct Layer {

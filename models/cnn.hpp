@@ -86,6 +86,7 @@ class Cnn final : public Model {
   Cnn(int64_t features, int32_t classes, WeightInit init);
 
   std::string type() const override { return "cnn"; }
+  std::unique_ptr<Model> clone() const override { return std::make_unique<Cnn>(*this); }
   int64_t parameter_count() const override { return shape_.parameter_count; }
   double flops_per_sample() const override { return shape_.flops_per_sample; }
 

@@ -96,6 +96,10 @@ class Model {
     (void)batch;
     return 0;
   }
+  // A fresh instance of the same configuration with its own scratch, whose loss_and_gradient is
+  // bit for bit this one's, for another thread (sim/gradient_pool.hpp); nullptr (the default)
+  // when the model cannot be computed on another thread.
+  virtual std::unique_ptr<Model> clone() const { return nullptr; }
   // Mean loss and accuracy over `indices` of `data` (all samples when indices is empty).
   virtual Evaluation evaluate(std::span<const float> params, const Dataset& data,
                               std::span<const int32_t> indices) = 0;

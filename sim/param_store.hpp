@@ -21,6 +21,11 @@ struct Block {
   std::vector<float> values;
   int64_t version = 0;
   int32_t refs = 0;
+  // Pins (ParamStore::pin): readers on other threads that need the values but hold no reference.
+  // A pinned block is never written nor reused; one whose last reference went while pinned is
+  // `orphan` (no longer a live version) until its last pin goes.
+  int32_t pins = 0;
+  bool orphan = false;
 };
 }  // namespace detail
 
@@ -85,6 +90,16 @@ class ParamStore {
   WriteView write_next();
   // Ends a write: the version number rises by one.
   void commit() { ++current_->version; }
+  // Pins: keep the values of `s`'s version readable, unchanged, after every Snapshot of it has
+  // been released, without counting it as a live version, so that a gradient pool's thread can
+  // read them while the run goes on (sim/gradient_pool.hpp). A write to the current version while
+  // only the store and pins hold it goes to another block, as if in place: live_blocks,
+  // peak_live_blocks and copies are those of the run without pins, so the outputs do not depend
+  // on when a pool's thread lets go. pin and unpin are called on the store's own thread.
+  // REQUIRES: s holds a version.
+  const detail::Block* pin(const Snapshot& s);
+  void unpin(const detail::Block* pinned);
+
   // The current values, read-only, without taking a reference.
   std::span<const float> peek() const { return current_->values; }
 
@@ -97,6 +112,10 @@ class ParamStore {
   friend class Snapshot;
   void on_last_release(detail::Block* b);
   detail::Block* fresh_block();
+  detail::Block* take_block();
+  // The current version, held by the store alone but pinned: moves it to another block (not a
+  // copy, not a live version more) and returns the pinned one, now an orphan.
+  detail::Block* move_pinned_current();
 
   int64_t count_;
   std::vector<std::unique_ptr<detail::Block>> blocks_;  // owns every block ever made

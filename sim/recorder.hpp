@@ -96,6 +96,13 @@ struct RunResult {
   // policy allow it). Not written to the outputs, which are the same either way but for
   // peak_live_versions.
   bool deferred_gradients = false;
+  // Mean, over applied gradients, of the gradients begun (parameters read) and not yet applied at
+  // that moment, this one included: the parallelism a gradient pool can use (issue 21). Written
+  // to no output; for tools/bench. 0 without math.
+  double gradients_in_flight = 0.0;
+  // Gradients computed on a gradient pool (RunOptions::threads > 1), of server_updates. Written to
+  // no output (the outputs are the same with or without a pool).
+  int64_t pooled_gradients = 0;
   uint64_t events = 0;
   // Divergence: when, which worker, and the last finite training loss seen.
   std::optional<double> diverged_at_s;

@@ -15,6 +15,7 @@
 #include "sim/cluster_schedule.hpp"
 #include "sim/engine.hpp"
 #include "sim/estimate.hpp"
+#include "sim/gradient_pool.hpp"
 #include "sim/jitter.hpp"
 #include "sim/lazy_deque.hpp"
 #include "sim/memory_estimate.hpp"
@@ -94,6 +95,8 @@ struct Worker {
   Snapshot params;
   // Deferred mode: the gradient begun on the parameters when they were read, which are then let go.
   DeferredGradient pending;
+  // Pool mode: the gradient being computed on the pool since the parameters were read (null: none).
+  std::unique_ptr<GradientTask> task;
   int64_t read_version = 0;
   int64_t read_staleness = 0;  // worker clock minus server clock when parameters were granted
   WorkerState state = WorkerState::kCommunicating;
@@ -206,6 +209,18 @@ struct Simulation::Impl {
   bool stopped = false;
   bool measured = false;       // compute.timing "measured": the model's GPU times replace the profiles'
   RunObserver* obs = nullptr;  // RunOptions::observer: trace, timeline, explain (null: none)
+  // Pool mode (RunOptions::threads > 1, issue 21): in pull modes, a gradient is queued on the pool
+  // when the parameters are read (grant) and collected when its push is applied, at most
+  // `max_ahead` at once (beyond that a worker computes as without a pool). Same gradients, same
+  // order of application, so the same outputs whatever the thread count.
+  int64_t max_ahead = 0;
+  int64_t tasks_out = 0;                             // workers holding a task
+  std::vector<std::unique_ptr<GradientTask>> spare;  // finished tasks, for reuse
+  int64_t in_flight_sum = 0;                         // per applied gradient: begun, not applied
+  int64_t in_flight_count = 0;
+  int64_t begun = 0;  // gradients begun (parameters read), not applied
+  // Declared last: destroyed first, before the workers whose tasks it may still hold.
+  std::unique_ptr<GradientPool> pool;
 
   Impl(const Scenario& s, const DataSplit& d)
       : sc(s), data(d), clocks(s.cluster.worker_count()), schedule(s.cluster) {
@@ -430,7 +445,12 @@ struct Simulation::Impl {
     w.read_server_clock = clocks.min_clock();
     w.params = store->read();
     w.read_version = store->version();
-    if (defer) {  // same batch the push will draw; the parameters are let go at once
+    if (math) ++begun;
+    if (pool && tasks_out < max_ahead) {
+      start_task(w);
+      if (defer) w.params.reset();  // the pin keeps them for the pool (not a live version)
+    } else if (defer) {
+      // Same batch the push will draw; the parameters are let go at once.
       model->begin_gradient(w.params.values(), data.train, w.sampler->peek(sc.optimizer.batch_size),
                             w.pending);
       w.params.reset();
@@ -511,6 +531,50 @@ struct Simulation::Impl {
     return push_bytes_for(w.sampler->peek(sc.optimizer.batch_size));
   }
 
+  // Pool mode: queues w's gradient on the parameters just read and the batch its push will draw.
+  void start_task(Worker& w) {
+    std::unique_ptr<GradientTask> t;
+    if (!spare.empty()) {
+      t = std::move(spare.back());
+      spare.pop_back();
+    } else {
+      t = std::make_unique<GradientTask>();
+      t->grad.resize(grad.size());
+    }
+    t->params = w.params.values();
+    t->pin = store->pin(w.params);
+    const auto batch = w.sampler->peek(sc.optimizer.batch_size);
+    t->batch.assign(batch.begin(), batch.end());
+    pool->submit(*t);
+    w.task = std::move(t);
+    ++tasks_out;
+  }
+
+  // Pool mode: w's gradient, once computed; its loss. The gradient stays in w.task->grad until
+  // release_task.
+  double collect_task(Worker& w, std::span<const int32_t> batch) {
+    GradientTask& t = *w.task;
+    if (!std::ranges::equal(batch, t.batch))
+      throw std::logic_error(
+          fmt::format("worker {}: its pooled gradient is not for the batch it pushes", w.id));
+    pool->wait(t);
+    store->unpin(static_cast<const detail::Block*>(t.pin));
+    t.pin = nullptr;
+    ++result.pooled_gradients;
+    return t.loss;
+  }
+
+  void release_task(Worker& w) {
+    if (!w.task) return;
+    if (w.task->pin) {  // not collected (a crash, the end of the run)
+      pool->cancel(*w.task);
+      store->unpin(static_cast<const detail::Block*>(w.task->pin));
+      w.task->pin = nullptr;
+    }
+    spare.push_back(std::move(w.task));
+    --tasks_out;
+  }
+
   // Deferred mode: the gradient w began when its parameters were read, finished into `grad`.
   double finish_deferred(Worker& w, std::span<const int32_t> batch) {
     if (!w.pending.pending || !std::ranges::equal(batch, w.pending.batch))
@@ -541,6 +605,11 @@ struct Simulation::Impl {
     if (cached) return on_push_applied_cached(w);
     GradientInfo info{w.id, w.read_version, store->version(), w.read_staleness};
     double step = 0.0;
+    if (math) {  // the available parallelism: gradients begun (parameters read), not yet applied
+      in_flight_sum += begun;
+      ++in_flight_count;
+      begun = std::max<int64_t>(0, begun - 1);
+    }
     if (vap) {  // the gradient was computed when the compute ended, to judge its size
       OwnPush& o = w.own.back();
       info.version_read = o.read_version;
@@ -555,13 +624,19 @@ struct Simulation::Impl {
       step = opt->add(*store, w.last_grad, info, {});
     } else if (math) {
       const auto batch = w.sampler->next(sc.optimizer.batch_size);
-      const double loss = defer ? finish_deferred(w, batch)
-                                : model->loss_and_gradient(w.params.values(), data.train, batch, grad);
-      if (!std::isfinite(loss)) return diverge(w, loss);
+      const double loss = w.task  ? collect_task(w, batch)
+                          : defer ? finish_deferred(w, batch)
+                                  : model->loss_and_gradient(w.params.values(), data.train, batch, grad);
+      const std::span<const float> g = w.task ? std::span<const float>(w.task->grad) : grad;
+      if (!std::isfinite(loss)) {
+        release_task(w);
+        return diverge(w, loss);
+      }
       result.last_finite_loss = loss;
       loss_sum += loss;
       ++loss_count;
-      step = opt->add(*store, grad, info, read_params(w.params));
+      step = opt->add(*store, g, info, read_params(w.params));
+      release_task(w);
       if (bfasgd) {
         w.last_grad = grad;
         w.has_last_grad = true;
@@ -876,6 +951,8 @@ struct Simulation::Impl {
     ++w.gen;
     w.push_bytes.clear();  // its pushes in flight are lost with it
     ++down_count;
+    if (math && (w.task || w.pending.pending || w.params)) begun = std::max<int64_t>(0, begun - 1);
+    release_task(w);
     w.params.reset();
     w.pending.pending = false;
     set_state(w, WorkerState::kWaiting);
@@ -1025,6 +1102,7 @@ struct Simulation::Impl {
     refuse_from_clock = opt.refuse_from_clock;
     defer = defer && opt.defer_gradients;
     result.deferred_gradients = defer;
+    start_pool(opt.threads);
     if (record_gradients)
       result.gradients_csv = "virtual_time_s,worker,version_read,version_apply,tau,step\n";
     const SimTime limit =
@@ -1090,8 +1168,29 @@ struct Simulation::Impl {
     return std::move(result);
   }
 
+  // Pool mode where it applies: pull modes (not the cache modes nor VAP, which compute from a
+  // worker's own copy when the compute ends), a model that computes on other threads
+  // (Model::clone), on the CPU, with simulated times (measured times follow the order in which
+  // gradients are computed), without B-FASGD's skipped pushes.
+  void start_pool(int threads) {
+    if (threads < 1) throw std::invalid_argument(fmt::format("threads: expected >= 1, got {}", threads));
+    if (threads == 1 || !math || cached || vap || bfasgd || measured || sc.compute.backend != "cpu") return;
+    std::vector<std::unique_ptr<Model>> helpers;
+    for (int i = 1; i < threads; ++i) {
+      auto m = model->clone();
+      if (!m) return;
+      helpers.push_back(std::move(m));
+    }
+    max_ahead = 4 * static_cast<int64_t>(threads);
+    pool = std::make_unique<GradientPool>(*model, std::move(helpers), data.train);
+  }
+
   void finish(SimTime end) {
     if (obs) obs->finish(end);
+    for (auto& w : workers) release_task(w);
+    pool.reset();
+    if (in_flight_count)
+      result.gradients_in_flight = static_cast<double>(in_flight_sum) / static_cast<double>(in_flight_count);
     // Close every worker's open interval at `end`.
     for (auto& w : workers) {
       close_interval(w, end);

@@ -55,6 +55,11 @@ struct RunOptions {
   // Both give the same gradients, so the same outputs (tests/test_simulation.cpp compares them)
   // but for summary.json's peak_live_versions, which counts the versions held.
   bool defer_gradients = true;
+  // Threads computing gradients (issue 21; sim/gradient_pool.hpp), the caller's included: 1 runs
+  // everything on the caller's thread; N > 1 computes begun gradients ahead on N - 1 more threads
+  // where the run allows (pull modes, a model with Model::clone, simulated times). Outputs are
+  // the same bytes for every N (tests/test_threads.cpp). >= 1.
+  int threads = 1;
 };
 
 // Loads the data a scenario names (Fashion-MNIST, blobs, or none); applies train_samples.

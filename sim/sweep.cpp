@@ -370,7 +370,8 @@ std::optional<RunRecord> read_back(const fs::path& folder, const json& scenario_
 
 // `origin`: the scenario file, to name in a message when the scenario does not fit its data.
 RunRecord execute(const Scenario& sc, const json& scenario_json, const std::string& origin,
-                  const fs::path& folder, DataCache& cache, const std::atomic<bool>* interrupt, bool rerun) {
+                  const fs::path& folder, DataCache& cache, const std::atomic<bool>* interrupt, bool rerun,
+                  int threads) {
   // This run's one use of its data ends on every path out of here, once.
   struct Use {
     DataCache& cache;
@@ -396,6 +397,7 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
       }
       RunOptions ro;
       ro.interrupt = interrupt;
+      ro.threads = threads;
       const RunResult r = sim->run(ro);
       status = r.status;
       files = render_outputs(sc, r);
@@ -829,7 +831,8 @@ std::vector<RunRecord> run_sweep(const SweepPlan& plan, const std::string& dir, 
       const SweepRun& run = plan.runs[mine[k]];
       const SweepPoint& first = plan.points[run.points.front()];
       RunRecord rec = execute(*first.scenario, first.scenario_json, plan.spec.scenario_path,
-                              root / run.folder, cache, options.interrupt, options.rerun);
+                              root / run.folder, cache, options.interrupt, options.rerun,
+                              std::max(1, options.threads));
       std::lock_guard lock(report);
       records[mine[k]] = std::move(rec);
       if (options.on_run_done) options.on_run_done(run, records[mine[k]]);

@@ -165,6 +165,9 @@ std::vector<std::string> result_cells(const nlohmann::json& summary);
 
 struct SweepOptions {
   int jobs = 1;  // threads running points concurrently, >= 1
+  // Threads of each point's run (RunOptions::threads, >= 1): a sweep keeps jobs x threads threads
+  // busy at most; the CLI's default shares the cores, cores / jobs each (README "Performance").
+  int threads = 1;
   int rank = 0;  // this process's share: run j is executed when j % ranks == rank
   int ranks = 1;
   // When set and true, running points stop (status "interrupted", no done marker) and no new

@@ -336,7 +336,8 @@ TEST_CASE("stale temporaries of dead writers are removed, a live writer's and fo
 // ---- Signals --------------------------------------------------------------------------------
 
 namespace {
-// Starts `stalesim run quickstart` (long enough to interrupt), sends `sig` after `after`, waits.
+// Starts `stalesim ARGS` (a run long enough to interrupt), sends `sig` once the run catches it and
+// `after` has passed, and waits.
 Outcome interrupt_run(const std::string& args, int sig, std::chrono::milliseconds after) {
   Scratch io("sig");
   const std::string bin = STALESIM_BINARY;
@@ -347,6 +348,16 @@ Outcome interrupt_run(const std::string& args, int sig, std::chrono::millisecond
                             q((io.path / "err").string()) + " </dev/null";
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     ::_exit(98);
+  }
+  // Wait until the run catches `sig` (its SigCgt mask in /proc, however slow the build), then a little.
+  for (int i = 0; i < 3000; ++i) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    bool caught = false;
+    while (std::getline(status, line))
+      if (line.rfind("SigCgt:", 0) == 0) caught = (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1;
+    if (caught) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::this_thread::sleep_for(after);
   ::kill(pid, sig);
@@ -363,9 +374,8 @@ Outcome interrupt_run(const std::string& args, int sig, std::chrono::millisecond
 TEST_CASE("SIGHUP stops a run like SIGTERM: outputs marked interrupted, no done marker, exit 130") {
   Scratch s("hup");
   const fs::path r = s.path / "r";
-  const Outcome o = interrupt_run("run scenarios/quickstart.json --quiet --set stop.virtual_time_s=1000 --out " +
-                                      q(r.string()),
-                                  SIGHUP, std::chrono::milliseconds(1500));
+  const Outcome o = interrupt_run("run " + kTiny + " --quiet --set stop.max_updates=100000000 --out " + q(r.string()),
+                                  SIGHUP, std::chrono::milliseconds(300));
   CHECK(o.code == 130);
   CHECK(o.err.find("interrupted at t=") != std::string::npos);
   CHECK(fs::exists(r / "summary.json"));
@@ -379,9 +389,8 @@ TEST_CASE("Ctrl-C during a --force rerun keeps the finished run") {
   REQUIRE(cli("run " + kTiny + " --quiet --out " + q(r.string())).code == 0);
   const std::string before = slurp(r / "summary.json");
   const Outcome o =
-      interrupt_run("run scenarios/quickstart.json --quiet --force --set stop.virtual_time_s=1000 --out " +
-                        q(r.string()),
-                    SIGINT, std::chrono::milliseconds(1500));
+      interrupt_run("run " + kTiny + " --quiet --force --set stop.max_updates=100000000 --out " + q(r.string()),
+                    SIGINT, std::chrono::milliseconds(300));
   CHECK(o.code == 130);
   CHECK(o.err.find("kept the finished run in") != std::string::npos);
   CHECK(slurp(r / "summary.json") == before);

@@ -36,6 +36,7 @@
 #include "sim/build_info.hpp"
 #include "sim/explain.hpp"
 #include "sim/estimate.hpp"
+#include "sim/gradient_pool.hpp"
 #include "sim/memory_estimate.hpp"
 #include "sim/outputs.hpp"
 #include "sim/reproduce.hpp"
@@ -159,6 +160,22 @@ Scenario load(const po::variables_map& vm) {
   return load_scenario_file(vm["scenario"].as<std::string>(), sets, seed);
 }
 
+// --threads, else STALESIM_THREADS, else the machine's cores; the default divided by `share`
+// (sweeps: --jobs runs share the cores).
+int threads_option(const po::variables_map& vm, int share) {
+  if (vm.count("threads")) {
+    const int t = vm["threads"].as<int>();
+    if (t < 1 || t > 1024)
+      throw UsageError(fmt::format("--threads: expected an integer in [1, 1024], got {}", t));
+    return t;
+  }
+  try {
+    return std::max(1, default_threads() / std::max(1, share));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
 void add_scenario_options(po::options_description& o) {
   o.add_options()("scenario", po::value<std::string>()->required(), "scenario JSON file")(
       "set", po::value<std::vector<std::string>>()->composing(),
@@ -184,8 +201,10 @@ int cmd_run(const std::vector<std::string>& args) {
       "keep only FROM:TO seconds of virtual time in trace.json, e.g. 0:2")(
       "trace-max-mb", po::value<double>()->default_value(100),
       "size limit of trace.json in MB (cut beyond it)")(
-      "explain", "write explain.txt: every wait, resume and DSSP grant, in words")("help,h",
-                                                                                   "show this help");
+      "explain", "write explain.txt: every wait, resume and DSSP grant, in words")(
+      "threads", po::value<int>(),
+      "threads computing gradients (default: STALESIM_THREADS, else the machine's cores); outputs are the "
+      "same for every count")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
   const auto p = parse(args, o, pos);
@@ -231,6 +250,7 @@ int cmd_run(const std::vector<std::string>& args) {
   RunOptions ro;
   ro.interrupt = &g_interrupt;
   ro.record_gradients = record_gradients;
+  ro.threads = threads_option(p.vm, 1);
   std::optional<TraceRecorder> tracer;
   std::optional<ExplainRecorder> explainer;
   ObserverList observers;
@@ -446,7 +466,10 @@ int sweep_body(const std::vector<std::string>& args, const MpiSession* mpi) {
       "seeds", po::value<std::string>(),
       "seeds of every point, varying fastest: 1..5 or 1,3,9 (default: the scenario's seed)")(
       "jobs,j", po::value<int>()->default_value(1), "points run at once on this machine (threads)")(
-      "out", po::value<std::string>(), "sweep folder (default: results/<scenario name>-sweep)")(
+      "threads", po::value<int>(),
+      "threads computing each point's gradients (default: STALESIM_THREADS, else the machine's cores, "
+      "divided by --jobs)")("out", po::value<std::string>(),
+                            "sweep folder (default: results/<scenario name>-sweep)")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override a field of every point, e.g. --set stop.max_updates=1000 (repeatable)")(
       "force", "rerun every point, each replacing its own folder when its new run is written (nothing is deleted first)")(
@@ -563,6 +586,7 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
 
   SweepOptions so;
   so.jobs = jobs;
+  so.threads = threads_option(p.vm, jobs);
   so.rank = rank;
   so.ranks = ranks;
   so.interrupt = &g_interrupt;
@@ -668,7 +692,10 @@ int cmd_reproduce(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim reproduce RUN_DIR/summary.json [options]\n\nOptions");
   o.add_options()("summary", po::value<std::string>()->required(),
                   "a finished run's summary.json (or its folder)")(
-      "quiet", "no progress line and no wall time on stderr")("help,h", "show this help");
+      "quiet", "no progress line and no wall time on stderr")(
+      "threads", po::value<int>(),
+      "threads computing gradients (default: STALESIM_THREADS, else the machine's cores)")("help,h",
+                                                                                           "show this help");
   po::positional_options_description pos;
   pos.add("summary", 1);
   const auto p = parse(args, o, pos);
@@ -698,6 +725,7 @@ dataset file changed since the run.
   const bool tty = !quiet && ::isatty(STDERR_FILENO);
   RunOptions ro;
   ro.interrupt = &g_interrupt;
+  ro.threads = threads_option(p.vm, 1);
   auto last_print = wall0;
   if (tty) {
     ro.on_progress = [&](const Progress& pr) {

@@ -1,0 +1,194 @@
+// The gradient pool (issue 21, sim/gradient_pool.hpp): outputs are the same bytes whatever the
+// thread count, and the parameter store's pins change no count the outputs report.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.hpp"
+#include "models/dataset.hpp"
+#include "sim/build_info.hpp"
+#include "sim/outputs.hpp"
+#include "sim/param_store.hpp"
+#include "sim/scenario.hpp"
+#include "sim/simulation.hpp"
+#include "sim_test_util.hpp"
+
+using namespace stalesim;
+using namespace stalesim::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Outputs {
+  std::string summary, metrics, staleness, gradients;
+  int64_t updates = 0;
+  int64_t pooled = 0;
+};
+
+Outputs run_with(const Scenario& s, const DataSplit& data, int threads) {
+  Simulation sim(s, data);
+  RunOptions ro;
+  ro.threads = threads;
+  ro.record_gradients = true;
+  const RunResult r = sim.run(ro);
+  const OutputFiles f = render_outputs(s, r);
+  return {f.summary_json,  f.metrics_csv,    f.staleness_csv,
+          r.gradients_csv, r.server_updates, r.pooled_gradients};
+}
+
+// Runs `s` at 1, 2 and 8 threads; checks every output against the 1-thread run's. Returns the
+// gradients the 8-thread run computed on its pool.
+int64_t check_thread_counts(const Scenario& s, const DataSplit& data) {
+  const Outputs one = run_with(s, data, 1);
+  CHECK(one.pooled == 0);
+  int64_t pooled = 0;
+  for (int threads : {2, 8}) {
+    CAPTURE(threads);
+    const Outputs o = run_with(s, data, threads);
+    CHECK(o.summary == one.summary);
+    CHECK(o.metrics == one.metrics);
+    CHECK(o.staleness == one.staleness);
+    CHECK(o.gradients == one.gradients);
+    CHECK(o.pooled <= o.updates);
+    pooled = o.pooled;
+  }
+  return pooled;
+}
+
+}  // namespace
+
+TEST_CASE("every shipped scenario and golden run writes the same bytes at 1, 2 and 8 threads") {
+  pin_eigen_cache_sizes();
+  const fs::path root(STALESIM_SOURCE_DIR);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(root / "scenarios"))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& e : fs::directory_iterator(root / "tests" / "golden"))
+    if (e.is_directory()) files.push_back(e.path() / "scenario.json");
+  REQUIRE(files.size() >= 10);
+  std::map<std::string, DataSplit> fashion;  // Fashion-MNIST loaded once per folder
+  int64_t pooled = 0;
+  for (const fs::path& path : files) {
+    CAPTURE(path.string());
+    const bool golden = path.string().find("golden") != std::string::npos;
+    // Capped (the golden runs as committed); on Fashion-MNIST 5,000 training samples, 200 test
+    // samples and batches of 16, so the whole case stays within seconds.
+    Scenario s = load_scenario_file(path.string());
+    std::vector<Override> sets;
+    if (!golden) sets.push_back(parse_override("stop.max_updates=100"));
+    if (s.data.dataset == "fashion-mnist") {
+      sets.push_back(parse_override("data.train_samples=5000"));
+      sets.push_back(parse_override("eval.test_samples=200"));
+      sets.push_back(parse_override("optimizer.batch_size=16"));
+    }
+    s = load_scenario_file(path.string(), sets);
+    if (s.data.dataset == "fashion-mnist") {
+      auto it = fashion.find(s.data.path);
+      if (it == fashion.end()) it = fashion.emplace(s.data.path, load_data(s)).first;
+      pooled += check_thread_counts(s, it->second);
+    } else {
+      const DataSplit data = load_data(s);
+      pooled += check_thread_counts(s, data);
+    }
+  }
+  CHECK(pooled > 0);  // the pool did compute gradients: the comparison is not of three serial runs
+}
+
+TEST_CASE(
+    "an ASP run with more workers than the pool takes ahead, and a crash, is the same at any thread count") {
+  pin_eigen_cache_sizes();
+  auto j = tiny_math_json();
+  j["data"]["blobs"]["features"] = 64;
+  j["policy"] = {{"type", "asp"}};
+  j["cluster"]["workers"] = {{{"profile", "gtx1060"}, {"count", 10}},
+                             {{"profile", "gtx1080ti"}, {"count", 10}}};
+  j["cluster"]["on_crash"] = "drop";
+  j["cluster"]["schedule"] = {{{"kind", "crash"}, {"workers", {3, 7}}, {"at_s", 0.004}, {"until_s", 0.012}}};
+  const Scenario s = scenario(j);
+  const DataSplit data = load_data(s);
+  const Outputs one = run_with(s, data, 1);
+  for (int threads : {2, 3}) {
+    CAPTURE(threads);
+    const Outputs o = run_with(s, data, threads);
+    CHECK(o.summary == one.summary);
+    CHECK(o.metrics == one.metrics);
+    CHECK(o.gradients == one.gradients);
+    // 4 x threads gradients ahead at most, of 20 workers: some pooled, some computed in line.
+    CHECK(o.pooled > 0);
+    CHECK(o.pooled < o.updates);
+  }
+  // Without deferred gradients (parameters held to the apply) as well.
+  RunOptions held;
+  held.defer_gradients = false;
+  held.threads = 3;
+  Simulation sim(s, data);
+  const RunResult r = sim.run(held);
+  CHECK(render_outputs(s, r).metrics_csv == one.metrics);
+  CHECK(r.pooled_gradients > 0);
+}
+
+TEST_CASE("a pinned version stays readable and unchanged, and pins change no live-version count") {
+  ParamStore pinned(4), plain(4);
+  for (ParamStore* st : {&pinned, &plain}) {
+    auto w = st->write();
+    for (int i = 0; i < 4; ++i) w[static_cast<size_t>(i)] = static_cast<float>(i);
+    st->commit();
+  }
+  Snapshot s = pinned.read();
+  const auto* pin = pinned.pin(s);
+  const std::span<const float> view = s.values();
+  s.reset();  // no reader holds version 1 now; the pin keeps its values
+  for (ParamStore* st : {&pinned, &plain}) {
+    for (int k = 0; k < 3; ++k) {
+      st->write()[0] += 10.0f;  // write(): as if in place
+      st->commit();
+      const auto next = st->write_next();  // write_next(): as if in place
+      for (size_t i = 0; i < 4; ++i) next.to[i] = next.from[i] + 1.0f;
+      st->commit();
+    }
+  }
+  CHECK(view[0] == 0.0f);
+  CHECK(view[3] == 3.0f);
+  CHECK(pinned.peek()[0] == plain.peek()[0]);
+  CHECK(pinned.peek()[3] == plain.peek()[3]);
+  CHECK(pinned.live_blocks() == plain.live_blocks());
+  CHECK(pinned.peak_live_blocks() == plain.peak_live_blocks());
+  CHECK(pinned.copies() == plain.copies());
+  pinned.unpin(pin);
+  // A reader and a write after the unpin reuse the freed block: still no count differs.
+  for (ParamStore* st : {&pinned, &plain}) {
+    Snapshot r = st->read();
+    st->write()[1] = 5.0f;
+    st->commit();
+  }
+  CHECK(pinned.peak_live_blocks() == plain.peak_live_blocks());
+  CHECK(pinned.live_blocks() == plain.live_blocks());
+}
+
+TEST_CASE(
+    "--threads and STALESIM_THREADS refuse what is not a thread count with exit 2, and the run is the same") {
+  // Output folders of this process only (ctest may run two builds' suites at once).
+  const std::string dir =
+      (fs::temp_directory_path() / ("stalesim-threads-" + std::to_string(::getpid()) + "-")).string();
+  const std::string run = "run tests/golden/tiny/scenario.json --force --out " + dir;
+  const Outcome zero = run_cli(run + "x --threads 0");
+  CHECK(zero.code == 2);
+  CHECK(zero.err.find("--threads") != std::string::npos);
+  const Outcome env = run_cli(run + "x", "STALESIM_THREADS=two ");
+  CHECK(env.code == 2);
+  CHECK(env.err.find("STALESIM_THREADS='two'") != std::string::npos);
+  const Outcome one = run_cli(run + "1 --threads 1");
+  const Outcome four = run_cli(run + "4", "STALESIM_THREADS=4 ");
+  REQUIRE(one.code == 0);
+  REQUIRE(four.code == 0);
+  CHECK(slurp(dir + "1/metrics.csv") == slurp(dir + "4/metrics.csv"));
+  CHECK(slurp(dir + "1/staleness.csv") == slurp(dir + "4/staleness.csv"));
+  fs::remove_all(dir + "1");
+  fs::remove_all(dir + "4");
+}
