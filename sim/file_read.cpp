@@ -84,21 +84,11 @@ std::string json_shape_problem(std::string_view text, int max_depth) {
       return "the text is UTF-16 or UTF-32, not UTF-8: save it as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)";
   }
   int depth = 0;
-  bool in_string = false, escaped = false;
+  JsonStringScanner strings;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
+    if (strings.in_string_at(c)) continue;
+    if (c == '[' || c == '{') {
       if (++depth > max_depth)
         return fmt::format("arrays and objects nested deeper than {} levels (at byte {})", max_depth, i + 1);
     } else if (c == ']' || c == '}') {

@@ -21,6 +21,27 @@ inline constexpr int kMaxJsonDepth = 64;                         // nested array
 std::optional<std::string> read_regular_file(const std::string& path, std::uint64_t max_bytes,
                                              std::string& error);
 
+// Follows JSON text character by character and says which characters lie inside a string (its
+// quotes included), so that brackets and commas in strings are not taken for structure.
+struct JsonStringScanner {
+  bool in_string = false;
+  bool escaped = false;
+  // Whether `c` belongs to a string.
+  bool in_string_at(char c) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      return true;
+    }
+    in_string = c == '"';
+    return in_string;
+  }
+};
+
 // The problem with `text` as JSON nesting (depth > max_depth at byte N), or "" when fine; also
 // recognises UTF-16 and UTF-32 text ("is UTF-16: save it as UTF-8").
 std::string json_shape_problem(std::string_view text, int max_depth = kMaxJsonDepth);

@@ -18,6 +18,7 @@
 #include <xxhash.h>
 
 #include "sim/build_info.hpp"
+#include "sim/file_read.hpp"
 #include "sim/outputs.hpp"
 #include "sim/run_folder.hpp"
 #include "sim/scenario_fields.hpp"
@@ -142,17 +143,10 @@ std::vector<std::string> split_values(std::string_view text) {
   std::vector<std::string> out;
   std::string cur;
   int depth = 0;
-  bool in_string = false, escaped = false;
+  JsonStringScanner strings;
   for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
+    if (strings.in_string_at(c)) {
+      // part of a string: kept as it is
     } else if (c == '[' || c == '{') {
       ++depth;
     } else if ((c == ']' || c == '}') && depth > 0) {

@@ -47,4 +47,29 @@ inline Outcome run_cli(const std::string& args, const std::string& prefix = "") 
   return o;
 }
 
+// A fresh scratch folder under the system's temporary folder, removed by the destructor.
+struct Scratch {
+  std::filesystem::path path;
+  explicit Scratch(const std::string& name, const std::string& tag = "scratch") {
+    static int n = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("stalesim-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + "-" + name);
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  // Writes `text` to path/name (creating folders on the way) and returns that path.
+  std::filesystem::path write(const std::string& name, const std::string& text) const {
+    std::filesystem::create_directories((path / name).parent_path());
+    std::ofstream(path / name, std::ios::binary) << text;
+    return path / name;
+  }
+  std::string str() const { return path.string(); }
+};
+
 }  // namespace stalesim::testing

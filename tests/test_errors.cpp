@@ -36,28 +36,9 @@ using json = nlohmann::json;
 namespace {
 
 using stalesim::testing::Outcome;
+using stalesim::testing::Scratch;
 using stalesim::testing::run_cli;
 using stalesim::testing::slurp;
-
-// A fresh scratch folder under the system's temporary folder, removed by the destructor.
-struct Scratch {
-  fs::path path;
-  explicit Scratch(const std::string& name) {
-    static int n = 0;
-    path = fs::temp_directory_path() /
-           ("stalesim-errors-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + "-" + name);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name, std::ios::binary) << text;
-    return path / name;
-  }
-};
 
 // Runs `env stalesim args` (shell words) from the source folder.
 Outcome cli(const std::string& args, const std::string& env = "") {

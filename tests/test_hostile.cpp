@@ -27,33 +27,13 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 using stalesim::testing::Outcome;
+using stalesim::testing::Scratch;
 using stalesim::testing::run_cli;
 using stalesim::testing::slurp;
 
 namespace {
 
 const std::string kTiny = "tests/golden/tiny/scenario.json";
-
-struct Scratch {
-  fs::path path;
-  explicit Scratch(const std::string& name) {
-    static int n = 0;
-    path = fs::temp_directory_path() /
-           ("stalesim-hostile-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + "-" + name);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path write(const std::string& name, const std::string& text) const {
-    fs::create_directories((path / name).parent_path());
-    std::ofstream(path / name, std::ios::binary) << text;
-    return path / name;
-  }
-  std::string str() const { return path.string(); }
-};
 
 Outcome cli(const std::string& args, const std::string& env = "") {
   return run_cli(args, env.empty() ? "" : env + " ");
