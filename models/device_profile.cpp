@@ -67,9 +67,9 @@ std::optional<ProfileError> profile_problem(const DeviceProfile& p) {
   if (!(p.memory_bandwidth_gbs >= 0) || !std::isfinite(p.memory_bandwidth_gbs))
     return bad("memory_bandwidth_gbs", ">= 0", p.memory_bandwidth_gbs);
   if (!(p.efficiency > 0 && p.efficiency <= 1)) return bad("efficiency", "in (0, 1]", p.efficiency);
-  if (!(p.overhead_us >= 0) || !std::isfinite(p.overhead_us)) return bad("overhead_us", ">= 0", p.overhead_us);
-  if (p.source.empty())
-    return at("/source", "expected a non-empty string (where the figures come from)");
+  if (!(p.overhead_us >= 0) || !std::isfinite(p.overhead_us))
+    return bad("overhead_us", ">= 0", p.overhead_us);
+  if (p.source.empty()) return at("/source", "expected a non-empty string (where the figures come from)");
   return std::nullopt;
 }
 
@@ -89,7 +89,7 @@ DeviceProfile profile_from_json(const nlohmann::json& j) {
     const auto& v = j[key];
     if (k.number ? !v.is_number() : !v.is_string())
       throw at("/" + key,
-                         std::string("expected a ") + (k.number ? "number" : "string") + ", got " + v.dump());
+               std::string("expected a ") + (k.number ? "number" : "string") + ", got " + v.dump());
   }
   DeviceProfile p;
   p.name = j["name"].get<std::string>();
@@ -124,9 +124,8 @@ DeviceProfile load_profile_file(const std::string& path) {
 }
 
 nlohmann::ordered_json profile_to_json(const DeviceProfile& p) {
-  nlohmann::ordered_json j = {{"name", p.name},
-                              {"description", p.description},
-                              {"peak_fp32_tflops", p.peak_fp32_tflops}};
+  nlohmann::ordered_json j = {
+      {"name", p.name}, {"description", p.description}, {"peak_fp32_tflops", p.peak_fp32_tflops}};
   if (p.peak_fp16_tflops > 0) j["peak_fp16_tflops"] = p.peak_fp16_tflops;
   if (p.peak_bf16_tflops > 0) j["peak_bf16_tflops"] = p.peak_bf16_tflops;
   j["memory_bandwidth_gbs"] = p.memory_bandwidth_gbs;
@@ -149,7 +148,8 @@ const std::vector<DeviceProfile>& builtin_profiles() {
       try {
         v.push_back(profile_from_json(nlohmann::json::parse(text)));
       } catch (const std::exception& e) {
-        throw std::logic_error(std::string("a built-in profile (models/profiles/) is malformed: ") + e.what());
+        throw std::logic_error(std::string("a built-in profile (models/profiles/) is malformed: ") +
+                               e.what());
       }
     }
     std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.name < b.name; });

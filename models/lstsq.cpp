@@ -75,7 +75,8 @@ double LstsqModel::loss_and_gradient(std::span<const float> params, const Datase
   return loss(params);
 }
 
-Evaluation LstsqModel::evaluate(std::span<const float> params, const Dataset& data, std::span<const int32_t> indices) {
+Evaluation LstsqModel::evaluate(std::span<const float> params, const Dataset& data,
+                                std::span<const int32_t> indices) {
   Evaluation e;
   e.loss = loss(params);
   e.has_accuracy = false;

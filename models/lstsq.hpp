@@ -59,9 +59,10 @@ class LstsqModel final : public Model {
   // One row's residual and gradient entry: 2 multiply-adds forward, 1 back (counted as 2 FLOPs each).
   double flops_per_sample() const override { return 6.0; }
   void init(std::span<float> params, Rng& rng) override;
-  double loss_and_gradient(std::span<const float> params, const Dataset& data, std::span<const int32_t> indices,
-                           std::span<float> grad) override;
-  Evaluation evaluate(std::span<const float> params, const Dataset& data, std::span<const int32_t> indices) override;
+  double loss_and_gradient(std::span<const float> params, const Dataset& data,
+                           std::span<const int32_t> indices, std::span<float> grad) override;
+  Evaluation evaluate(std::span<const float> params, const Dataset& data,
+                      std::span<const int32_t> indices) override;
 
   const std::vector<float>& curvatures() const { return lambda_; }  // lambda_i
   const std::vector<float>& solution() const { return solution_; }  // w*

@@ -128,14 +128,14 @@ struct ModelSpec {
 
 // What a model's size depends on besides its spec: the shape of its data.
 struct ModelShape {
-  int64_t features = 0;     // softmax, mlp, cnn: inputs per sample
-  int32_t classes = 0;      // softmax, mlp, cnn: labels
-  int64_t rows = 0;         // mf: rows of the rating matrix
-  int64_t cols = 0;         // mf: columns
-  int64_t vocabulary = 0;   // lda: words
-  int64_t documents = 0;    // lda: training documents
-  double mean_length = 0;   // lda: expected tokens per document
-  int64_t dimension = 0;    // lstsq: parameters
+  int64_t features = 0;    // softmax, mlp, cnn: inputs per sample
+  int32_t classes = 0;     // softmax, mlp, cnn: labels
+  int64_t rows = 0;        // mf: rows of the rating matrix
+  int64_t cols = 0;        // mf: columns
+  int64_t vocabulary = 0;  // lda: words
+  int64_t documents = 0;   // lda: training documents
+  double mean_length = 0;  // lda: expected tokens per document
+  int64_t dimension = 0;   // lstsq: parameters
 };
 // The sizes of a model, from its spec and data shape alone: nothing is built or allocated.
 struct ModelSize {

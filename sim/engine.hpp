@@ -39,7 +39,8 @@ class Engine {
   EventId schedule(SimTime at, uint32_t kind, uint32_t target = 0, uint64_t payload = 0) {
     if (at < now_)
       throw std::logic_error("Engine::schedule: event of kind " + std::to_string(kind) + " at " +
-                             std::to_string(at.ns()) + " ns is in the past (now " + std::to_string(now_.ns()) + " ns)");
+                             std::to_string(at.ns()) + " ns is in the past (now " +
+                             std::to_string(now_.ns()) + " ns)");
     const uint64_t seq = ++last_seq_;
     if ((seq >> 6) >= finished_.size()) finished_.push_back(0);
     heap_.push(Event{at, seq, kind, target, payload});

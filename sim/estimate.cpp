@@ -80,7 +80,8 @@ RunEstimate estimate_run(const Scenario& s) {
   e.push_bytes = e.pull_bytes;
   const double batch = s.optimizer.batch_size;
   if (!cost && s.model.type == "mf")  // sparse: the distinct rows and columns of one batch
-    e.push_bytes = std::min(2.0 * batch, static_cast<double>(shape.rows + shape.cols)) * (s.model.rank * 4.0 + 4);
+    e.push_bytes =
+        std::min(2.0 * batch, static_cast<double>(shape.rows + shape.cols)) * (s.model.rank * 4.0 + 4);
   if (!cost && s.model.type == "lda")  // sparse: the distinct words of one batch of documents
     e.push_bytes = std::min(batch * shape.mean_length, static_cast<double>(shape.vocabulary)) *
                        (s.model.topics * 4.0 + 4) +
@@ -94,11 +95,11 @@ RunEstimate estimate_run(const Scenario& s) {
   e.bounded = s.policy.uses_staleness();
   e.lockstep = s.policy.type == "bsp" || (s.policy.type == "ssp" && s.policy.staleness == 0) ||
                (s.policy.type == "dssp" && s.policy.staleness == 0 && s.policy.range == 0);
-  const double server_s =
-      e.transfers_timed ? transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) +
-                              transfer_s(e.pull_bytes / shards, net.server_bandwidth_gbps) +
-                              2 * net.message_overhead_us * 1e-6
-                        : 0.0;
+  const double server_s = e.transfers_timed
+                              ? transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) +
+                                    transfer_s(e.pull_bytes / shards, net.server_bandwidth_gbps) +
+                                    2 * net.message_overhead_us * 1e-6
+                              : 0.0;
   std::vector<double> unloaded, wire_s;
   for (size_t g = 0; g < c.workers.size(); ++g) {
     const auto& grp = c.workers[g];
@@ -106,9 +107,10 @@ RunEstimate estimate_run(const Scenario& s) {
     GroupEstimate ge;
     ge.profile = p.name;
     ge.count = grp.count;
-    ge.compute_s = grp.iteration_ms ? *grp.iteration_ms * 1e-3
-                                    : e.flops_per_sample * batch / (peak_tflops(p, grp.precision) * 1e12 * p.efficiency) +
-                                          p.overhead_us * 1e-6;
+    ge.compute_s = grp.iteration_ms
+                       ? *grp.iteration_ms * 1e-3
+                       : e.flops_per_sample * batch / (peak_tflops(p, grp.precision) * 1e12 * p.efficiency) +
+                             p.overhead_us * 1e-6;
     const double bw = grp.bandwidth_gbps.value_or(net.bandwidth_gbps);
     const double lat = grp.latency_us.value_or(net.latency_us) * 1e-6;
     ge.worker_link_s =
@@ -126,9 +128,10 @@ RunEstimate estimate_run(const Scenario& s) {
   if (e.lockstep) {
     // Every clock: the pulls leave the server one after the other (in worker order, each S/2 on
     // the link), each worker computes and pushes; the clock ends with the last push through.
-    const double pull_s = server_s - (e.transfers_timed ? transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) +
-                                                              net.message_overhead_us * 1e-6
-                                                        : 0.0);
+    const double pull_s =
+        server_s - (e.transfers_timed ? transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) +
+                                            net.message_overhead_us * 1e-6
+                                      : 0.0);
     double clock = 0, position = 0;
     for (const auto& ge : e.groups) {
       position += ge.count;  // the group's last worker
@@ -154,7 +157,8 @@ RunEstimate estimate_run(const Scenario& s) {
   if (e.bounded && !e.lockstep) {
     double slowest = 0;
     for (const auto& ge : e.groups) slowest = std::max(slowest, ge.iteration_s);
-    const double bound = static_cast<double>(s.policy.staleness + (s.policy.type == "dssp" ? s.policy.range : 0));
+    const double bound =
+        static_cast<double>(s.policy.staleness + (s.policy.type == "dssp" ? s.policy.range : 0));
     for (auto& ge : e.groups) {
       if (ge.iteration_s < slowest) head_start += ge.count * bound;
       ge.iteration_s = slowest;
@@ -196,11 +200,12 @@ RunEstimate estimate_run(const Scenario& s) {
 
   const double iterations = e.expected_updates * per_update;
   const double evals = std::isfinite(end) && s.eval.every_s > 0 ? std::floor(end / s.eval.every_s) + 1 : 1;
-  const double math_flops =
-      math ? iterations * batch * e.math_flops_per_sample + evals * test_samples(s) * e.math_flops_per_sample / 3
-           : 0.0;
+  const double math_flops = math ? iterations * batch * e.math_flops_per_sample +
+                                       evals * test_samples(s) * e.math_flops_per_sample / 3
+                                 : 0.0;
   e.gflops = math ? assumed_gflops(s.model.type) : 0.0;
-  e.wall_s = (math ? math_flops / (e.gflops * 1e9) : 0.0) + iterations * kEventsPerIteration * kAssumedEventUs * 1e-6;
+  e.wall_s = (math ? math_flops / (e.gflops * 1e9) : 0.0) +
+             iterations * kEventsPerIteration * kAssumedEventUs * 1e-6;
   e.memory = estimate_memory(s);
 
   if (e.communication_share > 0.9)
@@ -230,8 +235,8 @@ std::string RunEstimate::describe() const {
         g, ge.count, ge.profile, seconds(ge.iteration_s), seconds(ge.compute_s), seconds(ge.worker_link_s),
         seconds(ge.server_link_s),
         ge.iteration_s > ge.compute_s + ge.worker_link_s + ge.server_link_s * 1.0001
-            ? fmt::format(" + waiting {}", seconds(ge.iteration_s - ge.compute_s - ge.worker_link_s -
-                                                   ge.server_link_s))
+            ? fmt::format(" + waiting {}",
+                          seconds(ge.iteration_s - ge.compute_s - ge.worker_link_s - ge.server_link_s))
             : "",
         100 * ge.compute_share, 100 * ge.worker_link_utilisation);
   }
@@ -256,12 +261,13 @@ std::string RunEstimate::describe() const {
 }
 
 std::string RunEstimate::one_line() const {
-  return fmt::format("estimate: {} bound ({:.0f}% communication), ~{:.0f} updates by t={:g} s, ~{} wall, {}{}",
-                     bottleneck, 100 * communication_share, expected_updates, expected_end_s, seconds(wall_s),
-                     format_bytes(memory.total()),
-                     warnings.empty() ? ""
-                                      : "; warning: " + warnings.front().substr(0, warnings.front().find(':')) +
-                                            " (stalesim validate says more)");
+  return fmt::format(
+      "estimate: {} bound ({:.0f}% communication), ~{:.0f} updates by t={:g} s, ~{} wall, {}{}", bottleneck,
+      100 * communication_share, expected_updates, expected_end_s, seconds(wall_s),
+      format_bytes(memory.total()),
+      warnings.empty() ? ""
+                       : "; warning: " + warnings.front().substr(0, warnings.front().find(':')) +
+                             " (stalesim validate says more)");
 }
 
 }  // namespace stalesim

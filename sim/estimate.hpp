@@ -50,36 +50,36 @@ double assumed_gflops(const std::string& model_type);
 inline constexpr double kAssumedEventUs = 0.5;
 
 struct GroupEstimate {
-  std::string profile;     // the device profile's name
+  std::string profile;  // the device profile's name
   int32_t count = 0;
-  double compute_s = 0;    // C_g
-  double worker_link_s = 0;  // L_g: push and pull over the worker's link, latencies included
-  double server_link_s = 0;  // S: push and pull through a server shard's link, unloaded
-  double iteration_s = 0;    // expected, with the server link's queueing and the policy's pace
+  double compute_s = 0;                // C_g
+  double worker_link_s = 0;            // L_g: push and pull over the worker's link, latencies included
+  double server_link_s = 0;            // S: push and pull through a server shard's link, unloaded
+  double iteration_s = 0;              // expected, with the server link's queueing and the policy's pace
   double worker_link_utilisation = 0;  // busy share of the worker's link
   double compute_share = 0;            // C_g / iteration_s
 };
 
 struct RunEstimate {
   std::vector<GroupEstimate> groups;
-  double push_bytes = 0;      // one push (mf, lda: the most a sparse push of one batch carries)
-  double pull_bytes = 0;      // one pull
-  bool lockstep = false;      // BSP-like pace
-  bool bounded = false;       // SSP, ESSP, DSSP: a staleness bound holds workers together
-  bool transfers_timed = true;  // false for cluster.order "uniform"
-  double server_offered = 0;  // rho: the server link's offered load at unloaded rates (> 1: saturated)
-  double server_utilisation = 0;  // its busy share at the expected rate, <= 1
-  std::string bottleneck;     // "compute", "worker link" or "server link"
+  double push_bytes = 0;           // one push (mf, lda: the most a sparse push of one batch carries)
+  double pull_bytes = 0;           // one pull
+  bool lockstep = false;           // BSP-like pace
+  bool bounded = false;            // SSP, ESSP, DSSP: a staleness bound holds workers together
+  bool transfers_timed = true;     // false for cluster.order "uniform"
+  double server_offered = 0;       // rho: the server link's offered load at unloaded rates (> 1: saturated)
+  double server_utilisation = 0;   // its busy share at the expected rate, <= 1
+  std::string bottleneck;          // "compute", "worker link" or "server link"
   double communication_share = 0;  // share of an average worker's time not computing
   double iterations_per_s = 0;     // pushes per virtual second, all workers
   double updates_per_s = 0;        // server updates per virtual second (softsync: a push group each)
   std::optional<double> virtual_time_s;  // stop.virtual_time_s
-  double expected_updates = 0;     // updates by the end: the virtual time's, capped by stop.max_updates
-  double expected_end_s = 0;       // virtual time when the run is expected to stop
-  double flops_per_sample = 0;     // what an iteration is timed by (the cost architecture's, if any)
-  double math_flops_per_sample = 0;  // what the run computes (0: time-only)
-  double wall_s = 0;               // expected wall time on this machine (assumed_gflops above)
-  double gflops = 0;               // the rate assumed for it
+  double expected_updates = 0;           // updates by the end: the virtual time's, capped by stop.max_updates
+  double expected_end_s = 0;             // virtual time when the run is expected to stop
+  double flops_per_sample = 0;           // what an iteration is timed by (the cost architecture's, if any)
+  double math_flops_per_sample = 0;      // what the run computes (0: time-only)
+  double wall_s = 0;                     // expected wall time on this machine (assumed_gflops above)
+  double gflops = 0;                     // the rate assumed for it
   MemoryEstimate memory;
   std::vector<std::string> warnings;  // one sentence each
 

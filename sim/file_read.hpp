@@ -11,10 +11,10 @@
 
 namespace stalesim {
 
-inline constexpr std::uint64_t kMaxScenarioBytes = 16u << 20;   // 16 MiB of JSON
-inline constexpr std::uint64_t kMaxTraceBytes = 256u << 20;     // a jitter trace
-inline constexpr std::uint64_t kMaxSummaryBytes = 256u << 20;   // a run's summary.json
-inline constexpr int kMaxJsonDepth = 64;                         // nested arrays and objects
+inline constexpr std::uint64_t kMaxScenarioBytes = 16u << 20;  // 16 MiB of JSON
+inline constexpr std::uint64_t kMaxTraceBytes = 256u << 20;    // a jitter trace
+inline constexpr std::uint64_t kMaxSummaryBytes = 256u << 20;  // a run's summary.json
+inline constexpr int kMaxJsonDepth = 64;                       // nested arrays and objects
 
 // The whole file, or nullopt with `error` set to the reason in words ("not a regular file (a
 // FIFO)", "larger than 16 MiB (20000000 bytes)", "No such file or directory").

@@ -15,8 +15,9 @@ namespace stalesim {
 
 namespace {
 constexpr double kMinNormalFactor = 1e-3;
-constexpr double kMaxTraceMs = 1e9;  // about 11.6 days: keeps times inside SimTime with room for factors  // normal draws are clipped here (design.md: "clipped positive")
-}
+constexpr double kMaxTraceMs = 1e9;  // about 11.6 days: keeps times inside SimTime with room for factors  //
+                                     // normal draws are clipped here (design.md: "clipped positive")
+}  // namespace
 
 std::vector<double> read_iteration_trace(const std::string& path) {
   std::string why;
@@ -39,9 +40,9 @@ std::vector<double> read_iteration_trace(const std::string& path) {
         used = 0;
       }
       if (used != word.size() || !std::isfinite(v) || !(v > 0) || v > kMaxTraceMs)
-        throw ScenarioError(fmt::format(
-            "{}:{}: expected an iteration time in ms (a number > 0 and <= {:g}), got \"{}\"", path, lineno,
-            kMaxTraceMs, word));
+        throw ScenarioError(
+            fmt::format("{}:{}: expected an iteration time in ms (a number > 0 and <= {:g}), got \"{}\"",
+                        path, lineno, kMaxTraceMs, word));
       out.push_back(v);
     }
   }

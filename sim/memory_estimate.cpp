@@ -61,8 +61,9 @@ std::string MemoryEstimate::describe() const {
   return fmt::format(
       "{} (process {}, dataset {}, parameter snapshots {}, workers' state {}, server state {}, gradients and "
       "indices {}; {:.0f} parameters x 4 bytes)",
-      format_bytes(total()), format_bytes(process_bytes), format_bytes(dataset_bytes), format_bytes(snapshot_bytes),
-      format_bytes(worker_bytes), format_bytes(server_bytes), format_bytes(gradient_bytes), parameters);
+      format_bytes(total()), format_bytes(process_bytes), format_bytes(dataset_bytes),
+      format_bytes(snapshot_bytes), format_bytes(worker_bytes), format_bytes(server_bytes),
+      format_bytes(gradient_bytes), parameters);
 }
 
 MemoryEstimate estimate_memory(const Scenario& s) {
@@ -77,7 +78,8 @@ MemoryEstimate estimate_memory(const Scenario& s) {
     features = static_cast<double>(s.data.blobs.features), classes = s.data.blobs.classes;
     train = static_cast<double>(s.data.blobs.train), test = static_cast<double>(s.data.blobs.test);
   } else if (s.data.dataset == "ratings") {  // (row, column) per entry, the rating as its label
-    features = 2, train = static_cast<double>(s.data.ratings.train), test = static_cast<double>(s.data.ratings.test);
+    features = 2, train = static_cast<double>(s.data.ratings.train),
+    test = static_cast<double>(s.data.ratings.test);
   } else if (s.data.dataset == "corpus") {  // per document: its length, then its word ids
     features = s.data.corpus.max_length + 1.0, train = s.data.corpus.documents;
   } else if (s.data.dataset == "lstsq") {  // models/lstsq.hpp: 64 rows per coordinate, d test rows

@@ -2,8 +2,8 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -107,7 +107,8 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
       // what a delayed-SGD analysis calls the delay), then the clock gap of the read it was
       // computed from (worker clock - server clock at read, the quantity SSP bounds).
       {"staleness_per_gradient",
-       {{"missed_updates", histogram_json(r.step_staleness)}, {"read_clock_gap", histogram_json(r.clock_staleness)}}},
+       {{"missed_updates", histogram_json(r.step_staleness)},
+        {"read_clock_gap", histogram_json(r.clock_staleness)}}},
       // The same means and maxima under their older names, read by sweeps and plots.
       {"staleness", {{"mean", r.clock_staleness.mean()}, {"max", r.clock_staleness.max()}}},
       {"step_staleness", {{"mean", r.step_staleness.mean()}, {"max", r.step_staleness.max()}}},
@@ -156,7 +157,8 @@ void check_target(const std::string& dir, const fs::path& target, bool force, co
       return;
     case FolderKind::kRun:
       if (!force)
-        throw IoError(fmt::format("{}: output folder exists and is not empty (use --force to replace it)", dir));
+        throw IoError(
+            fmt::format("{}: output folder exists and is not empty (use --force to replace it)", dir));
       refuse_protected(dir, target, guard.protect);
       return;
     case FolderKind::kSweep:
@@ -202,12 +204,13 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
   };
   try {
     const std::pair<const char*, const std::string*> outputs[] = {
-        {"summary.json", &files.summary_json}, {"metrics.csv", &files.metrics_csv},
+        {"summary.json", &files.summary_json},   {"metrics.csv", &files.metrics_csv},
         {"staleness.csv", &files.staleness_csv}, {"decisions.csv", &files.decisions_csv},
         {"gradients.csv", &files.gradients_csv}, {"trace.json", &files.trace_json},
         {"explain.txt", &files.explain_txt}};
     for (const auto& [file, text] : outputs) {
-      const bool always = std::string_view(file) == "summary.json" || std::string_view(file) == "metrics.csv" ||
+      const bool always = std::string_view(file) == "summary.json" ||
+                          std::string_view(file) == "metrics.csv" ||
                           std::string_view(file) == "staleness.csv";
       if (!always && text->empty()) continue;
       write_text_file(tmp / file, *text);
@@ -242,7 +245,8 @@ void check_output_dir(const std::string& dir, bool force, const OutputGuard& gua
   check_target(dir, target, force, guard);
   const fs::path probe = parent / fmt::format(".{}.probe-{}", target.filename().string(), ::getpid());
   if (::mkdir(probe.c_str(), 0755) != 0)
-    throw IoError(fmt::format("{}: output folder not writable: {}: {}", dir, parent.string(), std::strerror(errno)));
+    throw IoError(
+        fmt::format("{}: output folder not writable: {}: {}", dir, parent.string(), std::strerror(errno)));
   ::rmdir(probe.c_str());
 }
 

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <functional>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
-#include <string>
 
 #include <nlohmann/json.hpp>
 

@@ -7,10 +7,14 @@ namespace stalesim {
 
 std::string_view to_string(RunStatus s) {
   switch (s) {
-    case RunStatus::kCompleted: return "completed";
-    case RunStatus::kDiverged: return "diverged";
-    case RunStatus::kDeadlock: return "deadlock";
-    case RunStatus::kInterrupted: return "interrupted";
+    case RunStatus::kCompleted:
+      return "completed";
+    case RunStatus::kDiverged:
+      return "diverged";
+    case RunStatus::kDeadlock:
+      return "deadlock";
+    case RunStatus::kInterrupted:
+      return "interrupted";
   }
   return "unknown";
 }

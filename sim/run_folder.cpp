@@ -125,13 +125,13 @@ FolderCheck inspect_folder(const fs::path& path) {
         sweep_items = true;
         continue;
       }
-      return {FolderKind::kOther, fmt::format("holds the folder {}, which {}", quoted(name),
-                                              sub.kind == FolderKind::kSweep ? "is a sweep folder" : sub.why)};
+      return {FolderKind::kOther,
+              fmt::format("holds the folder {}, which {}", quoted(name),
+                          sub.kind == FolderKind::kSweep ? "is a sweep folder" : sub.why)};
     }
     return {FolderKind::kOther, fmt::format("holds {}, which no stalesim run or sweep writes", quoted(name))};
   }
-  if (ec)
-    return {FolderKind::kOther, fmt::format("cannot be listed: {}", ec.message())};
+  if (ec) return {FolderKind::kOther, fmt::format("cannot be listed: {}", ec.message())};
   if (!any) return {FolderKind::kEmpty, ""};
   if (run_files && sweep_items) return {FolderKind::kOther, "mixes the files of a run and of a sweep"};
   if (run_files) {
@@ -161,7 +161,9 @@ fs::path resolve_output_path(const std::string& dir) {
   while (!p.has_filename() && p.has_relative_path()) p = p.parent_path();  // "out/" -> "out"
   if (fs::is_symlink(fs::symlink_status(p, ec))) {
     const fs::path real = fs::canonical(p, ec);
-    if (ec) throw IoError(fmt::format("{}: a symbolic link to a path that does not resolve: {}", dir, ec.message()));
+    if (ec)
+      throw IoError(
+          fmt::format("{}: a symbolic link to a path that does not resolve: {}", dir, ec.message()));
     if (!fs::is_directory(real, ec))
       throw IoError(fmt::format("{}: a symbolic link to {}, which is not a folder", dir, real.string()));
     return real;
@@ -172,7 +174,8 @@ fs::path resolve_output_path(const std::string& dir) {
 void refuse_protected(const std::string& dir, const fs::path& target, const std::vector<fs::path>& protect) {
   const fs::path t = canonical_or_self(target);
   const auto refuse = [&](const std::string& why) {
-    throw IoError(fmt::format("{}: --force will not replace {} ({}); nothing was deleted", dir, why, t.string()));
+    throw IoError(
+        fmt::format("{}: --force will not replace {} ({}); nothing was deleted", dir, why, t.string()));
   };
   if (t == t.root_path()) refuse("a filesystem root");
   std::error_code ec;
@@ -180,9 +183,11 @@ void refuse_protected(const std::string& dir, const fs::path& target, const std:
   if (const char* home = std::getenv("HOME"); home && *home && within(canonical_or_self(home), t))
     refuse(canonical_or_self(home) == t ? "the home folder" : "a folder that holds the home folder");
   if (const fs::path cwd = fs::current_path(ec); !ec && within(canonical_or_self(cwd), t))
-    refuse(canonical_or_self(cwd) == t ? "the working directory" : "a folder that holds the working directory");
+    refuse(canonical_or_self(cwd) == t ? "the working directory"
+                                       : "a folder that holds the working directory");
   for (const auto& p : protect)
-    if (!p.empty() && within(canonical_or_self(p), t)) refuse(fmt::format("a folder that holds {}", p.string()));
+    if (!p.empty() && within(canonical_or_self(p), t))
+      refuse(fmt::format("a folder that holds {}", p.string()));
 }
 
 void clean_stale_temporaries(const fs::path& parent, const std::string& name) {

@@ -24,8 +24,8 @@ namespace stalesim {
 
 // Every file a run folder may hold.
 inline constexpr std::array<std::string_view, 8> kRunFiles = {
-    "summary.json", "metrics.csv", "staleness.csv", "decisions.csv",
-    "gradients.csv", "trace.json", "explain.txt", "done"};
+    "summary.json",  "metrics.csv", "staleness.csv", "decisions.csv",
+    "gradients.csv", "trace.json",  "explain.txt",   "done"};
 
 enum class FolderKind {
   kAbsent,  // nothing at the path

@@ -1722,7 +1722,8 @@ class Loader {
       if (!v.is_array()) fail(at, fmt::format("expected an array of objects, got {}", render(v)));
       if (v.size() < f.min_items)
         fail(at, fmt::format("expected a non-empty array of objects, got {}", render(v)));
-      if (v.size() > f.max_items) fail(at, fmt::format("expected at most {} items, got {}", f.max_items, v.size()));
+      if (v.size() > f.max_items)
+        fail(at, fmt::format("expected at most {} items, got {}", f.max_items, v.size()));
       f.set(s_, 0, v);
       mark_given(f, at, index);
       for (size_t i = 0; i < v.size(); ++i) {
@@ -1818,7 +1819,10 @@ class Loader {
       fail("/data/dataset", fmt::format("model.type \"{}\" needs dataset \"{}\", got \"{}\"", t, want, ds));
     if (want.empty() && (ds == "ratings" || ds == "corpus" || ds == "lstsq"))
       fail("/data/dataset", fmt::format("\"{}\" goes with model.type \"{}\" (model.type is \"{}\")", ds,
-                                        ds == "ratings" ? "mf" : ds == "corpus" ? "lda" : "lstsq", t));
+                                        ds == "ratings"  ? "mf"
+                                        : ds == "corpus" ? "lda"
+                                                         : "lstsq",
+                                        t));
     if (want.empty()) return;
     if (s_.compute.backend != "cpu")
       fail("/compute/backend",
@@ -2116,7 +2120,8 @@ bool name_char(char c) {
 
 std::string check_scenario_name(const json& v) {
   const std::string& n = v.get_ref<const std::string&>();
-  if (n.size() > kMaxNameLength) return fmt::format("expected at most {} characters, got {}", kMaxNameLength, n.size());
+  if (n.size() > kMaxNameLength)
+    return fmt::format("expected at most {} characters, got {}", kMaxNameLength, n.size());
   for (char c : n)
     if (!name_char(c))
       return fmt::format(
@@ -2140,7 +2145,8 @@ std::string describe_allowed(const FieldInfo& f) {
     case FieldType::kString:
       if (!f.allowed.empty()) return quoted_list(f.allowed);
       if (f.check == check_scenario_name)
-        return fmt::format("1 to {} characters: letters, digits, . _ - + = , @; not starting with .", f.max_length);
+        return fmt::format("1 to {} characters: letters, digits, . _ - + = , @; not starting with .",
+                           f.max_length);
       return fmt::format("{} {} characters", f.min_length > 0 ? "1 to" : "at most", f.max_length);
     case FieldType::kInteger:
     case FieldType::kNumber:
@@ -2277,7 +2283,9 @@ std::optional<std::string> profile_file_path(const std::string& value, const std
   namespace fs = std::filesystem;
   if (value.ends_with(".json")) {
     const fs::path p(value);
-    return (p.is_absolute() || scenario_dir.empty() ? p : fs::path(scenario_dir) / p).lexically_normal().string();
+    return (p.is_absolute() || scenario_dir.empty() ? p : fs::path(scenario_dir) / p)
+        .lexically_normal()
+        .string();
   }
   if (find_profile(value)) return std::nullopt;
   const char* dir = std::getenv("STALESIM_PROFILE_DIR");
@@ -2291,7 +2299,8 @@ std::optional<std::string> profile_file_path(const std::string& value, const std
 DeviceProfile group_profile(const WorkerGroup& g, size_t index) {
   if (g.device) return *g.device;
   if (auto p = find_profile(g.profile)) return *p;
-  throw ScenarioError(fmt::format("/cluster/workers/{}/profile: unknown device profile \"{}\"", index, g.profile));
+  throw ScenarioError(
+      fmt::format("/cluster/workers/{}/profile: unknown device profile \"{}\"", index, g.profile));
 }
 
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& origin,

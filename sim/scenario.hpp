@@ -32,7 +32,8 @@ class ScenarioError : public std::runtime_error {
 };
 
 struct DataSpec {
-  std::string dataset = "fashion-mnist";  // "fashion-mnist" | "blobs" | "ratings" | "corpus" | "lstsq" | "none"
+  std::string dataset =
+      "fashion-mnist";  // "fashion-mnist" | "blobs" | "ratings" | "corpus" | "lstsq" | "none"
   std::string path = kFashionMnistDefaultDir;  // fashion-mnist: folder with the IDX files
   int64_t train_samples = 0;                   // use the first N training samples; 0 = all
   std::string partition =
@@ -109,16 +110,16 @@ struct JitterSpec {
 };
 
 struct WorkerGroup {
-  std::string profile;                 // a built-in device profile name, or a profile file's path
-                                       // (ends in .json; resolved against the scenario's folder)
+  std::string profile;                  // a built-in device profile name, or a profile file's path
+                                        // (ends in .json; resolved against the scenario's folder)
   std::optional<DeviceProfile> device;  // a profile file's figures, read when the scenario is
                                         // loaded (and kept in the manifest); unset for a built-in
-  int32_t count = 1;                   // >= 1
-  std::string precision = "fp32";      // "fp32" | "fp16" | "bf16": which peak of the profile
-  std::optional<double> iteration_ms;  // explicit time of one iteration before jitter; unset =
-                                       // batch FLOPs / (peak x efficiency) + overhead
-  std::optional<JitterSpec> jitter;    // this group's jitter; unset = cluster.jitter
-  std::optional<double> latency_us;    // this group's links; unset = cluster.network's
+  int32_t count = 1;                    // >= 1
+  std::string precision = "fp32";       // "fp32" | "fp16" | "bf16": which peak of the profile
+  std::optional<double> iteration_ms;   // explicit time of one iteration before jitter; unset =
+                                        // batch FLOPs / (peak x efficiency) + overhead
+  std::optional<JitterSpec> jitter;     // this group's jitter; unset = cluster.jitter
+  std::optional<double> latency_us;     // this group's links; unset = cluster.network's
   std::optional<double> bandwidth_gbps;
   std::optional<double> latency_sigma;
   bool operator==(const WorkerGroup&) const = default;

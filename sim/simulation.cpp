@@ -247,9 +247,9 @@ struct Simulation::Impl {
     if (const ModelSize z = scenario_model_size(s);
         z.parameters != static_cast<double>(model->parameter_count()) ||
         z.wire_bytes != static_cast<double>(message_bytes))
-      throw std::logic_error(fmt::format("model_size says {} parameters ({} wire bytes), the {} model has {} ({})",
-                                         z.parameters, z.wire_bytes, s.model.type, model->parameter_count(),
-                                         message_bytes));
+      throw std::logic_error(
+          fmt::format("model_size says {} parameters ({} wire bytes), the {} model has {} ({})", z.parameters,
+                      z.wire_bytes, s.model.type, model->parameter_count(), message_bytes));
     latency = SimTime::from_us(s.cluster.network.latency_us);
     shard_free.assign(static_cast<size_t>(s.cluster.servers), SimTime::zero());
     message_overhead = SimTime::from_us(s.cluster.network.message_overhead_us);
@@ -320,7 +320,8 @@ struct Simulation::Impl {
               "/cluster/workers/{}: one iteration would take {:g} s ({}), past the simulator's time range "
               "(int64 nanoseconds, about 292 years)",
               g, w.base_compute_ns / 1e9,
-              group.iteration_ms ? "iteration_ms" : "batch_size x model.flops_per_sample / the profile's peak"));
+              group.iteration_ms ? "iteration_ms"
+                                 : "batch_size x model.flops_per_sample / the profile's peak"));
         w.jitter_rng = Rng(s.seed, Purpose::kJitter, static_cast<uint64_t>(id));
         w.transmit_rng = Rng(s.seed, Purpose::kTransmit, static_cast<uint64_t>(id));
         if (math && shared_data) {

@@ -649,11 +649,13 @@ void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force
   std::error_code ec;
   const auto how = "(use --force to rerun every point into it, or --out another folder)";
   fs::create_directories(root.parent_path(), ec);
-  if (ec) throw IoError(fmt::format("{}: cannot create folder: {}", root.parent_path().string(), ec.message()));
+  if (ec)
+    throw IoError(fmt::format("{}: cannot create folder: {}", root.parent_path().string(), ec.message()));
   clean_stale_temporaries(root.parent_path(), root.filename().string());
   const FolderCheck c = inspect_folder(root);
   if (c.kind == FolderKind::kOther) {
-    if (c.why == "exists and is not a folder") throw IoError(fmt::format("{}: exists and is not a folder", dir));
+    if (c.why == "exists and is not a folder")
+      throw IoError(fmt::format("{}: exists and is not a folder", dir));
     throw IoError(fmt::format(
         "{}: exists, is not empty and is not a sweep folder: it {}; a sweep (with or without --force) writes "
         "only into a sweep folder or an empty one, so it is left as it is: choose another --out",
@@ -824,9 +826,9 @@ std::vector<RunRecord> run_sweep(const SweepPlan& plan, const std::string& dir, 
     for (size_t k; (k = next.fetch_add(1)) < mine.size();) {
       const SweepRun& run = plan.runs[mine[k]];
       const SweepPoint& first = plan.points[run.points.front()];
-      RunRecord rec = execute(*first.scenario, first.scenario_json, plan.spec.scenario_path,
-                              root / run.folder, cache, options.interrupt, options.rerun,
-                              std::max(1, options.threads));
+      RunRecord rec =
+          execute(*first.scenario, first.scenario_json, plan.spec.scenario_path, root / run.folder, cache,
+                  options.interrupt, options.rerun, std::max(1, options.threads));
       std::lock_guard lock(report);
       records[mine[k]] = std::move(rec);
       if (options.on_run_done) options.on_run_done(run, records[mine[k]]);

@@ -25,7 +25,8 @@ std::unique_ptr<Model> make_workload_model(const Scenario& s, const DataSplit& d
     return std::make_unique<LdaModel>(data.train, s.data.corpus.vocabulary, s.model.topics, s.model.alpha,
                                       s.model.beta, s.seed);
   if (s.model.type == "lstsq") return std::make_unique<LstsqModel>(s.data.lstsq, s.seed);
-  throw std::invalid_argument("make_workload_model: model type \"" + s.model.type + "\" is not mf, lda or lstsq");
+  throw std::invalid_argument("make_workload_model: model type \"" + s.model.type +
+                              "\" is not mf, lda or lstsq");
 }
 
 }  // namespace stalesim

@@ -51,7 +51,8 @@ TEST_CASE("the CLI runs a scenario, writes every output with done last, and is d
 
 TEST_CASE("the CLI refuses an occupied output folder unless --force, which replaces a run folder whole") {
   const fs::path d = fresh_dir("occupied");
-  REQUIRE(cli("run tests/golden/tiny/scenario.json --quiet --record gradients --out " + d.string()).code == 0);
+  REQUIRE(cli("run tests/golden/tiny/scenario.json --quiet --record gradients --out " + d.string()).code ==
+          0);
   REQUIRE(fs::exists(d / "gradients.csv"));
   const auto r = cli("run tests/golden/tiny/scenario.json --quiet --out " + d.string());
   CHECK(r.code == 2);

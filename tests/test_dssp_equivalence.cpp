@@ -28,7 +28,8 @@ struct Applied {
 
 class Recorder final : public RunObserver {
  public:
-  void update(SimTime now, int32_t worker, int64_t, int64_t clock_staleness, int64_t step_staleness) override {
+  void update(SimTime now, int32_t worker, int64_t, int64_t clock_staleness,
+              int64_t step_staleness) override {
     seq.push_back({now.ns(), worker, step_staleness, clock_staleness});
   }
   std::vector<Applied> seq;
@@ -66,13 +67,16 @@ const nlohmann::json kSsp15 = {{"type", "ssp"}, {"staleness", 15}};
 size_t agree_from(const std::vector<Applied>& a, const std::vector<Applied>& b) {
   const size_t n = std::min(a.size(), b.size());
   size_t from = n;
-  while (from > 0 && a[from - 1].worker == b[from - 1].worker && a[from - 1].missed == b[from - 1].missed) --from;
+  while (from > 0 && a[from - 1].worker == b[from - 1].worker && a[from - 1].missed == b[from - 1].missed)
+    --from;
   return from;
 }
 
 }  // namespace
 
-TEST_CASE("under a steady speed gap bounded DSSP(3, 12) applies the gradients of SSP(15) once its gap has climbed") {
+TEST_CASE(
+    "under a steady speed gap bounded DSSP(3, 12) applies the gradients of SSP(15) once its gap has "
+    "climbed") {
   const Run dssp = run_recorded(steady(kDssp)), ssp = run_recorded(steady(kSsp15));
   REQUIRE(dssp.result.status == RunStatus::kCompleted);
   REQUIRE(ssp.result.status == RunStatus::kCompleted);
@@ -97,7 +101,8 @@ TEST_CASE("under a steady speed gap bounded DSSP(3, 12) applies the gradients of
   CHECK(facts.at("mean_granted").get<double>() < 2.0);
 }
 
-TEST_CASE("DSSP and SSP(s_L + r_max) part with the literal grant, with jitter, and around a passing straggler") {
+TEST_CASE(
+    "DSSP and SSP(s_L + r_max) part with the literal grant, with jitter, and around a passing straggler") {
   const Run ssp = run_recorded(steady(kSsp15));
   const size_t n = ssp.seq.size();
   SUBCASE("the literal grant reaches gap s_L + r_max + 1 and follows neither SSP(15) nor SSP(16)") {

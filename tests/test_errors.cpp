@@ -36,8 +36,8 @@ using json = nlohmann::json;
 namespace {
 
 using stalesim::testing::Outcome;
-using stalesim::testing::Scratch;
 using stalesim::testing::run_cli;
+using stalesim::testing::Scratch;
 using stalesim::testing::slurp;
 
 // Runs `env stalesim args` (shell words) from the source folder.
@@ -387,7 +387,8 @@ TEST_CASE("each bad input exits with its code and a message naming file, path, v
       {"a missing dataset folder", "", "--set data.dataset=fashion-mnist --set data.path=/no/such/dir {out}",
        "", 2, "/no/such/dir/train-images-idx3-ubyte.gz: not found", "run"},
       {"an occupied output folder", "", "--out {occupied}", "", 2,
-       "output folder exists and is not empty, and --force would not replace it either: it holds 'keep'", "run"},
+       "output folder exists and is not empty, and --force would not replace it either: it holds 'keep'",
+       "run"},
       {"an output path that is a file", "", "--out {file}", "", 2, "output path exists and is not a folder",
        "run"},
       {"an output folder below a file", "", "--out {file}/sub/run", "", 2,

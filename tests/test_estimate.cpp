@@ -228,21 +228,25 @@ TEST_CASE("the memory estimate is within 30% of the measured peak RSS for each m
   json cnn = base, mf = base, lda = base, mlp = base;
   cnn["name"] = "cnn";
   cnn["model"] = {{"type", "cnn"}};
-  cnn["data"] = json::parse(R"({ "dataset": "blobs", "blobs": { "classes": 10, "features": 1024, "train": 2000, "test": 50 } })");
+  cnn["data"] = json::parse(
+      R"({ "dataset": "blobs", "blobs": { "classes": 10, "features": 1024, "train": 2000, "test": 50 } })");
   cnn["cluster"]["workers"][0]["count"] = 200;
   cnn["stop"]["max_updates"] = 400;
   mf["name"] = "mf";
   mf["model"] = {{"type", "mf"}, {"rank", 16}};
-  mf["data"] = json::parse(R"({ "dataset": "ratings", "ratings": { "rows": 20000, "cols": 20000, "train": 5000, "test": 100 } })");
+  mf["data"] = json::parse(
+      R"({ "dataset": "ratings", "ratings": { "rows": 20000, "cols": 20000, "train": 5000, "test": 100 } })");
   lda["name"] = "lda";
   lda["model"] = {{"type", "lda"}, {"topics", 20}};
   lda["optimizer"]["lr"] = 1;
-  lda["data"] = json::parse(R"({ "dataset": "corpus", "corpus": { "vocabulary": 40000, "documents": 500, "min_length": 10, "max_length": 20 } })");
+  lda["data"] = json::parse(
+      R"({ "dataset": "corpus", "corpus": { "vocabulary": 40000, "documents": 500, "min_length": 10, "max_length": 20 } })");
   mlp["name"] = "mlp";  // lazy SSP: the cache mode's copies and own pushes
   mlp["stop"]["max_updates"] = 1280;
   mlp["model"] = {{"type", "mlp"}, {"hidden", {200}}};
   mlp["policy"] = {{"type", "ssp"}, {"staleness", 2}, {"cache", "lazy"}};
-  mlp["data"] = json::parse(R"({ "dataset": "blobs", "blobs": { "classes": 10, "features": 1000, "train": 2000, "test": 50 } })");
+  mlp["data"] = json::parse(
+      R"({ "dataset": "blobs", "blobs": { "classes": 10, "features": 1000, "train": 2000, "test": 50 } })");
   const fs::path d = fs::temp_directory_path() / ("stalesim-rss-" + std::to_string(::getpid()));
   fs::create_directories(d);
   for (const json* j : {&cnn, &mf, &lda, &mlp}) {
@@ -261,7 +265,8 @@ TEST_CASE("the memory estimate is within 30% of the measured peak RSS for each m
 
 TEST_CASE("run prints the estimate in one line before it starts, and not with --quiet") {
   const fs::path d = fs::temp_directory_path() / ("stalesim-est-run-" + std::to_string(::getpid()));
-  const auto loud = testing::run_cli("run tests/golden/tiny/scenario.json --force --out " + (d / "a").string());
+  const auto loud =
+      testing::run_cli("run tests/golden/tiny/scenario.json --force --out " + (d / "a").string());
   REQUIRE_MESSAGE(loud.code == 0, loud.err);
   CHECK(loud.err.starts_with("estimate: compute bound ("));
   CHECK(loud.err.find("~120 updates") != std::string::npos);  // max_updates caps the estimate
@@ -280,6 +285,7 @@ TEST_CASE("stalesim costs lists every cost architecture with its parameters, FLO
     CHECK(c.out.find(a.name + " ") != std::string::npos);
     CHECK(c.out.find("  " + a.name + ": " + a.source) != std::string::npos);
   }
-  CHECK(c.out.find("lenet5                 61706         246824              2.499e+06") != std::string::npos);
+  CHECK(c.out.find("lenet5                 61706         246824              2.499e+06") !=
+        std::string::npos);
   CHECK(testing::run_cli("costs extra").code == 2);
 }

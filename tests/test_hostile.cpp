@@ -27,8 +27,8 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 using stalesim::testing::Outcome;
-using stalesim::testing::Scratch;
 using stalesim::testing::run_cli;
+using stalesim::testing::Scratch;
 using stalesim::testing::slurp;
 
 namespace {
@@ -91,23 +91,27 @@ TEST_CASE("--force refuses a folder holding a foreign file, before running, and 
   const Outcome o = cli("run " + kTiny + " --quiet --force --out " + q((s.path / "v").string()));
   CHECK(o.code == 2);
   CHECK(o.err.find("--force replaces only a stalesim run folder or an empty one, and this folder holds "
-                   "'keep', which no stalesim run or sweep writes; nothing was deleted") != std::string::npos);
+                   "'keep', which no stalesim run or sweep writes; nothing was deleted") !=
+        std::string::npos);
   CHECK(slurp(keep) == "precious");
   CHECK(o.out.empty());  // refused before the run
   CHECK(hidden_entries(s.path).empty());
 }
 
-TEST_CASE("without --force a foreign folder is refused with the same reason, and a run folder asks for --force") {
+TEST_CASE(
+    "without --force a foreign folder is refused with the same reason, and a run folder asks for --force") {
   Scratch s("noforce");
   s.write("v/notes.txt", "x");
   const Outcome o = cli("run " + kTiny + " --quiet --out " + q((s.path / "v").string()));
   CHECK(o.code == 2);
-  CHECK(o.err.find("exists and is not empty, and --force would not replace it either: it holds 'notes.txt'") !=
-        std::string::npos);
+  CHECK(
+      o.err.find("exists and is not empty, and --force would not replace it either: it holds 'notes.txt'") !=
+      std::string::npos);
   REQUIRE(cli("run " + kTiny + " --quiet --out " + q((s.path / "r").string())).code == 0);
   const Outcome again = cli("run " + kTiny + " --quiet --out " + q((s.path / "r").string()));
   CHECK(again.code == 2);
-  CHECK(again.err.find("output folder exists and is not empty (use --force to replace it)") != std::string::npos);
+  CHECK(again.err.find("output folder exists and is not empty (use --force to replace it)") !=
+        std::string::npos);
 }
 
 TEST_CASE("--force replaces a run folder, and refuses one with an extra file or a subfolder") {
@@ -149,13 +153,15 @@ TEST_CASE("--force never replaces the working directory, the home folder, or a f
   const std::string bin = STALESIM_BINARY;
   const std::string scen = std::string(STALESIM_SOURCE_DIR) + "/" + kTiny;
   const std::string cmd = "cd " + q(run.string()) + " && " + q(bin) + " run " + q(scen) +
-                          " --quiet --force --out . >/dev/null 2>" + q((s.path / "err").string()) + " </dev/null";
+                          " --quiet --force --out . >/dev/null 2>" + q((s.path / "err").string()) +
+                          " </dev/null";
   const int st = std::system(cmd.c_str());
   CHECK(WEXITSTATUS(st) == 2);
   CHECK(slurp(s.path / "err").find("--force will not replace the working directory") != std::string::npos);
   CHECK(complete_run(run));
   // The home folder.
-  const Outcome home = cli("run " + kTiny + " --quiet --force --out " + q(run.string()), "HOME=" + q(run.string()));
+  const Outcome home =
+      cli("run " + kTiny + " --quiet --force --out " + q(run.string()), "HOME=" + q(run.string()));
   CHECK(home.code == 2);
   CHECK(home.err.find("--force will not replace the home folder") != std::string::npos);
   // A run folder that holds the scenario file itself.
@@ -190,19 +196,22 @@ TEST_CASE("a run does not replace a sweep folder, and a sweep does not write int
         std::string::npos);
   const std::string r = q((s.path / "r").string());
   REQUIRE(cli("run " + kTiny + " --quiet --out " + r).code == 0);
-  const Outcome sweep_into_run = cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --force --out " + r);
+  const Outcome sweep_into_run =
+      cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --force --out " + r);
   CHECK(sweep_into_run.code == 2);
   CHECK(sweep_into_run.err.find("is a run folder, not a sweep folder") != std::string::npos);
   CHECK(complete_run(s.path / "r"));
   s.write("f/keep", "x");
-  const Outcome foreign = cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --force --out " +
-                              q((s.path / "f").string()));
+  const Outcome foreign =
+      cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --force --out " +
+          q((s.path / "f").string()));
   CHECK(foreign.code == 2);
   CHECK(foreign.err.find("is not a sweep folder: it holds 'keep'") != std::string::npos);
   CHECK(fs::exists(s.path / "f" / "keep"));
 }
 
-TEST_CASE("sweep --force deletes nothing before points run: each point is replaced when its new run is written") {
+TEST_CASE(
+    "sweep --force deletes nothing before points run: each point is replaced when its new run is written") {
   Scratch s("sweepforce");
   const std::string sw = q((s.path / "sw").string());
   REQUIRE(cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + sw).code == 0);
@@ -224,7 +233,8 @@ TEST_CASE("sweep --force deletes nothing before points run: each point is replac
   CHECK(folders == 2);
   for (const auto& b : before) CHECK_FALSE(fs::exists(b));
   // And a --force rerun of the same grid runs every point again.
-  const Outcome again = cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=2,3 --quiet --force --out " + sw);
+  const Outcome again =
+      cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=2,3 --quiet --force --out " + sw);
   CHECK(again.code == 0);
   CHECK(again.out.find("2 run, 0 skipped") != std::string::npos);
 }
@@ -303,7 +313,7 @@ TEST_CASE("stale temporaries of dead writers are removed, a live writer's and fo
   s.write(".r.partial-" + std::to_string(::getpid()) + "/metrics.csv", "");  // alive: this process
   s.write(".r.partial-" + dead + "x/keep", "");                              // not our pattern
   s.write(".q.partial-" + dead + "/metrics.csv", "");                        // another name
-  s.write(".r.old-" + dead + "/keep.txt", "");                                // ours by name, foreign inside
+  s.write(".r.old-" + dead + "/keep.txt", "");                               // ours by name, foreign inside
   stalesim::clean_stale_temporaries(s.path, "r");
   CHECK_FALSE(fs::exists(s.path / (".r.partial-" + dead)));
   CHECK_FALSE(fs::exists(s.path / (".r.probe-" + dead)));
@@ -354,8 +364,9 @@ Outcome interrupt_run(const std::string& args, int sig, std::chrono::millisecond
 TEST_CASE("SIGHUP stops a run like SIGTERM: outputs marked interrupted, no done marker, exit 130") {
   Scratch s("hup");
   const fs::path r = s.path / "r";
-  const Outcome o = interrupt_run("run " + kTiny + " --quiet --set stop.max_updates=100000000 --out " + q(r.string()),
-                                  SIGHUP, std::chrono::milliseconds(300));
+  const Outcome o =
+      interrupt_run("run " + kTiny + " --quiet --set stop.max_updates=100000000 --out " + q(r.string()),
+                    SIGHUP, std::chrono::milliseconds(300));
   CHECK(o.code == 130);
   CHECK(o.err.find("interrupted at t=") != std::string::npos);
   CHECK(fs::exists(r / "summary.json"));
@@ -368,9 +379,9 @@ TEST_CASE("Ctrl-C during a --force rerun keeps the finished run") {
   const fs::path r = s.path / "r";
   REQUIRE(cli("run " + kTiny + " --quiet --out " + q(r.string())).code == 0);
   const std::string before = slurp(r / "summary.json");
-  const Outcome o =
-      interrupt_run("run " + kTiny + " --quiet --force --set stop.max_updates=100000000 --out " + q(r.string()),
-                    SIGINT, std::chrono::milliseconds(300));
+  const Outcome o = interrupt_run(
+      "run " + kTiny + " --quiet --force --set stop.max_updates=100000000 --out " + q(r.string()), SIGINT,
+      std::chrono::milliseconds(300));
   CHECK(o.code == 130);
   CHECK(o.err.find("kept the finished run in") != std::string::npos);
   CHECK(slurp(r / "summary.json") == before);
@@ -394,7 +405,8 @@ TEST_CASE("--out with a trailing slash, a file in the way, and a symbolic link t
   CHECK(under.code == 2);
   CHECK(under.err.find("is not a folder") != std::string::npos);
   fs::create_directory_symlink(s.path / "r", s.path / "link");
-  const Outcome link = cli("run " + kTiny + " --quiet --force --seed 7 --out " + q((s.path / "link").string()));
+  const Outcome link =
+      cli("run " + kTiny + " --quiet --force --seed 7 --out " + q((s.path / "link").string()));
   CHECK(link.code == 0);
   CHECK(fs::is_symlink(s.path / "link"));  // the link stays; its target holds the new run
   CHECK(slurp(s.path / "r" / "summary.json").find("\"seed\": 7") != std::string::npos);
@@ -414,13 +426,15 @@ TEST_CASE("a full disk is reported with the OS reason") {
 
 TEST_CASE("scenario names cannot leave results/ or reach the terminal raw") {
   check_cases({
-      {"validate " + kTiny + " --set name=../../victim", 2, "/name: expected letters, digits and . _ - + = , @ only"},
+      {"validate " + kTiny + " --set name=../../victim", 2,
+       "/name: expected letters, digits and . _ - + = , @ only"},
       {"validate " + kTiny + " --set name=a/b", 2, "(character 0x2f)"},
       {"validate " + kTiny + " --set 'name=\"a\\u001b[31mb\"'", 2, "\"a\\u001b[31mb\" (character 0x1b)"},
       {"validate " + kTiny + " --set 'name=\"tab\\there\"'", 2, "(character 0x09)"},
       {"validate " + kTiny + " --set name=.hidden", 2, "/name: expected a name not starting with '.'"},
       {"validate " + kTiny + " --set name=..", 2, "/name: expected a name not starting with '.'"},
-      {"validate " + kTiny + " --set name=" + std::string(101, 'a'), 2, "/name: expected at most 100 characters"},
+      {"validate " + kTiny + " --set name=" + std::string(101, 'a'), 2,
+       "/name: expected at most 100 characters"},
       {"validate " + kTiny + " --set 'name=\"\"'", 2, "/name: expected a non-empty string"},
       {"validate " + kTiny + " --set 'name=\"a b\"'", 2, "(character 0x20)"},
       {"validate " + kTiny + " --set 'comment=\"" + std::string(70000, 'c') + "\"'", 2,
@@ -439,22 +453,28 @@ TEST_CASE("scenario names cannot leave results/ or reach the terminal raw") {
 // ---- Time arithmetic ------------------------------------------------------------------------
 
 TEST_CASE("durations past int64 nanoseconds and intervals below 1 ns are bad input, the field named") {
-  const std::string trace_dir = (fs::temp_directory_path() / ("stalesim-hostile-trace-" + std::to_string(::getpid()))).string();
+  const std::string trace_dir =
+      (fs::temp_directory_path() / ("stalesim-hostile-trace-" + std::to_string(::getpid()))).string();
   fs::create_directories(trace_dir);
   std::ofstream(trace_dir + "/huge.txt") << "1e308\n";
   std::ofstream(trace_dir + "/ok.txt") << "5 6 7\n";
-  const std::string slow = R"(--set 'cluster.schedule=[{"kind":"slow","at_s":0,"factor":1e14,"workers":[0]}]')";
-  const std::string drift = R"(--set 'cluster.schedule=[{"kind":"drift","at_s":0,"until_s":1,"factor":1e300,"workers":[0]}]')";
-  const std::string time_only = " --set model.type=time-only --set data.dataset=none --set model.parameters=1000";
+  const std::string slow =
+      R"(--set 'cluster.schedule=[{"kind":"slow","at_s":0,"factor":1e14,"workers":[0]}]')";
+  const std::string drift =
+      R"(--set 'cluster.schedule=[{"kind":"drift","at_s":0,"until_s":1,"factor":1e300,"workers":[0]}]')";
+  const std::string time_only =
+      " --set model.type=time-only --set data.dataset=none --set model.parameters=1000";
   check_cases({
       {"validate " + kTiny + " " + slow, 2, "/cluster/schedule/0/factor: expected a number in (0, 1000000]"},
       {"validate " + kTiny + " " + drift, 2, "/cluster/schedule/0/factor: expected a number in (0, 1000000]"},
       {"validate " + kTiny + " --set cluster.jitter.type=constant --set cluster.jitter.factor=1e20", 2,
        "/cluster/jitter/factor: expected a number in (0, 1000000]"},
-      {"validate " + kTiny + " --set cluster.jitter.sigma=50", 2, "/cluster/jitter/sigma: expected a number in [0, 4]"},
+      {"validate " + kTiny + " --set cluster.jitter.sigma=50", 2,
+       "/cluster/jitter/sigma: expected a number in [0, 4]"},
       {"validate " + kTiny + " --set cluster.jitter.type=gamma --set cluster.jitter.cv=1e9", 2,
        "/cluster/jitter/cv: expected a number in (0, 100]"},
-      {"run " + kTiny + " --quiet --out /nonexistent-never --set cluster.jitter.type=trace --set cluster.jitter.path=" +
+      {"run " + kTiny +
+           " --quiet --out /nonexistent-never --set cluster.jitter.type=trace --set cluster.jitter.path=" +
            trace_dir + "/huge.txt",
        2, "huge.txt:1: expected an iteration time in ms (a number > 0 and <= 1e+09), got \"1e308\""},
       {"validate " + kTiny + time_only + " --set model.flops_per_sample=1e300", 2,
@@ -463,12 +483,15 @@ TEST_CASE("durations past int64 nanoseconds and intervals below 1 ns are bad inp
        "/cluster/network/bandwidth_gbps: expected a number in [1e-06, 1000000], got 1e-15"},
       {"validate " + kTiny + " --set cluster.network.server_bandwidth_gbps=1e300", 2,
        "/cluster/network/server_bandwidth_gbps: expected a number in [1e-06, 1000000]"},
-      {"validate " + kTiny + " --set eval.every_s=1e-10", 2, "/eval/every_s: expected a number >= 1e-09, got 1e-10"},
+      {"validate " + kTiny + " --set eval.every_s=1e-10", 2,
+       "/eval/every_s: expected a number >= 1e-09, got 1e-10"},
       {"validate " + kTiny + " --set eval.every_s=0", 2, "/eval/every_s: expected a number >= 1e-09, got 0"},
       {"validate " + kTiny + " --set eval.every_s=1e-9 --set stop.virtual_time_s=1000", 2,
        "/eval/every_s: 1e-09 s over stop.virtual_time_s 1000 s is 1e+12 evaluations; at most 10000000"},
-      {"validate " + kTiny + " --set stop.virtual_time_s=1e300", 2, "/stop/virtual_time_s: expected a number in (0, 1000000000]"},
-      {"validate " + kTiny + R"( --set 'cluster.schedule=[{"kind":"pause","at_s":1e300,"until_s":2e300,"workers":[0]}]')",
+      {"validate " + kTiny + " --set stop.virtual_time_s=1e300", 2,
+       "/stop/virtual_time_s: expected a number in (0, 1000000000]"},
+      {"validate " + kTiny +
+           R"( --set 'cluster.schedule=[{"kind":"pause","at_s":1e300,"until_s":2e300,"workers":[0]}]')",
        2, "/cluster/schedule/0/at_s: expected a number in [0, 1000000000]"},
       {"validate " + kTiny + " --set cluster.workers.0.iteration_ms=1e300", 2,
        "/cluster/workers/0/iteration_ms: expected a number in (0, 1000000000]"},
@@ -481,7 +504,9 @@ TEST_CASE("durations past int64 nanoseconds and intervals below 1 ns are bad inp
       {"run " + kTiny + " --quiet --out /nonexistent-never/x --set cluster.workers.0.iteration_ms=1e9 " +
            R"(--set 'cluster.schedule=[{"kind":"slow","at_s":0,"factor":1e6,"workers":[0]}]')",
        2, "past the simulator's time range"},
-      {"run " + kTiny + time_only + " --quiet --set model.flops_per_sample=1e18 --set optimizer.batch_size=100000000 --out /nonexistent-never/y",
+      {"run " + kTiny + time_only +
+           " --quiet --set model.flops_per_sample=1e18 --set optimizer.batch_size=100000000 --out "
+           "/nonexistent-never/y",
        2, "one iteration would take"},
   });
   fs::remove_all(trace_dir);
@@ -513,9 +538,11 @@ TEST_CASE("inputs must be regular files of bounded size and nesting, and UTF-16 
   s.write("big.json", "{\"comment\": \"" + std::string(17 << 20, 'x') + "\"}");
   const std::string deep_set = "--set 'model.hidden=" + std::string(1000, '[') + std::string(1000, ']') + "'";
   check_cases({
-      {"validate " + q((s.path / "deep.json").string()), 2, "invalid JSON: arrays and objects nested deeper than 64 levels"},
+      {"validate " + q((s.path / "deep.json").string()), 2,
+       "invalid JSON: arrays and objects nested deeper than 64 levels"},
       {"run " + q((s.path / "deep.json").string()) + " --quiet", 2, "nested deeper than 64 levels"},
-      {"sweep " + q((s.path / "deep.json").string()) + " --quiet --grid policy.staleness=1,2", 2, "nested deeper than 64 levels"},
+      {"sweep " + q((s.path / "deep.json").string()) + " --quiet --grid policy.staleness=1,2", 2,
+       "nested deeper than 64 levels"},
       {"validate " + kTiny + " " + deep_set, 2, "nested deeper than 64 levels"},
       {"validate /dev/zero", 2, "/dev/zero: cannot read: not a regular file (a character device)"},
       {"validate " + q((s.path / "fifo.json").string()), 2, "cannot read: not a regular file (a FIFO)"},
@@ -523,10 +550,13 @@ TEST_CASE("inputs must be regular files of bounded size and nesting, and UTF-16 
       {"validate " + q((s.path / "missing.json").string()), 2, "cannot read: No such file or directory"},
       {"validate " + q((s.path / "u16.json").string()), 2, "the text is UTF-16 or UTF-32, not UTF-8"},
       {"validate " + q((s.path / "big.json").string()), 2, "cannot read: larger than 16 MiB"},
-      {"run " + kTiny + " --quiet --out /nonexistent-never --set cluster.jitter.type=trace --set cluster.jitter.path=" +
+      {"run " + kTiny +
+           " --quiet --out /nonexistent-never --set cluster.jitter.type=trace --set cluster.jitter.path=" +
            q((s.path / "fifo.txt").string()),
        2, "cannot read the jitter trace: not a regular file (a FIFO)"},
-      {"run " + kTiny + " --quiet --out /nonexistent-never --set cluster.jitter.type=trace --set cluster.jitter.path=/dev/zero",
+      {"run " + kTiny +
+           " --quiet --out /nonexistent-never --set cluster.jitter.type=trace --set "
+           "cluster.jitter.path=/dev/zero",
        2, "cannot read the jitter trace: not a regular file (a character device)"},
       {"reproduce /dev/zero", 2, "/dev/zero: cannot read: not a regular file"},
       {"reproduce " + q((s.path / "deep.json").string()), 2, "nested deeper than 64 levels"},
@@ -564,21 +594,28 @@ TEST_CASE("integer options and list lengths are range-checked, with the limits s
     return h + "]";
   }();
   check_cases({
-      {"validate " + kTiny + " --seed -1", 2, "--seed '-1': expected an integer from 0 to 18446744073709551615"},
-      {"validate " + kTiny + " --seed 18446744073709551616", 2, "--seed '18446744073709551616': expected an integer"},
+      {"validate " + kTiny + " --seed -1", 2,
+       "--seed '-1': expected an integer from 0 to 18446744073709551615"},
+      {"validate " + kTiny + " --seed 18446744073709551616", 2,
+       "--seed '18446744073709551616': expected an integer"},
       {"validate " + kTiny + " --seed 1.5", 2, "--seed '1.5': expected an integer"},
       {"validate " + kTiny + " --seed +3", 2, "--seed '+3': expected an integer"},
       {"run " + kTiny + " --seed abc", 2, "--seed 'abc': expected an integer"},
       {"sweep " + kTiny + " --jobs 0", 2, "--jobs: expected an integer >= 1, got 0"},
       {"sweep " + kTiny + " --seeds=-1..3", 2, "--seeds '-1..3': '-1' is not an integer >= 0"},
       {"timeline " + kTiny + " --width 5", 2, "--width: expected 10 to 1000, got 5"},
-      {"run " + kTiny + " --trace --trace-max-mb 0", 2, "--trace-max-mb: expected a number in (0, 1e6), got 0"},
-      {"validate " + kTiny + " --set model.hidden=" + hidden65, 2, "/model/hidden: expected at most 64 items, got 65"},
+      {"run " + kTiny + " --trace --trace-max-mb 0", 2,
+       "--trace-max-mb: expected a number in (0, 1e6), got 0"},
+      {"validate " + kTiny + " --set model.hidden=" + hidden65, 2,
+       "/model/hidden: expected at most 64 items, got 65"},
       {"validate " + kTiny +
-           " --set model.type=time-only --set data.dataset=none --set model.flops_per_sample=1 --set model.parameters=2000000000000",
+           " --set model.type=time-only --set data.dataset=none --set model.flops_per_sample=1 --set "
+           "model.parameters=2000000000000",
        2, "/model/parameters: expected an integer in [1, 1099511627776], got 2000000000000"},
-      {"validate " + kTiny + " --set 'cluster.workers=[]'", 2, "/cluster/workers: expected a non-empty array of objects"},
-      {"validate " + kTiny + " --set seed=18446744073709551616", 2, "/seed: expected an integer in [0, 18446744073709551615]"},
+      {"validate " + kTiny + " --set 'cluster.workers=[]'", 2,
+       "/cluster/workers: expected a non-empty array of objects"},
+      {"validate " + kTiny + " --set seed=18446744073709551616", 2,
+       "/seed: expected an integer in [0, 18446744073709551615]"},
   });
   const Outcome fields = cli("fields");
   CHECK(fields.out.find("1 to 64 items; each in [1, 65536]") != std::string::npos);
@@ -600,12 +637,15 @@ TEST_CASE("a sweep over the point limit and a grid value that breaks a point are
   std::string lrs = "optimizer.lr=";
   for (int i = 1; i <= 300; ++i) lrs += (i > 1 ? "," : "") + std::to_string(i) + "e-3";
   check_cases({
-      {"sweep scenarios/sweep-tiny.json --quiet --grid " + many + " --grid " + lrs + " --out " + q((s.path / "a").string()),
+      {"sweep scenarios/sweep-tiny.json --quiet --grid " + many + " --grid " + lrs + " --out " +
+           q((s.path / "a").string()),
        2, "the sweep has more than 100000 points"},
-      {"sweep scenarios/sweep-tiny.json --quiet --grid optimizer.lr=0.1,-1 --out " + q((s.path / "b").string()), 2,
-       "1 of 2 sweep points are invalid; nothing was run"},
-      {"sweep scenarios/sweep-tiny.json --quiet --grid 'model.hidden=[0]' --out " + q((s.path / "c").string()), 2,
-       "/model/hidden/0: expected an integer in [1, 65536], got 0"},
+      {"sweep scenarios/sweep-tiny.json --quiet --grid optimizer.lr=0.1,-1 --out " +
+           q((s.path / "b").string()),
+       2, "1 of 2 sweep points are invalid; nothing was run"},
+      {"sweep scenarios/sweep-tiny.json --quiet --grid 'model.hidden=[0]' --out " +
+           q((s.path / "c").string()),
+       2, "/model/hidden/0: expected an integer in [1, 65536], got 0"},
       {"sweep scenarios/sweep-tiny.json --quiet --seeds 0..100000 --out " + q((s.path / "d").string()), 2,
        "more than 100000 seeds"},
   });
@@ -614,7 +654,9 @@ TEST_CASE("a sweep over the point limit and a grid value that breaks a point are
 }
 
 TEST_CASE("json_shape_problem: depth is counted outside strings only") {
-  CHECK(stalesim::json_shape_problem("{\"a\": \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"}").empty());
+  CHECK(stalesim::json_shape_problem(
+            "{\"a\": \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"}")
+            .empty());
   CHECK(stalesim::json_shape_problem(std::string(64, '[') + std::string(64, ']')).empty());
   CHECK_FALSE(stalesim::json_shape_problem(std::string(65, '[') + std::string(65, ']')).empty());
   CHECK(stalesim::json_shape_problem("{\"a\": \"\\\"[[\"}", 1).empty());

@@ -113,7 +113,8 @@ TEST_CASE("a profile file runs without rebuilding, its figures set the pace, and
   write(d / "slow.json", my_profile(0.05).dump(2));
   write(d / "s-same.json", tiny_with_profile("same.json"));
   write(d / "s-slow.json", tiny_with_profile("slow.json"));
-  const auto builtin = run_cli("run tests/golden/tiny/scenario.json --quiet --out " + (d / "builtin").string());
+  const auto builtin =
+      run_cli("run tests/golden/tiny/scenario.json --quiet --out " + (d / "builtin").string());
   REQUIRE_MESSAGE(builtin.code == 0, builtin.err);
   const auto a = run_cli("run " + (d / "s-same.json").string() + " --quiet --out " + (d / "same").string());
   REQUIRE_MESSAGE(a.code == 0, a.err);
@@ -163,7 +164,8 @@ TEST_CASE("a profile name not built in is found as NAME.json in STALESIM_PROFILE
   write(d / "s.json", tiny_with_profile("my-gpu"));
   const auto without = run_cli("validate " + (d / "s.json").string());
   CHECK(without.code == 2);
-  const auto with = run_cli("validate " + (d / "s.json").string(), "STALESIM_PROFILE_DIR=" + (d / "lib").string() + " ");
+  const auto with =
+      run_cli("validate " + (d / "s.json").string(), "STALESIM_PROFILE_DIR=" + (d / "lib").string() + " ");
   REQUIRE_MESSAGE(with.code == 0, with.err);
   const json resolved = json::parse(with.out);
   CHECK(resolved["cluster"]["workers"][0]["profile"] == (d / "lib/my-gpu.json").string());

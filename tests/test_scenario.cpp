@@ -339,14 +339,17 @@ TEST_CASE("the markdown field reference has a row for every path") {
     CAPTURE(f.path);
     CHECK(md.find("| `" + f.path + "` |") != std::string::npos);
   }
-  CHECK(md.find("| `/policy/staleness` | integer | clocks | `3` | in [0, 9007199254740992] |") != std::string::npos);
+  CHECK(md.find("| `/policy/staleness` | integer | clocks | `3` | in [0, 9007199254740992] |") !=
+        std::string::npos);
   CHECK(md.find("| `/policy/type` | string |  | `\"ssp\"` | \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", "
                 "\"vap\", \"softsync\" |") != std::string::npos);
   CHECK(
-      md.find("| `/model/hidden` | array of integers | units | `[200]` | 1 to 64 items; each in [1, 65536] |") !=
+      md.find(
+          "| `/model/hidden` | array of integers | units | `[200]` | 1 to 64 items; each in [1, 65536] |") !=
       std::string::npos);
   CHECK(md.find("| `/stop/target_accuracy` | number |  | unset | in (0, 1] |") != std::string::npos);
-  CHECK(md.find("| `/cluster/workers/*/profile` | string |  | required | 1 to 4096 characters | Device profile of the "
+  CHECK(md.find("| `/cluster/workers/*/profile` | string |  | required | 1 to 4096 characters | Device "
+                "profile of the "
                 "group's workers: a built-in name (a100, cpu-core, gtx1060, gtx1080ti, h100, h200, p100, t4, "
                 "v100; stalesim profiles), or a profile file") != std::string::npos);
 }
@@ -498,12 +501,13 @@ TEST_CASE("a string that is not among the allowed values lists them") {
 // ---- Errors: the cluster -------------------------------------------------------------------
 
 TEST_CASE("an unknown device profile lists the known ones and the ways to give a profile file") {
-  CHECK_THROWS_WITH_AS(parse(with(quickstart(), "/cluster/workers/1/profile", "gtx9999")),
-                       "x.json: /cluster/workers/1/profile: unknown device profile \"gtx9999\"; built-in: a100, "
-                       "cpu-core, gtx1060, gtx1080ti, h100, h200, p100, t4, v100; or a profile file: a path "
-                       "ending in .json (relative to the scenario's folder), or NAME for NAME.json in "
-                       "$STALESIM_PROFILE_DIR",
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      parse(with(quickstart(), "/cluster/workers/1/profile", "gtx9999")),
+      "x.json: /cluster/workers/1/profile: unknown device profile \"gtx9999\"; built-in: a100, "
+      "cpu-core, gtx1060, gtx1080ti, h100, h200, p100, t4, v100; or a profile file: a path "
+      "ending in .json (relative to the scenario's folder), or NAME for NAME.json in "
+      "$STALESIM_PROFILE_DIR",
+      ScenarioError);
 }
 
 TEST_CASE("the cluster needs at least one worker and at most a million") {

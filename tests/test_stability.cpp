@@ -93,17 +93,19 @@ TEST_CASE("a step size that is stable without delay diverges when gradients miss
 TEST_CASE("an lstsq scenario with the wrong dataset or an out-of-range field is refused with its path") {
   auto wrong_data = delayed_json(1, 0.1, 10);
   wrong_data["data"] = {{"dataset", "blobs"}};
-  CHECK_THROWS_WITH_AS(scenario(wrong_data),
-                       "test.json: /data/dataset: model.type \"lstsq\" needs dataset \"lstsq\", got \"blobs\"",
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      scenario(wrong_data),
+      "test.json: /data/dataset: model.type \"lstsq\" needs dataset \"lstsq\", got \"blobs\"", ScenarioError);
   auto wrong_model = delayed_json(1, 0.1, 10);
   wrong_model["model"] = {{"type", "mlp"}};
-  CHECK_THROWS_WITH_AS(scenario(wrong_model),
-                       "test.json: /data/dataset: \"lstsq\" goes with model.type \"lstsq\" (model.type is \"mlp\")",
-                       ScenarioError);
-  for (const auto& [key, value] : {std::pair{"condition", 0.5}, std::pair{"curvature", 0.0}}) {
+  CHECK_THROWS_WITH_AS(
+      scenario(wrong_model),
+      "test.json: /data/dataset: \"lstsq\" goes with model.type \"lstsq\" (model.type is \"mlp\")",
+      ScenarioError);
+  for (const auto& field : {std::pair{"condition", 0.5}, std::pair{"curvature", 0.0}}) {
+    const char* key = field.first;  // not a structured binding: clang 14 cannot capture one in CAPTURE
     auto bad = delayed_json(1, 0.1, 10);
-    bad["data"]["lstsq"][key] = value;
+    bad["data"]["lstsq"][key] = field.second;
     CAPTURE(key);
     try {
       (void)scenario(bad);

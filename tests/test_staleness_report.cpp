@@ -18,10 +18,10 @@ TEST_CASE("a histogram's percentiles follow the nearest-rank rule") {
   for (int i = 0; i < 9; ++i) h.add(5);
   h.add(40);
   CHECK(h.percentile(0.5) == 0);
-  CHECK(h.percentile(0.9) == 0);    // the 90th value is still a zero
-  CHECK(h.percentile(0.91) == 5);   // the 91st is a five
-  CHECK(h.percentile(0.99) == 5);   // the 99th is the last five
-  CHECK(h.percentile(1.0) == 40);   // the max
+  CHECK(h.percentile(0.9) == 0);   // the 90th value is still a zero
+  CHECK(h.percentile(0.91) == 5);  // the 91st is a five
+  CHECK(h.percentile(0.99) == 5);  // the 99th is the last five
+  CHECK(h.percentile(1.0) == 40);  // the max
   CHECK(h.max() == 40);
   Histogram one;
   one.add(7);

@@ -209,8 +209,9 @@ TEST_CASE("a sweep folder holding something else is refused, with or without --f
   std::ofstream(d / "keep.txt") << "mine";
   const auto r = cli("sweep " + kTiny + " --grid optimizer.lr=0.1,0.2 --quiet --out " + d.string());
   CHECK(r.code == 2);
-  CHECK(r.err.find("exists, is not empty and is not a sweep folder: it holds 'keep.txt', which no stalesim run "
-                   "or sweep writes") != std::string::npos);
+  CHECK(
+      r.err.find("exists, is not empty and is not a sweep folder: it holds 'keep.txt', which no stalesim run "
+                 "or sweep writes") != std::string::npos);
   CHECK(slurp(d / "keep.txt") == "mine");
 
   const auto forced =
@@ -291,8 +292,8 @@ TEST_CASE(
   const fs::path d = fresh_dir("failed");
   // batch 100000 does not fit a worker's shard: it fails at run time.
   const auto r =
-      cli("sweep " + kTiny + " --grid optimizer.batch_size=10,100000 --grid optimizer.lr=0.1,0.2 --quiet --out " +
-          d.string());
+      cli("sweep " + kTiny +
+          " --grid optimizer.batch_size=10,100000 --grid optimizer.lr=0.1,0.2 --quiet --out " + d.string());
   CHECK(r.code == 3);
   CHECK(r.err.find("point 2 (optimizer.batch_size=100000, optimizer.lr=0.1, seed=1): ") != std::string::npos);
   CHECK(r.err.find(kTiny + ": /optimizer/batch_size: 100000 is larger than worker 0's shard") !=

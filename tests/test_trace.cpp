@@ -248,7 +248,8 @@ TEST_CASE("trace windows are parsed strictly") {
   CHECK(parse_duration("5s") == SimTime::from_seconds(5));
   CHECK(parse_duration("250ms") == SimTime::from_seconds(0.25));
   CHECK(parse_duration("2.5") == SimTime::from_seconds(2.5));
-  CHECK_THROWS_WITH_AS(parse_duration("-1s"), "expected a duration from 1 ns to 1e9 s such as 5s, 250ms or 2.5, got '-1s'",
+  CHECK_THROWS_WITH_AS(parse_duration("-1s"),
+                       "expected a duration from 1 ns to 1e9 s such as 5s, 250ms or 2.5, got '-1s'",
                        std::invalid_argument);
 }
 

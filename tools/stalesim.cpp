@@ -34,8 +34,8 @@
 #include "models/cuda/cuda_model.hpp"
 #include "models/device_profile.hpp"
 #include "sim/build_info.hpp"
-#include "sim/explain.hpp"
 #include "sim/estimate.hpp"
+#include "sim/explain.hpp"
 #include "sim/gradient_pool.hpp"
 #include "sim/memory_estimate.hpp"
 #include "sim/outputs.hpp"
@@ -100,7 +100,6 @@ OutputGuard output_guard(const std::string& scenario_path) {
   return g;
 }
 
-
 const char* kMainHelp = R"(stalesim: a deterministic simulator of distributed SGD on a parameter server
 
 Usage: stalesim COMMAND [options]
@@ -145,7 +144,8 @@ Parsed parse(const std::vector<std::string>& args, const po::options_description
 uint64_t parse_seed(const std::string& text) {
   uint64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool digits =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!digits || ec != std::errc() || end != text.data() + text.size())
     throw UsageError(fmt::format("--seed '{}': expected an integer from 0 to 18446744073709551615", text));
   return v;
@@ -180,7 +180,8 @@ void add_scenario_options(po::options_description& o) {
   o.add_options()("scenario", po::value<std::string>()->required(), "scenario JSON file")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override a field by dotted path, e.g. --set policy.staleness=8 (repeatable)")(
-      "seed", po::value<std::string>(), "override the scenario's seed: an integer from 0 to 18446744073709551615");
+      "seed", po::value<std::string>(),
+      "override the scenario's seed: an integer from 0 to 18446744073709551615");
 }
 
 std::string fmt_opt(const std::optional<double>& v, const char* f = "{:.4f}") {
@@ -191,7 +192,8 @@ int cmd_run(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim run SCENARIO [options]\n\nOptions");
   add_scenario_options(o);
   o.add_options()("out", po::value<std::string>(), "output folder (default: results/<scenario name>)")(
-      "force", "replace the output folder when it holds a stalesim run (never anything else; README \"Safety\")")(
+      "force",
+      "replace the output folder when it holds a stalesim run (never anything else; README \"Safety\")")(
       "quiet", "no progress line and no closing summary on stderr")(
       "record", po::value<std::vector<std::string>>()->composing(),
       "extra records: 'gradients' writes gradients.csv (one row per applied gradient)")(
@@ -233,7 +235,8 @@ int cmd_run(const std::vector<std::string>& args) {
   if ((p.vm.count("trace-window") || !p.vm["trace-max-mb"].defaulted()) && !p.vm.count("trace"))
     throw UsageError("--trace-window and --trace-max-mb need --trace");
   const Scenario sc = load(p.vm);
-  const std::string out = display_path(p.vm.count("out") ? p.vm["out"].as<std::string>() : "results/" + sc.name);
+  const std::string out =
+      display_path(p.vm.count("out") ? p.vm["out"].as<std::string>() : "results/" + sc.name);
   const bool quiet = p.vm.count("quiet") > 0;
   const bool force = p.vm.count("force") > 0;
   // Refuse an occupied or unwritable output folder, and a scenario too big for this machine,
@@ -398,17 +401,18 @@ int cmd_profiles(const std::vector<std::string>& args) {
 
 int cmd_costs(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << "Usage: stalesim costs\n\nLists the cost architectures (model.cost, models/cost_arch.cpp): the "
-                 "parameters\n(message bytes = 4 x parameters), the training FLOPs per sample (3 x forward; "
-                 "a multiply-add\ncounts 2) that time every iteration, and where the figures come from.\n";
+    std::cout
+        << "Usage: stalesim costs\n\nLists the cost architectures (model.cost, models/cost_arch.cpp): the "
+           "parameters\n(message bytes = 4 x parameters), the training FLOPs per sample (3 x forward; "
+           "a multiply-add\ncounts 2) that time every iteration, and where the figures come from.\n";
     return kExitOk;
   }
   if (!args.empty()) throw UsageError("costs takes no arguments, got '" + args[0] + "'");
-  fmt::print("{:<15} {:>12} {:>14} {:>22}  {}\n", "name", "parameters", "message bytes", "training FLOP/sample",
-             "description");
+  fmt::print("{:<15} {:>12} {:>14} {:>22}  {}\n", "name", "parameters", "message bytes",
+             "training FLOP/sample", "description");
   for (const auto& a : cost_architectures())
-    fmt::print("{:<15} {:>12.0f} {:>14.0f} {:>22.4g}  {}\n", a.name, a.parameters, std::round(a.parameters * 4.0),
-               a.training_flops(), a.description);
+    fmt::print("{:<15} {:>12.0f} {:>14.0f} {:>22.4g}  {}\n", a.name, a.parameters,
+               std::round(a.parameters * 4.0), a.training_flops(), a.description);
   std::cout << "\nSources:\n";
   for (const auto& a : cost_architectures()) fmt::print("  {}: {}\n", a.name, a.source);
   std::cout << "\nmodel.cost \"derived\" (the default) times and sizes the run by its own model instead.\n";
@@ -472,8 +476,9 @@ int sweep_body(const std::vector<std::string>& args, const MpiSession* mpi) {
                             "sweep folder (default: results/<scenario name>-sweep)")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override a field of every point, e.g. --set stop.max_updates=1000 (repeatable)")(
-      "force", "rerun every point, each replacing its own folder when its new run is written (nothing is deleted first)")(
-      "quiet", "no progress bar, notes or wall time on stderr")("help,h", "show this help");
+      "force",
+      "rerun every point, each replacing its own folder when its new run is written (nothing is deleted "
+      "first)")("quiet", "no progress bar, notes or wall time on stderr")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
   const auto p = parse(args, o, pos);

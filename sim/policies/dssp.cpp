@@ -95,8 +95,9 @@ nlohmann::json DsspPolicy::facts() const {
     threshold_max = std::max(threshold_max, d.threshold);
   }
   const auto mean = [&](int64_t sum) {
-    return decisions_.empty() ? nlohmann::json(nullptr)
-                              : nlohmann::json(static_cast<double>(sum) / static_cast<double>(decisions_.size()));
+    return decisions_.empty()
+               ? nlohmann::json(nullptr)
+               : nlohmann::json(static_cast<double>(sum) / static_cast<double>(decisions_.size()));
   };
   // mean_effective_threshold: the threshold each decision put in force (Decision::threshold),
   // averaged over decisions; it counts the gap already run ahead, which s_L + r* (mean_granted
@@ -109,7 +110,8 @@ nlohmann::json DsspPolicy::facts() const {
           {"grants_histogram", histogram},
           {"mean_granted", mean(granted_sum)},
           {"mean_effective_threshold", mean(threshold_sum)},
-          {"max_effective_threshold", decisions_.empty() ? nlohmann::json(nullptr) : nlohmann::json(threshold_max)}};
+          {"max_effective_threshold",
+           decisions_.empty() ? nlohmann::json(nullptr) : nlohmann::json(threshold_max)}};
 }
 
 std::string DsspPolicy::decisions_csv() const {

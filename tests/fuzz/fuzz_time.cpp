@@ -57,7 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t at = 0; at + 9 <= size && sets.size() < 6; at += 9) {
     double v = 0;
     std::memcpy(&v, data + at + 1, sizeof v);
-    std::string number = std::isfinite(v) ? fmt::format("{}", v) : std::string(std::isnan(v) ? "NaN" : "1e999");
+    std::string number =
+        std::isfinite(v) ? fmt::format("{}", v) : std::string(std::isnan(v) ? "NaN" : "1e999");
     std::string text = kFields[data[at] % kFieldCount];
     text.replace(text.find('%'), 1, number);
     sets.push_back(stalesim::parse_override(text));
