@@ -4,6 +4,7 @@
 // updates. Every input must either be refused (ScenarioError, naming the field) or run, or stop
 // with a TimeRangeError; anything else (the engine's "event in the past", another exception, a
 // sanitizer report such as a float-to-int overflow, a hang) is a finding. Run through tools/fuzz.
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -69,7 +70,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (s.eval.every_s < 1e-3 || s.optimizer.batch_size > 1'000'000) return 0;
     const stalesim::DataSplit none;
     stalesim::Simulation sim(s, none);
-    sim.run(stalesim::RunOptions{});
+    // At most about 200,000 events: a legitimate but long run (a worker sped up 1e300-fold
+    // evaluating every second for 1e7 virtual seconds) is not a hang to report.
+    std::atomic<bool> enough{false};
+    stalesim::RunOptions options;
+    options.interrupt = &enough;
+    options.progress_every = 1000;
+    int reports = 0;
+    options.on_progress = [&](const stalesim::Progress&) {
+      if (++reports >= 200) enough = true;
+    };
+    sim.run(options);
   } catch (const stalesim::ScenarioError&) {
   } catch (const stalesim::TimeRangeError&) {
   }
