@@ -219,7 +219,25 @@ double peak_rss_of_run(const fs::path& scenario, const fs::path& out) {
 
 }  // namespace
 
+// AddressSanitizer's shadow memory and quarantine inflate a process's peak RSS several-fold (the
+// cnn case: 325 MiB against 93 MiB in Release), so the comparison runs in uninstrumented builds.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 TEST_CASE("the memory estimate is within 30% of the measured peak RSS for each model type") {
+  if (kAddressSanitizer) {
+    MESSAGE("AddressSanitizer build: peak RSS counts shadow memory; this check runs in the Release pass");
+    return;
+  }
   // Sized so that the parameter snapshots (ASP: one per worker and the server's) dominate, and the
   // runs take well under a second each: enough updates for every worker to hold its own version.
   const json base = json::parse(R"({ "seed": 1, "optimizer": { "batch_size": 4, "lr": 0.01 },
