@@ -191,7 +191,7 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
   std::error_code ec;
   fs::create_directories(parent, ec);
   if (ec) throw IoError(fmt::format("{}: cannot create folder: {}", parent.string(), ec.message()));
-  clean_stale_temporaries(parent, name);
+  if (guard.clean_stale) clean_stale_temporaries(parent, name);
   check_target(dir, target, force, guard);
 
   const fs::path tmp = parent / fmt::format(".{}.partial-{}", name, ::getpid());

@@ -47,6 +47,9 @@ struct OutputGuard {
   // Called between the steps of writing and installing the folder: a test hook that may kill
   // the process there (STALESIM_INJECT_KILL_AT_STEP).
   std::function<void(std::string_view)> checkpoint{};
+  // Clean the hidden temporaries killed writers left beside `dir` first. A sweep passes false:
+  // it cleans its folder once for all points (one listing instead of one per point).
+  bool clean_stale = true;
 };
 
 // Writes the files into `dir` (README "Safety"): into a hidden sibling first, then swapped in

@@ -192,17 +192,24 @@ void refuse_protected(const std::string& dir, const fs::path& target, const std:
 
 void clean_stale_temporaries(const fs::path& parent, const std::string& name) {
   std::error_code ec;
-  std::vector<std::pair<fs::path, std::string>> stale;  // path, kind
+  struct Stale {
+    fs::path path;
+    std::string kind;    // partial, old, probe or tmp
+    std::string target;  // the NAME it belongs to
+    bool operator<(const Stale& o) const { return path < o.path; }
+  };
+  std::vector<Stale> stale;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string entry = it->path().filename().string();
     const auto pid = temporary_pid(entry, name);
     if (!pid || process_alive(*pid)) continue;
     const size_t dot = entry.rfind('.', entry.rfind('-'));
-    stale.emplace_back(it->path(), entry.substr(dot + 1, entry.rfind('-') - dot - 1));
+    stale.push_back(
+        {it->path(), entry.substr(dot + 1, entry.rfind('-') - dot - 1), entry.substr(1, dot - 1)});
   }
   std::sort(stale.begin(), stale.end());  // a fixed order, whatever the directory's
-  const fs::path target = parent / name;
-  for (const auto& [p, kind] : stale) {
+  for (const auto& [p, kind, of] : stale) {
+    const fs::path target = parent / of;
     std::error_code e;
     const fs::file_status st = fs::symlink_status(p, e);
     if (st.type() == fs::file_type::regular && kind == "tmp") {

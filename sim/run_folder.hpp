@@ -57,7 +57,8 @@ void refuse_protected(const std::string& dir, const std::filesystem::path& targe
 // Removes this name's hidden temporaries (.NAME.partial-PID, .NAME.old-PID, .NAME.probe-PID)
 // left in `parent` by processes no longer alive. When NAME itself is missing and a dead
 // process's .NAME.old-PID holds a run, that run is first restored under NAME (the fallback
-// replace, below, was killed between its two renames). Never touches anything else.
+// replace, below, was killed between its two renames). Never touches anything else. `name`
+// empty: the temporaries of every name in `parent` (a sweep folder's points, in one pass).
 void clean_stale_temporaries(const std::filesystem::path& parent, const std::string& name);
 
 // Writes `contents` to `path` (created or truncated). Throws IoError with the OS reason

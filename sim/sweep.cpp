@@ -402,7 +402,8 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
       rec.wrote = true;
       return rec;
     }
-    write_outputs(folder.string(), files, status != RunStatus::kInterrupted, /*force=*/true);
+    write_outputs(folder.string(), files, status != RunStatus::kInterrupted, /*force=*/true,
+                  OutputGuard{.clean_stale = false});  // prepare_sweep_dir cleaned the folder
     return record_from_summary(json::parse(files.summary_json), /*skipped=*/false);
   } catch (const std::exception& e) {
     rec.status = "failed";
@@ -697,6 +698,7 @@ void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force
   }
   fs::create_directories(root, ec);
   if (ec) throw IoError(fmt::format("{}: cannot create folder: {}", dir, ec.message()));
+  clean_stale_temporaries(root, "");  // killed points' leftovers, once for the whole sweep
   write_file_atomically((root / "sweep.json").string(), plan.manifest.dump(2) + "\n");
 }
 

@@ -237,6 +237,11 @@ TEST_CASE(
       cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=2,3 --quiet --force --out " + sw);
   CHECK(again.code == 0);
   CHECK(again.out.find("2 run, 0 skipped") != std::string::npos);
+  // A killed point's leftovers inside the sweep folder go when the sweep is next prepared.
+  const std::string leftover = ".0123456789abcdef.partial-" + std::to_string(dead_pid());
+  s.write("sw/" + leftover + "/metrics.csv", "");
+  REQUIRE(cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=2,3 --quiet --out " + sw).code == 0);
+  CHECK_FALSE(fs::exists(s.path / "sw" / leftover));
 }
 
 // ---- Crash-safe replacement -----------------------------------------------------------------
