@@ -88,6 +88,16 @@ inline void copy_row(const float* src, int64_t len, float* dst) {
   int64_t i = 0;
   for (; i + kLanes <= len; i += kLanes)
     Eigen::internal::pstoreu(dst + i, Eigen::internal::ploadu<Packet>(src + i));
+#if defined(__AVX2__)
+  if (i + 4 <= len) {  // the tail of a 10-float row: 4 + 2 floats in two moves, not 2 scalars
+    _mm_storeu_ps(dst + i, _mm_loadu_ps(src + i));
+    i += 4;
+  }
+  if (i + 2 <= len) {
+    _mm_store_sd(reinterpret_cast<double*>(dst + i), _mm_load_sd(reinterpret_cast<const double*>(src + i)));
+    i += 2;
+  }
+#endif
   for (; i < len; ++i) dst[i] = src[i];
 }
 
@@ -96,6 +106,18 @@ inline void add_row(const float* src, int64_t len, float* dst) {
   for (; i + kLanes <= len; i += kLanes)
     Eigen::internal::pstoreu(dst + i, Eigen::internal::padd(Eigen::internal::ploadu<Packet>(dst + i),
                                                             Eigen::internal::ploadu<Packet>(src + i)));
+#if defined(__AVX2__)
+  if (i + 4 <= len) {  // the same element-wise additions, fewer instructions
+    _mm_storeu_ps(dst + i, _mm_add_ps(_mm_loadu_ps(dst + i), _mm_loadu_ps(src + i)));
+    i += 4;
+  }
+  if (i + 2 <= len) {
+    const __m128 d = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(dst + i)));
+    const __m128 v = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(src + i)));
+    _mm_store_sd(reinterpret_cast<double*>(dst + i), _mm_castps_pd(_mm_add_ps(d, v)));
+    i += 2;
+  }
+#endif
   for (; i < len; ++i) dst[i] += src[i];
 }
 
