@@ -23,59 +23,25 @@ using RowVecMap = Eigen::Map<Eigen::RowVectorXf>;
 
 constexpr int64_t K = CnnShape::kKernel;
 
-// 2x2 stride-2 max pooling of the m samples of one channel plane `a` (m x h x h, row-major per
-// sample). Writes the maximum of each window to out[out_index(s, py, px)] (consecutive in px) and,
-// to arg[s, py, px]
-// (m x p x p), the window element of that maximum (0..3, row-major; ties to the first) or -1 when
-// the maximum is not positive: the ReLU before the pooling passes no gradient there.
-template <class OutIndex>
-void max_pool_plane(const float* a, int64_t m, int64_t h, float* out, int8_t* arg, OutIndex out_index) {
+// One sample's h x h channel plane a (row-major) to and from the four window-element planes of
+// max_pool_split (q, 4 x (h/2)^2 floats).
+void split_windows(const float* __restrict a, int64_t h, float* __restrict q) {
   const int64_t p = h / 2;
-  for (int64_t s = 0; s < m; ++s) {
-    for (int64_t py = 0; py < p; ++py) {
-      const float* r0 = a + (s * h + 2 * py) * h;
-      const float* r1 = r0 + h;
-      int8_t* ar = arg + (s * p + py) * p;
-      float* o = out + out_index(s, py, 0);
-      for (int64_t px = 0; px < p; ++px) {  // branch-free: strict > keeps the first maximum
-        const float v1 = r0[2 * px + 1], v2 = r1[2 * px], v3 = r1[2 * px + 1];
-        float mx = r0[2 * px];
-        int32_t best = 0;
-        const bool g1 = v1 > mx;
-        mx = g1 ? v1 : mx;
-        best = g1 ? 1 : best;
-        const bool g2 = v2 > mx;
-        mx = g2 ? v2 : mx;
-        best = g2 ? 2 : best;
-        const bool g3 = v3 > mx;
-        mx = g3 ? v3 : mx;
-        best = g3 ? 3 : best;
-        o[px] = mx;
-        ar[px] = static_cast<int8_t>(mx > 0.0f ? best : -1);
-      }
-    }
+  for (int64_t d = 0; d < 4; ++d) {
+    const float* src = a + (d / 2) * h + d % 2;
+    float* dst = q + d * p * p;
+    for (int64_t y = 0; y < p; ++y)
+      for (int64_t x = 0; x < p; ++x) dst[y * p + x] = src[2 * y * h + 2 * x];
   }
 }
 
-// The pooling's backward pass for one channel plane: writes every element of d (m x h x h): g(s,
-// py, px) at the window element arg[s, py, px], zero elsewhere (and in windows whose arg is -1).
-template <class GradAt>
-void max_pool_plane_backward(const int8_t* arg, int64_t m, int64_t h, float* d, GradAt grad_at) {
+void merge_windows(const float* __restrict q, int64_t h, float* __restrict a) {
   const int64_t p = h / 2;
-  for (int64_t s = 0; s < m; ++s) {
-    for (int64_t py = 0; py < p; ++py) {
-      const int8_t* ar = arg + (s * p + py) * p;
-      float* r0 = d + (s * h + 2 * py) * h;
-      float* r1 = r0 + h;
-      for (int64_t px = 0; px < p; ++px) {
-        const int8_t k = ar[px];
-        const float g = grad_at(s, py, px);
-        r0[2 * px] = k == 0 ? g : 0.0f;
-        r0[2 * px + 1] = k == 1 ? g : 0.0f;
-        r1[2 * px] = k == 2 ? g : 0.0f;
-        r1[2 * px + 1] = k == 3 ? g : 0.0f;
-      }
-    }
+  for (int64_t d = 0; d < 4; ++d) {
+    float* dst = a + (d / 2) * h + d % 2;
+    const float* src = q + d * p * p;
+    for (int64_t y = 0; y < p; ++y)
+      for (int64_t x = 0; x < p; ++x) dst[2 * y * h + 2 * x] = src[y * p + x];
   }
 }
 
@@ -339,6 +305,7 @@ void Cnn::reserve(Index n) {
     dp1_.resize(kChunk * p1 * p1, CnnShape::kC1);
     cols2_.resize(kChunk * h2 * h2, CnnShape::kK2);
     z2_.resize(kChunk * h2 * h2, CnnShape::kC2);
+    split_.resize(static_cast<size_t>(h2 * h2));
   }
   // The zero border is never written again; kLanes spare floats for im2col1's whole-packet reads.
   xpad_.assign(static_cast<size_t>(n * padded + kLanes), 0.0f);
@@ -450,11 +417,16 @@ void Cnn::forward(const float* params, Index n) {
     auto z2 = z2_.topRows(rows2);
     z2.noalias() = cols2_.topRows(rows2) * w2.transpose();
     bias_relu(z2, params + B[1].b);
+    // pool2 through a split copy of each plane (the GEMM's rows stay in plain order: im2col2 and
+    // col2im copy whole rows of p1's planes).
     int8_t* a2_block = arg2_.data() + start * flat;
+    float* split = split_.data();
     for (int64_t c = 0; c < CnnShape::kC2; ++c) {
-      float* out = flat_.data() + start * flat + c * p2 * p2;
-      max_pool_plane(z2_.col(c).data(), m, h2, out, a2_block + c * m * p2 * p2,
-                     [p2, flat](int64_t s, int64_t py, int64_t px) { return s * flat + py * p2 + px; });
+      for (int64_t s = 0; s < m; ++s) {
+        split_windows(z2_.col(c).data() + s * h2 * h2, h2, split);
+        max_pool_split(split, p2 * p2, flat_.data() + (start + s) * flat + c * p2 * p2,
+                       a2_block + (c * m + s) * p2 * p2);
+      }
     }
   }
 
@@ -527,11 +499,13 @@ void Cnn::backward(const float* params, Index n, float* grad) {
     // pool2 backward (with ReLU') into conv2's pre-activation gradient (every element written).
     auto dz2 = z2_.topRows(rows2);
     const int8_t* a2_block = arg2_.data() + start * flat;
+    float* split = split_.data();
     for (int64_t c = 0; c < CnnShape::kC2; ++c) {
-      const float* g = gflat_.data() + start * flat + c * p2 * p2;
-      max_pool_plane_backward(
-          a2_block + c * m * p2 * p2, m, h2, z2_.col(c).data(),
-          [g, p2, flat](int64_t s, int64_t py, int64_t px) { return g[s * flat + py * p2 + px]; });
+      for (int64_t s = 0; s < m; ++s) {
+        max_pool_split_backward(a2_block + (c * m + s) * p2 * p2,
+                                gflat_.data() + (start + s) * flat + c * p2 * p2, p2 * p2, split);
+        merge_windows(split, h2, z2_.col(c).data() + s * h2 * h2);
+      }
     }
     for (int64_t c = 0; c < CnnShape::kC2; ++c) db2(c) += dz2.col(c).sum();
     im2col2(start, m);

@@ -138,6 +138,7 @@ class Cnn final : public Model {
   Eigen::MatrixXf cols2_;            // kChunk h2^2 x 150: conv2 im2col; its gradient in backward
   Eigen::MatrixXf z2_;               // kChunk h2^2 x 16: conv2 ReLU output; its gradient in backward
   std::vector<int8_t> arg2_;         // pool2's arg-max: per chunk, 16 planes of m x p2 x p2
+  std::vector<float> split_;         // h2^2: one conv2 plane split into pooling-window elements
   Eigen::MatrixXf flat_;             // flat x n: pool2 output, flattened per sample
   Eigen::MatrixXf d1_, d2_;          // 120 x n, 84 x n: dense ReLU outputs
   Eigen::MatrixXf logits_;           // classes x n; d(loss)/d(logits) after the loss
