@@ -171,7 +171,8 @@ void max_pool_split_backward(const int8_t* __restrict arg, const float* __restri
 // a quarter of its rate; here tiles of 2 channels x 5 taps keep 10 packet accumulators in
 // registers (7 loads per 10 multiply-adds). Each lane sums the rows congruent to it modulo the
 // packet size in row order, then the lanes are reduced by predux: a fixed order.
-void conv1_weight_grad(const float* dz, Index ldz, const float* cols, Index ldc, Index rows, float* dw) {
+[[gnu::noinline]] void conv1_weight_grad(const float* dz, Index ldz, const float* cols, Index ldc, Index rows,
+                                         float* dw) {
   namespace ei = Eigen::internal;
   constexpr int64_t C = CnnShape::kC1, KK = CnnShape::kK1;
   static_assert(C % 2 == 0 && KK % 5 == 0);
@@ -181,23 +182,25 @@ void conv1_weight_grad(const float* dz, Index ldz, const float* cols, Index ldc,
     const float* d1 = d0 + ldz;
     for (int64_t k = 0; k < KK; k += 5) {
       const float* x = cols + k * ldc;
+      // Five distinct pointers (not x + j * ldc in the loop): GCC then keeps them in registers.
+      const float *x0 = x, *x1 = x0 + ldc, *x2 = x1 + ldc, *x3 = x2 + ldc, *x4 = x3 + ldc;
       Packet a00 = ei::pset1<Packet>(0.0f), a01 = a00, a02 = a00, a03 = a00, a04 = a00;
       Packet a10 = a00, a11 = a00, a12 = a00, a13 = a00, a14 = a00;
       for (Index p = 0; p < vec_rows; p += kLanes) {
         const Packet g0 = ei::ploadu<Packet>(d0 + p), g1 = ei::ploadu<Packet>(d1 + p);
-        Packet v = ei::ploadu<Packet>(x + p);
+        Packet v = ei::ploadu<Packet>(x0 + p);
         a00 = ei::pmadd(g0, v, a00);
         a10 = ei::pmadd(g1, v, a10);
-        v = ei::ploadu<Packet>(x + ldc + p);
+        v = ei::ploadu<Packet>(x1 + p);
         a01 = ei::pmadd(g0, v, a01);
         a11 = ei::pmadd(g1, v, a11);
-        v = ei::ploadu<Packet>(x + 2 * ldc + p);
+        v = ei::ploadu<Packet>(x2 + p);
         a02 = ei::pmadd(g0, v, a02);
         a12 = ei::pmadd(g1, v, a12);
-        v = ei::ploadu<Packet>(x + 3 * ldc + p);
+        v = ei::ploadu<Packet>(x3 + p);
         a03 = ei::pmadd(g0, v, a03);
         a13 = ei::pmadd(g1, v, a13);
-        v = ei::ploadu<Packet>(x + 4 * ldc + p);
+        v = ei::ploadu<Packet>(x4 + p);
         a04 = ei::pmadd(g0, v, a04);
         a14 = ei::pmadd(g1, v, a14);
       }
