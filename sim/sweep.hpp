@@ -7,11 +7,12 @@
 // point's folder holds exactly the files of a lone `stalesim run` of that scenario, and a folder
 // that already holds a finished run of the same scenario is not run again (resume).
 //
-// Points are numbered in grid order: the first --grid key varies slowest, then the next ones,
-// then the --zip keys (advanced together), then the seeds (fastest). A --grid or --zip value that
-// does not apply to a point (policy.staleness when the point's policy.type is "asp") is dropped
-// for that point, exactly as `--set policy.type=asp` drops a file's policy.staleness: the point
-// runs without it, its cell in sweep.csv is empty, and points that become identical share a folder.
+// A sweep file's constraints drop points before they are numbered. Points are numbered in grid order: the
+// first --grid key varies slowest, then the next ones, then the --zip keys (advanced together), then the
+// seeds (fastest). A --grid or --zip value that does not apply to a point (policy.staleness when the point's
+// policy.type is "asp") is dropped for that point, exactly as `--set policy.type=asp` drops a file's
+// policy.staleness: the point runs without it, its cell in sweep.csv is empty, and points that become
+// identical share a folder.
 //
 // Runs (folders) are spread over threads (`jobs`) and MPI ranks (run j goes to rank j % ranks).
 // Every run is self-contained (design.md section 2), so a point's files do not depend on either.
