@@ -450,7 +450,8 @@ TEST_CASE(
   CHECK_THROWS_AS(plan_sweep(spec), SweepError);
 }
 
-TEST_CASE("sweep.csv cells are flat (an array's items joined by ';') and a failed point's cells are empty") {
+TEST_CASE(
+    "sweep.csv cells are flat (an array's items joined by semicolons) and a failed point's cells are empty") {
   SweepSpec spec;
   spec.scenario_path = tiny_path();
   spec.grid = {{"model.hidden", {"[4]", "[4,3]", "[0]"}}};
