@@ -112,10 +112,10 @@ Commands:
   run SCENARIO       run a scenario and write its outputs
   validate SCENARIO  check a scenario and print it with every default resolved
   sweep SCENARIO     run a grid of variants and seeds of a scenario, one folder each (resumable)
-  sweep FILE.sweep.json  run the sweep a sweep file describes (README "Sweep files")
+  sweep FILE         run a sweep file (*.sweep.json: grid, zip, seeds, derived fields, constraints)
   reproduce SUMMARY  rerun a finished run from its summary.json and compare its files byte for byte
-  reproduce SWEEP_DIR  rerun every point of a sweep and compare, point by point
-  summarize SWEEP_DIR  mean and spread over seeds per point, and seed-averaged curves with bands
+  reproduce DIR      rerun every point of a sweep folder and compare, point by point
+  summarize DIR      mean and spread over seeds per sweep point, seed-averaged curves with bands
   timeline SCENARIO  draw the first seconds of a run in the terminal, a row per worker
   profiles [FILE]    list the built-in device profiles (or check profile files) and how to add yours
   costs              list the cost architectures (model.cost): parameters, FLOPs per sample, source
