@@ -20,7 +20,7 @@ namespace {
 
 ModelSpec cnn_spec(std::string init = "he") {
   ModelSpec s;
-  s.type = "cnn";
+  s.type = ModelType::kCnn;
   s.init = std::move(init);
   return s;
 }
