@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "base/enum_names.hpp"
+#include "base/rng.hpp"
 #include "models/dataset.hpp"
-#include "sim/rng.hpp"
 
 namespace stalesim {
 

@@ -9,10 +9,10 @@
 #include <numeric>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "models/cost_arch.hpp"
 #include "models/dataset.hpp"
 #include "models/model.hpp"
-#include "sim/rng.hpp"
 #include "sim_test_util.hpp"
 
 namespace stalesim {

@@ -9,9 +9,9 @@
 #include <numeric>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "models/dataset.hpp"
 #include "models/model.hpp"
-#include "sim/rng.hpp"
 
 namespace stalesim {
 namespace {

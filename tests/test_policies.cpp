@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "sim/policies/sync_policy.hpp"
-#include "sim/rng.hpp"
 
 using namespace stalesim;
 

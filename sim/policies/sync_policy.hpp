@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/sim_time.hpp"
 #include "sim/scenario.hpp"
-#include "sim/sim_time.hpp"
 
 namespace stalesim {
 

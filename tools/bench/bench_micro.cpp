@@ -21,11 +21,11 @@
 #include <span>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "models/dataset.hpp"
 #include "models/model.hpp"
 #include "sim/build_info.hpp"
 #include "sim/engine.hpp"
-#include "sim/rng.hpp"
 
 namespace {
 
