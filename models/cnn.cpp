@@ -15,39 +15,89 @@ using MatMap = Eigen::Map<Eigen::MatrixXf>;
 using ConstMatMap = Eigen::Map<const Eigen::MatrixXf>;
 using VecMap = Eigen::Map<Eigen::VectorXf>;
 using ConstVecMap = Eigen::Map<const Eigen::VectorXf>;
+using RowVecMap = Eigen::Map<Eigen::RowVectorXf>;
 
 constexpr int64_t K = CnnShape::kKernel;
 
-// 2x2 stride-2 max pooling of `a` (channels x n*h*h, column = (sample, y, x)). Writes the maximum
-// of each window to out[out_index(s, c, py, px)] and the a-column of that maximum to arg[same].
-// Ties go to the first element of the window in row-major order.
+// 2x2 stride-2 max pooling of the m samples of one channel plane `a` (m x h x h, row-major per
+// sample). Writes the maximum of each window to out[out_index(s, py, px)] (consecutive in px) and,
+// to arg[s, py, px]
+// (m x p x p), the window element of that maximum (0..3, row-major; ties to the first) or -1 when
+// the maximum is not positive: the ReLU before the pooling passes no gradient there.
 template <class OutIndex>
-void max_pool(const Eigen::MatrixXf& a, Index n, int64_t h, float* out, int32_t* arg, OutIndex out_index) {
-  const int64_t channels = a.rows();
+void max_pool_plane(const float* a, int64_t m, int64_t h, float* out, int8_t* arg, OutIndex out_index) {
   const int64_t p = h / 2;
-  const float* av = a.data();
-  for (int64_t s = 0; s < n; ++s) {
+  for (int64_t s = 0; s < m; ++s) {
     for (int64_t py = 0; py < p; ++py) {
-      for (int64_t px = 0; px < p; ++px) {
-        const int64_t base = s * h * h + 2 * py * h + 2 * px;
-        const int64_t cand[4] = {base, base + 1, base + h, base + h + 1};
-        for (int64_t c = 0; c < channels; ++c) {
-          int64_t best = cand[0];
-          float m = av[best * channels + c];
-          for (int k = 1; k < 4; ++k) {
-            const float v = av[cand[k] * channels + c];
-            if (v > m) {
-              m = v;
-              best = cand[k];
-            }
-          }
-          const int64_t o = out_index(s, c, py, px);
-          out[o] = m;
-          arg[o] = static_cast<int32_t>(best);
-        }
+      const float* r0 = a + (s * h + 2 * py) * h;
+      const float* r1 = r0 + h;
+      int8_t* ar = arg + (s * p + py) * p;
+      float* o = out + out_index(s, py, 0);
+      for (int64_t px = 0; px < p; ++px) {  // branch-free: strict > keeps the first maximum
+        const float v1 = r0[2 * px + 1], v2 = r1[2 * px], v3 = r1[2 * px + 1];
+        float mx = r0[2 * px];
+        int32_t best = 0;
+        const bool g1 = v1 > mx;
+        mx = g1 ? v1 : mx;
+        best = g1 ? 1 : best;
+        const bool g2 = v2 > mx;
+        mx = g2 ? v2 : mx;
+        best = g2 ? 2 : best;
+        const bool g3 = v3 > mx;
+        mx = g3 ? v3 : mx;
+        best = g3 ? 3 : best;
+        o[px] = mx;
+        ar[px] = static_cast<int8_t>(mx > 0.0f ? best : -1);
       }
     }
   }
+}
+
+// The pooling's backward pass for one channel plane: writes every element of d (m x h x h): g(s,
+// py, px) at the window element arg[s, py, px], zero elsewhere (and in windows whose arg is -1).
+template <class GradAt>
+void max_pool_plane_backward(const int8_t* arg, int64_t m, int64_t h, float* d, GradAt grad_at) {
+  const int64_t p = h / 2;
+  for (int64_t s = 0; s < m; ++s) {
+    for (int64_t py = 0; py < p; ++py) {
+      const int8_t* ar = arg + (s * p + py) * p;
+      float* r0 = d + (s * h + 2 * py) * h;
+      float* r1 = r0 + h;
+      for (int64_t px = 0; px < p; ++px) {
+        const int8_t k = ar[px];
+        const float g = grad_at(s, py, px);
+        r0[2 * px] = k == 0 ? g : 0.0f;
+        r0[2 * px + 1] = k == 1 ? g : 0.0f;
+        r1[2 * px] = k == 2 ? g : 0.0f;
+        r1[2 * px + 1] = k == 3 ? g : 0.0f;
+      }
+    }
+  }
+}
+
+// Short-row kernels for im2col and col2im (rows of 10 or 28 floats): whole SIMD packets, then
+// scalars, inline (a call to memmove, or Eigen's alignment peeling, costs more than the copy).
+using Packet = Eigen::internal::packet_traits<float>::type;
+constexpr int64_t kLanes = Eigen::internal::packet_traits<float>::size;
+
+inline void copy_row(const float* src, int64_t len, float* dst) {
+  int64_t i = 0;
+  for (; i + kLanes <= len; i += kLanes)
+    Eigen::internal::pstoreu(dst + i, Eigen::internal::ploadu<Packet>(src + i));
+  for (; i < len; ++i) dst[i] = src[i];
+}
+
+inline void add_row(const float* src, int64_t len, float* dst) {
+  int64_t i = 0;
+  for (; i + kLanes <= len; i += kLanes)
+    Eigen::internal::pstoreu(dst + i, Eigen::internal::padd(Eigen::internal::ploadu<Packet>(dst + i),
+                                                            Eigen::internal::ploadu<Packet>(src + i)));
+  for (; i < len; ++i) dst[i] += src[i];
+}
+
+// z = max(z + b, 0) column by column (one column per output channel).
+void bias_relu(Eigen::Ref<Eigen::MatrixXf> z, const float* b) {
+  for (Index c = 0; c < z.cols(); ++c) z.col(c) = (z.col(c).array() + b[c]).cwiseMax(0.0f).matrix();
 }
 
 }  // namespace
@@ -132,19 +182,21 @@ void Cnn::init(std::span<float> params, Rng& rng) {
 
 void Cnn::reserve(Index n) {
   if (capacity_ >= n) return;
-  const Index n1 = n * shape_.h1 * shape_.h1, np1 = n * shape_.p1 * shape_.p1, n2 = n * shape_.h2 * shape_.h2;
-  x_.resize(features_, n);
-  cols1_.resize(CnnShape::kK1, n1);
-  a1_.resize(CnnShape::kC1, n1);
-  p1_.resize(CnnShape::kC1, np1);
-  dp1_.resize(CnnShape::kC1, np1);
-  arg1_.resize(static_cast<size_t>(CnnShape::kC1 * np1));
-  cols2_.resize(CnnShape::kK2, n2);
-  a2_.resize(CnnShape::kC2, n2);
-  da2_.resize(CnnShape::kC2, n2);
+  const int64_t padded = (shape_.side + 2 * CnnShape::kPad1) * (shape_.side + 2 * CnnShape::kPad1);
+  const int64_t h1 = shape_.h1, p1 = shape_.p1, h2 = shape_.h2;
+  if (capacity_ == 0) {  // per-chunk scratch
+    cols1_.resize(kChunk * h1 * h1, CnnShape::kK1);
+    z1_.resize(kChunk * h1 * h1, CnnShape::kC1);
+    dp1_.resize(kChunk * p1 * p1, CnnShape::kC1);
+    cols2_.resize(kChunk * h2 * h2, CnnShape::kK2);
+    z2_.resize(kChunk * h2 * h2, CnnShape::kC2);
+  }
+  xpad_.assign(static_cast<size_t>(n * padded), 0.0f);  // the zero border is never written again
+  p1_.resize(static_cast<size_t>(n * CnnShape::kC1 * p1 * p1));
+  arg1_.resize(p1_.size());
+  arg2_.resize(static_cast<size_t>(n * shape_.flat));
   flat_.resize(shape_.flat, n);
   gflat_.resize(shape_.flat, n);
-  arg2_.resize(static_cast<size_t>(shape_.flat * n));
   d1_.resize(CnnShape::kDense1, n);
   g1_.resize(CnnShape::kDense1, n);
   d2_.resize(CnnShape::kDense2, n);
@@ -157,79 +209,81 @@ void Cnn::reserve(Index n) {
 template <class IndexAt>
 void Cnn::gather(const Dataset& data, Index n, IndexAt index_at) {
   reserve(n);
+  const int64_t S = shape_.side, W = S + 2 * CnnShape::kPad1;
   for (Index j = 0; j < n; ++j) {
     const int64_t i = index_at(j);
     const int32_t y = checked_label(data, i, shape_.classes, "cnn");
     labels_[static_cast<size_t>(j)] = y;
-    x_.col(j) = ConstVecMap(data.sample(i), features_);
+    const float* img = data.sample(i);
+    float* dst = xpad_.data() + j * W * W + CnnShape::kPad1 * W + CnnShape::kPad1;
+    for (int64_t r = 0; r < S; ++r) std::copy_n(img + r * S, S, dst + r * W);
+  }
+}
+
+void Cnn::im2col1(Index start, Index m) {
+  // Column ky * 5 + kx, row (s * h1 + oy) * h1 + ox: the padded image shifted by (ky, kx).
+  const int64_t h1 = shape_.h1, W = shape_.side + 2 * CnnShape::kPad1;
+  for (int64_t ky = 0; ky < K; ++ky) {
+    for (int64_t kx = 0; kx < K; ++kx) {
+      float* col = cols1_.col(ky * K + kx).data();
+      for (int64_t s = 0; s < m; ++s) {
+        const float* img = xpad_.data() + (start + s) * W * W + ky * W + kx;
+        for (int64_t oy = 0; oy < h1; ++oy) copy_row(img + oy * W, h1, col + (s * h1 + oy) * h1);
+      }
+    }
+  }
+}
+
+void Cnn::im2col2(Index start, Index m) {
+  // Column c * 25 + ky * 5 + kx, row (s * h2 + oy) * h2 + ox: pool1's plane c shifted by (ky, kx).
+  const int64_t p1 = shape_.p1, h2 = shape_.h2;
+  const float* block = p1_.data() + start * CnnShape::kC1 * p1 * p1;
+  for (int64_t c = 0; c < CnnShape::kC1; ++c) {
+    const float* plane = block + c * m * p1 * p1;
+    for (int64_t ky = 0; ky < K; ++ky) {
+      for (int64_t kx = 0; kx < K; ++kx) {
+        float* col = cols2_.col((c * K + ky) * K + kx).data();
+        for (int64_t s = 0; s < m; ++s) {
+          for (int64_t oy = 0; oy < h2; ++oy)
+            copy_row(plane + (s * p1 + oy + ky) * p1 + kx, h2, col + (s * h2 + oy) * h2);
+        }
+      }
+    }
   }
 }
 
 void Cnn::forward(const float* params, Index n) {
-  const int64_t S = shape_.side, h1 = shape_.h1, p1 = shape_.p1, h2 = shape_.h2, p2 = shape_.p2;
-  const Index n1 = n * h1 * h1, n2 = n * h2 * h2;
+  const int64_t h1 = shape_.h1, p1 = shape_.p1, h2 = shape_.h2, p2 = shape_.p2, flat = shape_.flat;
   const auto& B = shape_.blocks;
+  const ConstMatMap w1(params + B[0].w, B[0].out, B[0].in), w2(params + B[1].w, B[1].out, B[1].in);
 
-  // conv1 im2col: column (s, oy, ox), row ky * 5 + kx, zero outside the image.
-  {
-    float* cv = cols1_.data();
-    const float* xv = x_.data();
-    for (int64_t s = 0; s < n; ++s) {
-      const float* img = xv + s * features_;
-      for (int64_t oy = 0; oy < h1; ++oy) {
-        for (int64_t ox = 0; ox < h1; ++ox) {
-          float* col = cv + ((s * h1 + oy) * h1 + ox) * CnnShape::kK1;
-          for (int64_t ky = 0; ky < K; ++ky) {
-            const int64_t iy = oy + ky - CnnShape::kPad1;
-            for (int64_t kx = 0; kx < K; ++kx) {
-              const int64_t ix = ox + kx - CnnShape::kPad1;
-              col[ky * K + kx] = (iy >= 0 && iy < S && ix >= 0 && ix < S) ? img[iy * S + ix] : 0.0f;
-            }
-          }
-        }
-      }
+  for (Index start = 0; start < n; start += kChunk) {
+    const Index m = std::min<Index>(kChunk, n - start), rows1 = m * h1 * h1, rows2 = m * h2 * h2;
+    // conv1 + ReLU: positions x channels.
+    im2col1(start, m);
+    auto z1 = z1_.topRows(rows1);
+    z1.noalias() = cols1_.topRows(rows1) * w1.transpose();
+    bias_relu(z1, params + B[0].b);
+    // pool1 into this chunk's block of p1_ (channel planes of m samples).
+    float* p1_block = p1_.data() + start * CnnShape::kC1 * p1 * p1;
+    int8_t* a1_block = arg1_.data() + start * CnnShape::kC1 * p1 * p1;
+    for (int64_t c = 0; c < CnnShape::kC1; ++c) {
+      float* out = p1_block + c * m * p1 * p1;
+      max_pool_plane(z1_.col(c).data(), m, h1, out, a1_block + c * m * p1 * p1,
+                     [p1](int64_t s, int64_t py, int64_t px) { return (s * p1 + py) * p1 + px; });
+    }
+    // conv2 + ReLU, pool2 into flat_ (sample columns, channel-major rows).
+    im2col2(start, m);
+    auto z2 = z2_.topRows(rows2);
+    z2.noalias() = cols2_.topRows(rows2) * w2.transpose();
+    bias_relu(z2, params + B[1].b);
+    int8_t* a2_block = arg2_.data() + start * flat;
+    for (int64_t c = 0; c < CnnShape::kC2; ++c) {
+      float* out = flat_.data() + start * flat + c * p2 * p2;
+      max_pool_plane(z2_.col(c).data(), m, h2, out, a2_block + c * m * p2 * p2,
+                     [p2, flat](int64_t s, int64_t py, int64_t px) { return s * flat + py * p2 + px; });
     }
   }
-  {
-    const ConstMatMap w(params + B[0].w, B[0].out, B[0].in);
-    const ConstVecMap b(params + B[0].b, B[0].out);
-    auto z = a1_.leftCols(n1);
-    z.noalias() = w * cols1_.leftCols(n1);
-    z = (z.colwise() + b).cwiseMax(0.0f);
-  }
-  max_pool(a1_, n, h1, p1_.data(), arg1_.data(), [p1](int64_t s, int64_t c, int64_t py, int64_t px) {
-    return ((s * p1 + py) * p1 + px) * CnnShape::kC1 + c;
-  });
-
-  // conv2 im2col: column (s, oy, ox), row c * 25 + ky * 5 + kx.
-  {
-    float* cv = cols2_.data();
-    const float* pv = p1_.data();
-    for (int64_t s = 0; s < n; ++s) {
-      for (int64_t oy = 0; oy < h2; ++oy) {
-        for (int64_t ox = 0; ox < h2; ++ox) {
-          float* col = cv + ((s * h2 + oy) * h2 + ox) * CnnShape::kK2;
-          for (int64_t ky = 0; ky < K; ++ky) {
-            for (int64_t kx = 0; kx < K; ++kx) {
-              const float* src = pv + ((s * p1 + oy + ky) * p1 + ox + kx) * CnnShape::kC1;
-              for (int64_t c = 0; c < CnnShape::kC1; ++c) col[c * K * K + ky * K + kx] = src[c];
-            }
-          }
-        }
-      }
-    }
-  }
-  {
-    const ConstMatMap w(params + B[1].w, B[1].out, B[1].in);
-    const ConstVecMap b(params + B[1].b, B[1].out);
-    auto z = a2_.leftCols(n2);
-    z.noalias() = w * cols2_.leftCols(n2);
-    z = (z.colwise() + b).cwiseMax(0.0f);
-  }
-  const int64_t flat = shape_.flat;
-  max_pool(a2_, n, h2, flat_.data(), arg2_.data(), [p2, flat](int64_t s, int64_t c, int64_t py, int64_t px) {
-    return s * flat + (c * p2 + py) * p2 + px;
-  });
 
   // Dense layers.
   {
@@ -256,11 +310,10 @@ void Cnn::forward(const float* params, Index n) {
 }
 
 void Cnn::backward(const float* params, Index n, float* grad) {
-  const int64_t h1 = shape_.h1, p1 = shape_.p1, h2 = shape_.h2;
-  const Index n1 = n * h1 * h1, np1 = n * p1 * p1, n2 = n * h2 * h2;
+  const int64_t h1 = shape_.h1, p1 = shape_.p1, h2 = shape_.h2, p2 = shape_.p2, flat = shape_.flat;
   const auto& B = shape_.blocks;
   // Weight gradient d * input^T and bias gradient (reduced into owned aligned scratch, then
-  // copied: see mlp.cpp) of block l.
+  // copied: see mlp.cpp) of dense block l.
   auto weight_grads = [&](size_t l, const auto& d, const auto& input) {
     MatMap dw(grad + B[l].w, B[l].out, B[l].in);
     dw.noalias() = d * input.transpose();
@@ -287,57 +340,61 @@ void Cnn::backward(const float* params, Index n, float* grad) {
   gflat_.leftCols(n).noalias() =
       ConstMatMap(params + B[2].w, B[2].out, B[2].in).transpose() * g1_.leftCols(n);
 
-  // pool2 backward (windows do not overlap: each position gets at most one value), then ReLU'.
-  {
-    auto d = da2_.leftCols(n2);
-    d.setZero();
-    float* dv = da2_.data();
-    const float* gv = gflat_.data();
-    const int64_t count = shape_.flat * n;
-    for (int64_t e = 0; e < count; ++e) {
-      const int64_t c = (e % shape_.flat) / (shape_.p2 * shape_.p2);
-      dv[static_cast<int64_t>(arg2_[static_cast<size_t>(e)]) * CnnShape::kC2 + c] = gv[e];
+  // The convolutions, chunk by chunk in sample order; their weight and bias gradients accumulate
+  // over the chunks.
+  const ConstMatMap w2(params + B[1].w, B[1].out, B[1].in);
+  MatMap dw1(grad + B[0].w, B[0].out, B[0].in), dw2(grad + B[1].w, B[1].out, B[1].in);
+  VecMap db1(grad + B[0].b, B[0].out), db2(grad + B[1].b, B[1].out);
+  dw1.setZero();
+  dw2.setZero();
+  db1.setZero();
+  db2.setZero();
+  for (Index start = 0; start < n; start += kChunk) {
+    const Index m = std::min<Index>(kChunk, n - start), rows1 = m * h1 * h1, rows2 = m * h2 * h2;
+    // pool2 backward (with ReLU') into conv2's pre-activation gradient (every element written).
+    auto dz2 = z2_.topRows(rows2);
+    const int8_t* a2_block = arg2_.data() + start * flat;
+    for (int64_t c = 0; c < CnnShape::kC2; ++c) {
+      const float* g = gflat_.data() + start * flat + c * p2 * p2;
+      max_pool_plane_backward(
+          a2_block + c * m * p2 * p2, m, h2, z2_.col(c).data(),
+          [g, p2, flat](int64_t s, int64_t py, int64_t px) { return g[s * flat + py * p2 + px]; });
     }
-    d.array() = (a2_.leftCols(n2).array() > 0.0f).select(d.array(), 0.0f);
-  }
-  weight_grads(1, da2_.leftCols(n2), cols2_.leftCols(n2));
-  // Gradient at conv2's im2col (overwrites cols2_), then col2im into dp1_ in column order.
-  cols2_.leftCols(n2).noalias() =
-      ConstMatMap(params + B[1].w, B[1].out, B[1].in).transpose() * da2_.leftCols(n2);
-  {
-    dp1_.leftCols(np1).setZero();
-    float* dv = dp1_.data();
-    const float* cv = cols2_.data();
-    for (int64_t s = 0; s < n; ++s) {
-      for (int64_t oy = 0; oy < h2; ++oy) {
-        for (int64_t ox = 0; ox < h2; ++ox) {
-          const float* col = cv + ((s * h2 + oy) * h2 + ox) * CnnShape::kK2;
-          for (int64_t ky = 0; ky < K; ++ky) {
-            for (int64_t kx = 0; kx < K; ++kx) {
-              float* dst = dv + ((s * p1 + oy + ky) * p1 + ox + kx) * CnnShape::kC1;
-              for (int64_t c = 0; c < CnnShape::kC1; ++c) dst[c] += col[c * K * K + ky * K + kx];
+    for (int64_t c = 0; c < CnnShape::kC2; ++c) db2(c) += dz2.col(c).sum();
+    im2col2(start, m);
+    dw2.noalias() += dz2.transpose() * cols2_.topRows(rows2);
+    // Gradient at conv2's im2col (overwrites cols2_), then col2im into dp1_ in column order.
+    cols2_.topRows(rows2).noalias() = dz2 * w2;
+    auto dp1 = dp1_.topRows(m * p1 * p1);
+    dp1.setZero();
+    for (int64_t c = 0; c < CnnShape::kC1; ++c) {
+      float* plane = dp1_.col(c).data();
+      for (int64_t ky = 0; ky < K; ++ky) {
+        for (int64_t kx = 0; kx < K; ++kx) {
+          const float* col = cols2_.col((c * K + ky) * K + kx).data();
+          for (int64_t s = 0; s < m; ++s) {
+            for (int64_t oy = 0; oy < h2; ++oy) {
+              float* dst = plane + (s * p1 + oy + ky) * p1 + kx;
+              const float* src = col + (s * h2 + oy) * h2;
+              add_row(src, h2, dst);
             }
           }
         }
       }
     }
-  }
-  // pool1 backward with ReLU' at the arg-max (read before a1_ is overwritten by its gradient).
-  {
-    float* dv = dp1_.data();
-    float* av = a1_.data();
-    const int64_t count = CnnShape::kC1 * np1;
-    for (int64_t e = 0; e < count; ++e) {
-      const int64_t c = e % CnnShape::kC1;
-      if (!(av[static_cast<int64_t>(arg1_[static_cast<size_t>(e)]) * CnnShape::kC1 + c] > 0.0f)) dv[e] = 0.0f;
+    // pool1 backward (with ReLU') into conv1's pre-activation gradient (every element written).
+    auto dz1 = z1_.topRows(rows1);
+    const int8_t* a1_block = arg1_.data() + start * CnnShape::kC1 * p1 * p1;
+    for (int64_t c = 0; c < CnnShape::kC1; ++c) {
+      const float* g = dp1_.col(c).data();
+      max_pool_plane_backward(
+          a1_block + c * m * p1 * p1, m, h1, z1_.col(c).data(),
+          [g, p1](int64_t s, int64_t py, int64_t px) { return g[(s * p1 + py) * p1 + px]; });
     }
-    a1_.leftCols(n1).setZero();
-    for (int64_t e = 0; e < count; ++e) {
-      const int64_t c = e % CnnShape::kC1;
-      av[static_cast<int64_t>(arg1_[static_cast<size_t>(e)]) * CnnShape::kC1 + c] = dv[e];
-    }
+    for (int64_t c = 0; c < CnnShape::kC1; ++c) db1(c) += dz1.col(c).sum();
+    im2col1(start, m);
+    dw1.noalias() += dz1.transpose() * cols1_.topRows(rows1);
   }
-  weight_grads(0, a1_.leftCols(n1), cols1_.leftCols(n1));
 }
 
 double Cnn::loss_and_gradient(std::span<const float> params, const Dataset& data,

@@ -22,11 +22,15 @@
 // Initialization: He N(0, sqrt(2 / fan_in)) or Glorot uniform with fan_in = in channels x 25 and
 // fan_out = out channels x 25 for the convolutions; biases 0.
 //
-// Computation: each convolution is one im2col over the whole batch and one GEMM (columns are
-// (sample, y, x) positions, rows are patch elements), in float32, single-threaded, with scratch
-// matrices that only grow; pooling keeps the arg-max (ties to the first element of the window in
-// row-major order) for the backward pass; col2im and the pooling backward pass accumulate in a
-// fixed order. Same inputs => bit-identical gradient.
+// Computation: the convolutions run on chunks of 8 samples (so that the im2col matrices stay in
+// the L2 cache), each as one im2col and one Eigen GEMM per pass with positions as rows and
+// channels as columns (forward: positions x patch times patch x channels; weight gradient:
+// channels x positions times positions x patch, accumulated over the chunks in sample order;
+// input gradient: positions x channels times channels x patch), in float32, single-threaded, with
+// scratch that only grows; the backward pass recomputes the im2col instead of keeping it for the
+// whole batch. Pooling keeps the arg-max (ties to the first element of the window in row-major
+// order) for the backward pass; col2im and the pooling backward pass accumulate in a fixed order.
+// The dense layers run on the whole batch. Same inputs => bit-identical gradient.
 
 #include <Eigen/Core>
 
@@ -99,16 +103,21 @@ class Cnn final : public Model {
   const CnnShape& shape() const { return shape_; }
 
  private:
-  // Samples per evaluation chunk: bounds scratch memory (conv1's im2col is 25 x 784 floats per
-  // sample) during evaluate().
+  // Samples per evaluation chunk: bounds scratch memory during evaluate().
   static constexpr Eigen::Index kEvalChunk = 256;
+  // Samples per convolution chunk: the convolutions run on kChunk samples at a time so that their
+  // im2col matrices (8 x 784 x 25 floats for conv1) stay in the L2 cache.
+  static constexpr Eigen::Index kChunk = 8;
 
   void check_params(std::span<const float> params, const char* what) const;
   void check_data(const Dataset& data, const char* what) const;
   void reserve(Eigen::Index n);
   template <class IndexAt>
   void gather(const Dataset& data, Eigen::Index n, IndexAt index_at);
-  // Forward pass on the first n samples of x_; logits end in logits_.
+  // im2col of samples [start, start + m) into cols1_ (from xpad_) and cols2_ (from p1_).
+  void im2col1(Eigen::Index start, Eigen::Index m);
+  void im2col2(Eigen::Index start, Eigen::Index m);
+  // Forward pass on the first n gathered samples; logits end in logits_.
   void forward(const float* params, Eigen::Index n);
   // Backward pass from d(loss)/d(logits) in logits_; writes the whole gradient.
   void backward(const float* params, Eigen::Index n, float* grad);
@@ -117,22 +126,22 @@ class Cnn final : public Model {
   int64_t features_;
   WeightInit init_;
 
-  // Scratch, reused between calls (grown, never shrunk). Column-major; "N1" = n * h1^2 etc.
+  // Scratch, reused between calls (grown, never shrunk). Convolution activations are column-major
+  // "positions x channels": row (s, y, x) of a chunk of m samples, one column (a plane) per channel.
   Eigen::Index capacity_ = 0;
-  Eigen::MatrixXf x_;                // side^2 x n: gathered inputs
-  Eigen::MatrixXf cols1_;            // 25 x N1: conv1 im2col
-  Eigen::MatrixXf a1_;               // 6 x N1: conv1 ReLU output; reused as its gradient in backward
-  Eigen::MatrixXf p1_;               // 6 x (n p1^2): pool1 output
-  std::vector<int32_t> arg1_;        // per p1_ element: the a1_ column of the window's max
-  Eigen::MatrixXf cols2_;            // 150 x N2: conv2 im2col; reused as its gradient in backward
-  Eigen::MatrixXf a2_;               // 16 x N2: conv2 ReLU output
-  Eigen::MatrixXf da2_;              // 16 x N2: gradient at conv2's pre-activation
+  std::vector<float> xpad_;          // n x (S+4) x (S+4): gathered inputs, zero border of 2
+  Eigen::MatrixXf cols1_;            // kChunk h1^2 x 25: conv1 im2col
+  Eigen::MatrixXf z1_;               // kChunk h1^2 x 6: conv1 ReLU output; its gradient in backward
+  std::vector<float> p1_;            // pool1 output: per chunk, 6 planes of m x p1 x p1
+  std::vector<int8_t> arg1_;         // per p1_ element: window element of the max, -1 if not > 0
+  Eigen::MatrixXf dp1_;              // kChunk p1^2 x 6: gradient at pool1's output
+  Eigen::MatrixXf cols2_;            // kChunk h2^2 x 150: conv2 im2col; its gradient in backward
+  Eigen::MatrixXf z2_;               // kChunk h2^2 x 16: conv2 ReLU output; its gradient in backward
+  std::vector<int8_t> arg2_;         // pool2's arg-max: per chunk, 16 planes of m x p2 x p2
   Eigen::MatrixXf flat_;             // flat x n: pool2 output, flattened per sample
-  std::vector<int32_t> arg2_;        // per flat_ element: the a2_ column of the window's max
   Eigen::MatrixXf d1_, d2_;          // 120 x n, 84 x n: dense ReLU outputs
   Eigen::MatrixXf logits_;           // classes x n; d(loss)/d(logits) after the loss
   Eigen::MatrixXf g2_, g1_, gflat_;  // gradients at d2_, d1_ (pre-activation) and flat_
-  Eigen::MatrixXf dp1_;              // 6 x (n p1^2): gradient at pool1's output
   Eigen::VectorXf db_;               // bias-gradient scratch (aligned: see mlp.cpp)
   std::vector<int32_t> labels_;
 };

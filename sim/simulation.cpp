@@ -82,26 +82,34 @@ struct InFlight {
 };
 
 struct Worker {
+  // Hot: what the pull modes touch at every event, first and together (at 100,000 workers the
+  // workers do not fit in the caches; issue 21: a handful of cache lines per event, not a dozen).
   int32_t id = 0;
   int32_t group = 0;  // index into cluster.workers
   // Crash handling: events for this worker carry its generation; a crash bumps it, so whatever the
   // worker had in flight (a compute, a push on the wire, a pull) is dropped when it arrives.
   uint32_t gen = 0;
   bool down = false;
-  std::string profile;
+  WorkerState state = WorkerState::kCommunicating;
+  bool skip_push = false;   // B-FASGD: this push is skipped (a notice goes instead)
+  bool skip_fetch = false;  // B-FASGD: this fetch is skipped (the worker keeps its copy)
+  SimTime state_since;
   double base_compute_ns = 0;  // one iteration before jitter
+  int64_t read_version = 0;
+  int64_t read_staleness = 0;     // worker clock minus server clock when parameters were granted
+  int64_t read_server_clock = 0;  // server clock when the held parameters were read
+  int64_t seen_version = 0;       // the newest version this worker has received
   Rng jitter_rng{0};
-  std::unique_ptr<BatchSampler> sampler;  // null for the time-only model
   Snapshot params;
-  // Deferred mode: the gradient begun on the parameters when they were read, which are then let go.
-  DeferredGradient pending;
   // Pool mode: the gradient being computed on the pool since the parameters were read (null: none).
   std::unique_ptr<GradientTask> task;
-  int64_t read_version = 0;
-  int64_t read_staleness = 0;  // worker clock minus server clock when parameters were granted
-  WorkerState state = WorkerState::kCommunicating;
-  SimTime state_since;
+  std::unique_ptr<BatchSampler> sampler;  // null for the time-only model
+  LazyDeque<int64_t> push_bytes;          // sizes of the pushes on their way to the server, oldest first
   WorkerStats stats;
+  // Cold: the other modes' state.
+  std::string profile;
+  // Deferred mode: the gradient begun on the parameters when they were read, which are then let go.
+  DeferredGradient pending;
   // Cache modes (lazy SSP, ESSP): the worker reads its own copy while it is fresh enough.
   Snapshot cache;            // the last parameters received
   int64_t cache_clock = -1;  // the server clock they were stamped with; -1 before the first
@@ -120,17 +128,12 @@ struct Worker {
   bool holding = false;
   int64_t refresh_version = 0;  // the version of the fresh copy on its way to a holding worker
   bool refresh_in_flight = false;
-  int64_t seen_version = 0;  // the newest version this worker has received
   // B-FASGD: the worker's own transmission decisions and the last gradient it pushed.
   Rng transmit_rng{0};
-  bool skip_push = false;
-  bool skip_fetch = false;
   std::vector<float> last_grad;
   bool has_last_grad = false;
-  int64_t last_grad_version = 0;   // the version last_grad was computed on
-  int64_t read_server_clock = 0;   // server clock when the held parameters were read
-  std::deque<int64_t> push_bytes;  // sizes of the pushes on their way to the server, oldest first
-  int64_t vap_push_bytes = 0;      // VAP: size of the held update
+  int64_t last_grad_version = 0;  // the version last_grad was computed on
+  int64_t vap_push_bytes = 0;     // VAP: size of the held update
 };
 
 }  // namespace
@@ -1041,6 +1044,14 @@ struct Simulation::Impl {
   }
 
   void handle(const Event& e) {
+    // At 100,000 workers the next event's worker is a cache miss: start loading its hot fields
+    // now, while this event runs (a hint only; issue 21).
+    if (const Event* next = engine.peek(); next && next->target < workers.size()) {
+      const Worker& n = workers[next->target];
+      const char* hot = reinterpret_cast<const char*>(&n);
+      const char* hot_end = reinterpret_cast<const char*>(&n.stats + 1);
+      for (const char* line = hot; line < hot_end; line += 64) __builtin_prefetch(line);
+    }
     if (e.kind == kOrderStep) return on_order_step(e.payload);
     if (e.kind == kEvaluate) {
       record_metrics(engine.now());

@@ -221,6 +221,20 @@ TEST_CASE("cnn gradients match finite differences of an independent reference on
   check_gradient(*m, d.train, batch, coords, 28, 6);
 }
 
+TEST_CASE("cnn gradients match finite differences across convolution chunks: a batch of 8 + 8 + 3") {
+  // The convolutions run 8 samples at a time and accumulate their weight gradients over the
+  // chunks; 19 samples make two full chunks and a partial one.
+  const DataSplit d = image_blobs(12, 64, 13);
+  auto m = make_model(cnn_spec(), 144, 10);
+  std::vector<size_t> coords;
+  for (size_t i = 0; i < 156; ++i) coords.push_back(i);        // every conv1 weight and bias
+  for (size_t i = 156; i < 2572; i += 5) coords.push_back(i);  // a fifth of conv2's
+  for (size_t i = 2572; i < static_cast<size_t>(m->parameter_count()); i += 31) coords.push_back(i);
+  std::vector<int32_t> batch(19);
+  for (size_t j = 0; j < batch.size(); ++j) batch[j] = static_cast<int32_t>(3 * j + 1);
+  check_gradient(*m, d.train, batch, coords, 12, 7);
+}
+
 TEST_CASE("cnn gradients are bit-identical across instances, scratch sizes and span addresses") {
   const DataSplit d = image_blobs(28, 200, 13);
   auto a = make_model(cnn_spec(), 784, 10);

@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "sim/engine.hpp"
+#include "sim/rng.hpp"
 
 using namespace stalesim;
 
@@ -24,6 +27,42 @@ TEST_CASE("events run in time order and equal times run in scheduling order") {
   CHECK(drain(e) == std::vector<uint64_t>{2, 4, 5, 1, 3});
   CHECK(e.now() == SimTime::from_ns(30));
   CHECK(e.events_run() == 5);
+}
+
+TEST_CASE("thousands of events, many at equal times, some cancelled, run in (time, seq) order") {
+  // The queue is a 4-ary heap: check it against a sort on many pushes and pops interleaved.
+  Engine e;
+  Rng rng(3, Purpose::kOrder, 0);
+  std::vector<std::pair<int64_t, uint64_t>> expected;  // (time, payload = seq order)
+  std::vector<EventId> ids;
+  uint64_t next_payload = 0;
+  for (int i = 0; i < 5000; ++i) {
+    const auto t = static_cast<int64_t>(rng.below(300));  // many ties
+    ids.push_back(e.schedule(SimTime::from_ns(t), 0, 0, next_payload));
+    expected.emplace_back(t, next_payload++);
+  }
+  std::vector<bool> cancelled(expected.size(), false);
+  for (size_t i = 0; i < ids.size(); i += 7) {
+    CHECK(e.cancel(ids[i]));
+    cancelled[i] = true;
+  }
+  std::vector<std::pair<int64_t, uint64_t>> ran;
+  // Handlers schedule more events at or after the current time while the queue drains.
+  e.run_until(SimTime::from_ns(1'000'000), [&](const Event& ev) {
+    ran.emplace_back(e.now().ns(), ev.payload);
+    if (ran.size() % 3 == 0 && next_payload < 8000) {
+      const int64_t t = e.now().ns() + static_cast<int64_t>(rng.below(50));
+      e.schedule(SimTime::from_ns(t), 0, 0, next_payload);
+      expected.emplace_back(t, next_payload++);
+      cancelled.push_back(false);
+    }
+  });
+  std::vector<std::pair<int64_t, uint64_t>> want;
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (!cancelled[i]) want.push_back(expected[i]);
+  std::sort(want.begin(), want.end());  // payloads rise with seq: (time, payload) is (time, seq)
+  CHECK(ran == want);
+  CHECK(e.pending() == 0);
 }
 
 TEST_CASE("a cancelled event does not run and cannot be cancelled twice") {
