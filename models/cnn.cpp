@@ -3,6 +3,10 @@
 
 #include "models/cnn.hpp"
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -19,59 +23,25 @@ using RowVecMap = Eigen::Map<Eigen::RowVectorXf>;
 
 constexpr int64_t K = CnnShape::kKernel;
 
-// 2x2 stride-2 max pooling of the m samples of one channel plane `a` (m x h x h, row-major per
-// sample). Writes the maximum of each window to out[out_index(s, py, px)] (consecutive in px) and,
-// to arg[s, py, px]
-// (m x p x p), the window element of that maximum (0..3, row-major; ties to the first) or -1 when
-// the maximum is not positive: the ReLU before the pooling passes no gradient there.
-template <class OutIndex>
-void max_pool_plane(const float* a, int64_t m, int64_t h, float* out, int8_t* arg, OutIndex out_index) {
+// One sample's h x h channel plane a (row-major) to and from the four window-element planes of
+// max_pool_split (q, 4 x (h/2)^2 floats).
+void split_windows(const float* __restrict a, int64_t h, float* __restrict q) {
   const int64_t p = h / 2;
-  for (int64_t s = 0; s < m; ++s) {
-    for (int64_t py = 0; py < p; ++py) {
-      const float* r0 = a + (s * h + 2 * py) * h;
-      const float* r1 = r0 + h;
-      int8_t* ar = arg + (s * p + py) * p;
-      float* o = out + out_index(s, py, 0);
-      for (int64_t px = 0; px < p; ++px) {  // branch-free: strict > keeps the first maximum
-        const float v1 = r0[2 * px + 1], v2 = r1[2 * px], v3 = r1[2 * px + 1];
-        float mx = r0[2 * px];
-        int32_t best = 0;
-        const bool g1 = v1 > mx;
-        mx = g1 ? v1 : mx;
-        best = g1 ? 1 : best;
-        const bool g2 = v2 > mx;
-        mx = g2 ? v2 : mx;
-        best = g2 ? 2 : best;
-        const bool g3 = v3 > mx;
-        mx = g3 ? v3 : mx;
-        best = g3 ? 3 : best;
-        o[px] = mx;
-        ar[px] = static_cast<int8_t>(mx > 0.0f ? best : -1);
-      }
-    }
+  for (int64_t d = 0; d < 4; ++d) {
+    const float* src = a + (d / 2) * h + d % 2;
+    float* dst = q + d * p * p;
+    for (int64_t y = 0; y < p; ++y)
+      for (int64_t x = 0; x < p; ++x) dst[y * p + x] = src[2 * y * h + 2 * x];
   }
 }
 
-// The pooling's backward pass for one channel plane: writes every element of d (m x h x h): g(s,
-// py, px) at the window element arg[s, py, px], zero elsewhere (and in windows whose arg is -1).
-template <class GradAt>
-void max_pool_plane_backward(const int8_t* arg, int64_t m, int64_t h, float* d, GradAt grad_at) {
+void merge_windows(const float* __restrict q, int64_t h, float* __restrict a) {
   const int64_t p = h / 2;
-  for (int64_t s = 0; s < m; ++s) {
-    for (int64_t py = 0; py < p; ++py) {
-      const int8_t* ar = arg + (s * p + py) * p;
-      float* r0 = d + (s * h + 2 * py) * h;
-      float* r1 = r0 + h;
-      for (int64_t px = 0; px < p; ++px) {
-        const int8_t k = ar[px];
-        const float g = grad_at(s, py, px);
-        r0[2 * px] = k == 0 ? g : 0.0f;
-        r0[2 * px + 1] = k == 1 ? g : 0.0f;
-        r1[2 * px] = k == 2 ? g : 0.0f;
-        r1[2 * px + 1] = k == 3 ? g : 0.0f;
-      }
-    }
+  for (int64_t d = 0; d < 4; ++d) {
+    float* dst = a + (d / 2) * h + d % 2;
+    const float* src = q + d * p * p;
+    for (int64_t y = 0; y < p; ++y)
+      for (int64_t x = 0; x < p; ++x) dst[2 * y * h + 2 * x] = src[y * p + x];
   }
 }
 
@@ -84,6 +54,16 @@ inline void copy_row(const float* src, int64_t len, float* dst) {
   int64_t i = 0;
   for (; i + kLanes <= len; i += kLanes)
     Eigen::internal::pstoreu(dst + i, Eigen::internal::ploadu<Packet>(src + i));
+#if defined(__AVX2__)
+  if (i + 4 <= len) {  // the tail of a 10-float row: 4 + 2 floats in two moves, not 2 scalars
+    _mm_storeu_ps(dst + i, _mm_loadu_ps(src + i));
+    i += 4;
+  }
+  if (i + 2 <= len) {
+    _mm_store_sd(reinterpret_cast<double*>(dst + i), _mm_load_sd(reinterpret_cast<const double*>(src + i)));
+    i += 2;
+  }
+#endif
   for (; i < len; ++i) dst[i] = src[i];
 }
 
@@ -92,12 +72,149 @@ inline void add_row(const float* src, int64_t len, float* dst) {
   for (; i + kLanes <= len; i += kLanes)
     Eigen::internal::pstoreu(dst + i, Eigen::internal::padd(Eigen::internal::ploadu<Packet>(dst + i),
                                                             Eigen::internal::ploadu<Packet>(src + i)));
+#if defined(__AVX2__)
+  if (i + 4 <= len) {  // the same element-wise additions, fewer instructions
+    _mm_storeu_ps(dst + i, _mm_add_ps(_mm_loadu_ps(dst + i), _mm_loadu_ps(src + i)));
+    i += 4;
+  }
+  if (i + 2 <= len) {
+    const __m128 d = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(dst + i)));
+    const __m128 v = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(src + i)));
+    _mm_store_sd(reinterpret_cast<double*>(dst + i), _mm_castps_pd(_mm_add_ps(d, v)));
+    i += 2;
+  }
+#endif
   for (; i < len; ++i) dst[i] += src[i];
 }
 
 // z = max(z + b, 0) column by column (one column per output channel).
 void bias_relu(Eigen::Ref<Eigen::MatrixXf> z, const float* b) {
   for (Index c = 0; c < z.cols(); ++c) z.col(c) = (z.col(c).array() + b[c]).cwiseMax(0.0f).matrix();
+}
+
+// 2x2 stride-2 max pooling of one sample's channel plane stored as four window-element planes
+// q[0..3] (element (dy, dx) of every window in plane dy * 2 + dx, each count floats in the
+// pooled order): out[i] = the maximum of window i, arg[i] = its element (ties to the first, in
+// row-major window order) or -1 when the maximum is not positive. Contiguous and branch-free; with
+// AVX2, 8 windows per step (GCC leaves the scalar loop scalar). Both paths only compare and select,
+// so they give the same bits.
+void max_pool_split(const float* __restrict q, int64_t count, float* __restrict out, int8_t* __restrict arg) {
+  const float* q1 = q + count;
+  const float* q2 = q1 + count;
+  const float* q3 = q2 + count;
+  int64_t i = 0;
+#if defined(__AVX2__)
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 one = _mm256_castsi256_ps(_mm256_set1_epi32(1)),
+               two = _mm256_castsi256_ps(_mm256_set1_epi32(2)),
+               three = _mm256_castsi256_ps(_mm256_set1_epi32(3)),
+               none = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+  // Byte 0 of each 32-bit lane to the low 4 bytes of each 128-bit half, then both halves together.
+  const __m256i bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8,
+                                         12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i halves = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
+  for (; i + 8 <= count; i += 8) {
+    __m256 mx = _mm256_loadu_ps(q + i), best = zero;  // int 0 has the bits of 0.0f
+    __m256 v = _mm256_loadu_ps(q1 + i), gt = _mm256_cmp_ps(v, mx, _CMP_GT_OQ);
+    mx = _mm256_blendv_ps(mx, v, gt);
+    best = _mm256_blendv_ps(best, one, gt);
+    v = _mm256_loadu_ps(q2 + i);
+    gt = _mm256_cmp_ps(v, mx, _CMP_GT_OQ);
+    mx = _mm256_blendv_ps(mx, v, gt);
+    best = _mm256_blendv_ps(best, two, gt);
+    v = _mm256_loadu_ps(q3 + i);
+    gt = _mm256_cmp_ps(v, mx, _CMP_GT_OQ);
+    mx = _mm256_blendv_ps(mx, v, gt);
+    best = _mm256_blendv_ps(best, three, gt);
+    _mm256_storeu_ps(out + i, mx);
+    best = _mm256_blendv_ps(none, best, _mm256_cmp_ps(mx, zero, _CMP_GT_OQ));
+    const __m256i b =
+        _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(_mm256_castps_si256(best), bytes), halves);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(arg + i), _mm256_castsi256_si128(b));
+  }
+#endif
+  for (; i < count; ++i) {
+    float mx = q[i];
+    int32_t best = 0;
+    best = q1[i] > mx ? 1 : best;
+    mx = q1[i] > mx ? q1[i] : mx;
+    best = q2[i] > mx ? 2 : best;
+    mx = q2[i] > mx ? q2[i] : mx;
+    best = q3[i] > mx ? 3 : best;
+    mx = q3[i] > mx ? q3[i] : mx;
+    out[i] = mx;
+    arg[i] = static_cast<int8_t>(mx > 0.0f ? best : -1);
+  }
+}
+
+// Its backward pass: q[k][i] = g[i] where arg[i] == k, else 0 (every element written).
+void max_pool_split_backward(const int8_t* __restrict arg, const float* __restrict g, int64_t count,
+                             float* __restrict q) {
+  for (int64_t k = 0; k < 4; ++k) {
+    float* qk = q + k * count;
+    int64_t i = 0;
+#if defined(__AVX2__)
+    const __m256i kk = _mm256_set1_epi32(static_cast<int>(k));
+    for (; i + 8 <= count; i += 8) {
+      const __m256i a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(arg + i)));
+      const __m256 hit = _mm256_castsi256_ps(_mm256_cmpeq_epi32(a, kk));
+      _mm256_storeu_ps(qk + i, _mm256_and_ps(hit, _mm256_loadu_ps(g + i)));
+    }
+#endif
+    for (; i < count; ++i) qk[i] = arg[i] == k ? g[i] : 0.0f;
+  }
+}
+
+// dw(c, k) += sum over rows p of dz(p, c) * cols(p, k) for conv1's 6 x 25 weight gradient
+// (column-major, leading dimension kC1), over `rows` rows (columns of dz and cols are contiguous,
+// leading dimensions ldz and ldc). Eigen's GEMM runs this 6 x 25 result with a 6272-deep sum at
+// a quarter of its rate; here tiles of 2 channels x 5 taps keep 10 packet accumulators in
+// registers (7 loads per 10 multiply-adds). Each lane sums the rows congruent to it modulo the
+// packet size in row order, then the lanes are reduced by predux: a fixed order.
+[[gnu::noinline]] void conv1_weight_grad(const float* dz, Index ldz, const float* cols, Index ldc, Index rows,
+                                         float* dw) {
+  namespace ei = Eigen::internal;
+  constexpr int64_t C = CnnShape::kC1, KK = CnnShape::kK1;
+  static_assert(C % 2 == 0 && KK % 5 == 0);
+  const Index vec_rows = rows / kLanes * kLanes;
+  for (int64_t c = 0; c < C; c += 2) {
+    const float* d0 = dz + c * ldz;
+    const float* d1 = d0 + ldz;
+    for (int64_t k = 0; k < KK; k += 5) {
+      const float* x = cols + k * ldc;
+      // Five distinct pointers (not x + j * ldc in the loop): GCC then keeps them in registers.
+      const float *x0 = x, *x1 = x0 + ldc, *x2 = x1 + ldc, *x3 = x2 + ldc, *x4 = x3 + ldc;
+      Packet a00 = ei::pset1<Packet>(0.0f), a01 = a00, a02 = a00, a03 = a00, a04 = a00;
+      Packet a10 = a00, a11 = a00, a12 = a00, a13 = a00, a14 = a00;
+      for (Index p = 0; p < vec_rows; p += kLanes) {
+        const Packet g0 = ei::ploadu<Packet>(d0 + p), g1 = ei::ploadu<Packet>(d1 + p);
+        Packet v = ei::ploadu<Packet>(x0 + p);
+        a00 = ei::pmadd(g0, v, a00);
+        a10 = ei::pmadd(g1, v, a10);
+        v = ei::ploadu<Packet>(x1 + p);
+        a01 = ei::pmadd(g0, v, a01);
+        a11 = ei::pmadd(g1, v, a11);
+        v = ei::ploadu<Packet>(x2 + p);
+        a02 = ei::pmadd(g0, v, a02);
+        a12 = ei::pmadd(g1, v, a12);
+        v = ei::ploadu<Packet>(x3 + p);
+        a03 = ei::pmadd(g0, v, a03);
+        a13 = ei::pmadd(g1, v, a13);
+        v = ei::ploadu<Packet>(x4 + p);
+        a04 = ei::pmadd(g0, v, a04);
+        a14 = ei::pmadd(g1, v, a14);
+      }
+      const Packet acc[2][5] = {{a00, a01, a02, a03, a04}, {a10, a11, a12, a13, a14}};
+      for (int64_t i = 0; i < 2; ++i) {
+        const float* d = i == 0 ? d0 : d1;
+        for (int64_t j = 0; j < 5; ++j) {
+          float sum = ei::predux(acc[i][j]);
+          for (Index p = vec_rows; p < rows; ++p) sum += d[p] * x[j * ldc + p];
+          dw[(k + j) * C + c + i] += sum;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -185,13 +302,16 @@ void Cnn::reserve(Index n) {
   const int64_t padded = (shape_.side + 2 * CnnShape::kPad1) * (shape_.side + 2 * CnnShape::kPad1);
   const int64_t h1 = shape_.h1, p1 = shape_.p1, h2 = shape_.h2;
   if (capacity_ == 0) {  // per-chunk scratch
-    cols1_.resize(kChunk * h1 * h1, CnnShape::kK1);
+    // kLanes spare rows: im2col1 copies whole packets past the end of its last row.
+    cols1_.resize(kChunk * h1 * h1 + kLanes, CnnShape::kK1);
     z1_.resize(kChunk * h1 * h1, CnnShape::kC1);
     dp1_.resize(kChunk * p1 * p1, CnnShape::kC1);
     cols2_.resize(kChunk * h2 * h2, CnnShape::kK2);
     z2_.resize(kChunk * h2 * h2, CnnShape::kC2);
+    split_.resize(static_cast<size_t>(h2 * h2));
   }
-  xpad_.assign(static_cast<size_t>(n * padded), 0.0f);  // the zero border is never written again
+  // The zero border is never written again; kLanes spare floats for im2col1's whole-packet reads.
+  xpad_.assign(static_cast<size_t>(n * padded + kLanes), 0.0f);
   p1_.resize(static_cast<size_t>(n * CnnShape::kC1 * p1 * p1));
   arg1_.resize(p1_.size());
   arg2_.resize(static_cast<size_t>(n * shape_.flat));
@@ -209,26 +329,48 @@ void Cnn::reserve(Index n) {
 template <class IndexAt>
 void Cnn::gather(const Dataset& data, Index n, IndexAt index_at) {
   reserve(n);
-  const int64_t S = shape_.side, W = S + 2 * CnnShape::kPad1;
+  const int64_t S = shape_.side, W = S + 2 * CnnShape::kPad1, Wh = W / 2;
   for (Index j = 0; j < n; ++j) {
     const int64_t i = index_at(j);
     const int32_t y = checked_label(data, i, shape_.classes, "cnn");
     labels_[static_cast<size_t>(j)] = y;
     const float* img = data.sample(i);
-    float* dst = xpad_.data() + j * W * W + CnnShape::kPad1 * W + CnnShape::kPad1;
-    for (int64_t r = 0; r < S; ++r) std::copy_n(img + r * S, S, dst + r * W);
+    // Padded pixel (r, q) goes to parity plane (r % 2) * 2 + q % 2 at (r / 2, q / 2).
+    float* dst = xpad_.data() + j * W * W;
+    for (int64_t y = 0; y < S; ++y) {
+      const int64_t r = y + CnnShape::kPad1;
+      for (int64_t x = 0; x < S; ++x) {
+        const int64_t q = x + CnnShape::kPad1;
+        dst[((r % 2 * 2 + q % 2) * Wh + r / 2) * Wh + q / 2] = img[y * S + x];
+      }
+    }
   }
 }
 
 void Cnn::im2col1(Index start, Index m) {
-  // Column ky * 5 + kx, row (s * h1 + oy) * h1 + ox: the padded image shifted by (ky, kx).
-  const int64_t h1 = shape_.h1, W = shape_.side + 2 * CnnShape::kPad1;
+  // Column ky * 5 + kx; row ((s * 4 + dy * 2 + dx) * p1 + py) * p1 + px for output position
+  // (2 py + dy, 2 px + dx): padded pixel (2 py + a, 2 px + b) with a = dy + ky, b = dx + kx, i.e.
+  // parity plane (a % 2, b % 2) at (py + a / 2, px + b / 2). Rows of p1 floats are copied as whole
+  // packets (the excess is overwritten by the next row, or lands in cols1_'s spare rows).
+  const int64_t p1 = shape_.p1, W = shape_.side + 2 * CnnShape::kPad1, Wh = W / 2;
   for (int64_t ky = 0; ky < K; ++ky) {
     for (int64_t kx = 0; kx < K; ++kx) {
       float* col = cols1_.col(ky * K + kx).data();
       for (int64_t s = 0; s < m; ++s) {
-        const float* img = xpad_.data() + (start + s) * W * W + ky * W + kx;
-        for (int64_t oy = 0; oy < h1; ++oy) copy_row(img + oy * W, h1, col + (s * h1 + oy) * h1);
+        const float* img = xpad_.data() + (start + s) * W * W;
+        for (int64_t dy = 0; dy < 2; ++dy) {
+          for (int64_t dx = 0; dx < 2; ++dx) {
+            const int64_t a = dy + ky, b = dx + kx;
+            const float* plane = img + ((a % 2 * 2 + b % 2) * Wh + a / 2) * Wh + b / 2;
+            float* dst = col + (s * 4 + dy * 2 + dx) * p1 * p1;
+            for (int64_t py = 0; py < p1; ++py) {
+              const float* src = plane + py * Wh;
+              float* d = dst + py * p1;
+              for (int64_t i = 0; i < p1; i += kLanes)
+                Eigen::internal::pstoreu(d + i, Eigen::internal::ploadu<Packet>(src + i));
+            }
+          }
+        }
       }
     }
   }
@@ -268,20 +410,26 @@ void Cnn::forward(const float* params, Index n) {
     float* p1_block = p1_.data() + start * CnnShape::kC1 * p1 * p1;
     int8_t* a1_block = arg1_.data() + start * CnnShape::kC1 * p1 * p1;
     for (int64_t c = 0; c < CnnShape::kC1; ++c) {
-      float* out = p1_block + c * m * p1 * p1;
-      max_pool_plane(z1_.col(c).data(), m, h1, out, a1_block + c * m * p1 * p1,
-                     [p1](int64_t s, int64_t py, int64_t px) { return (s * p1 + py) * p1 + px; });
+      for (int64_t s = 0; s < m; ++s) {
+        const int64_t o = (c * m + s) * p1 * p1;
+        max_pool_split(z1_.col(c).data() + s * h1 * h1, p1 * p1, p1_block + o, a1_block + o);
+      }
     }
     // conv2 + ReLU, pool2 into flat_ (sample columns, channel-major rows).
     im2col2(start, m);
     auto z2 = z2_.topRows(rows2);
     z2.noalias() = cols2_.topRows(rows2) * w2.transpose();
     bias_relu(z2, params + B[1].b);
+    // pool2 through a split copy of each plane (the GEMM's rows stay in plain order: im2col2 and
+    // col2im copy whole rows of p1's planes).
     int8_t* a2_block = arg2_.data() + start * flat;
+    float* split = split_.data();
     for (int64_t c = 0; c < CnnShape::kC2; ++c) {
-      float* out = flat_.data() + start * flat + c * p2 * p2;
-      max_pool_plane(z2_.col(c).data(), m, h2, out, a2_block + c * m * p2 * p2,
-                     [p2, flat](int64_t s, int64_t py, int64_t px) { return s * flat + py * p2 + px; });
+      for (int64_t s = 0; s < m; ++s) {
+        split_windows(z2_.col(c).data() + s * h2 * h2, h2, split);
+        max_pool_split(split, p2 * p2, flat_.data() + (start + s) * flat + c * p2 * p2,
+                       a2_block + (c * m + s) * p2 * p2);
+      }
     }
   }
 
@@ -354,11 +502,13 @@ void Cnn::backward(const float* params, Index n, float* grad) {
     // pool2 backward (with ReLU') into conv2's pre-activation gradient (every element written).
     auto dz2 = z2_.topRows(rows2);
     const int8_t* a2_block = arg2_.data() + start * flat;
+    float* split = split_.data();
     for (int64_t c = 0; c < CnnShape::kC2; ++c) {
-      const float* g = gflat_.data() + start * flat + c * p2 * p2;
-      max_pool_plane_backward(
-          a2_block + c * m * p2 * p2, m, h2, z2_.col(c).data(),
-          [g, p2, flat](int64_t s, int64_t py, int64_t px) { return g[s * flat + py * p2 + px]; });
+      for (int64_t s = 0; s < m; ++s) {
+        max_pool_split_backward(a2_block + (c * m + s) * p2 * p2,
+                                gflat_.data() + (start + s) * flat + c * p2 * p2, p2 * p2, split);
+        merge_windows(split, h2, z2_.col(c).data() + s * h2 * h2);
+      }
     }
     for (int64_t c = 0; c < CnnShape::kC2; ++c) db2(c) += dz2.col(c).sum();
     im2col2(start, m);
@@ -386,14 +536,14 @@ void Cnn::backward(const float* params, Index n, float* grad) {
     auto dz1 = z1_.topRows(rows1);
     const int8_t* a1_block = arg1_.data() + start * CnnShape::kC1 * p1 * p1;
     for (int64_t c = 0; c < CnnShape::kC1; ++c) {
-      const float* g = dp1_.col(c).data();
-      max_pool_plane_backward(
-          a1_block + c * m * p1 * p1, m, h1, z1_.col(c).data(),
-          [g, p1](int64_t s, int64_t py, int64_t px) { return g[(s * p1 + py) * p1 + px]; });
+      for (int64_t s = 0; s < m; ++s) {
+        max_pool_split_backward(a1_block + (c * m + s) * p1 * p1, dp1_.col(c).data() + s * p1 * p1, p1 * p1,
+                                z1_.col(c).data() + s * h1 * h1);
+      }
     }
     for (int64_t c = 0; c < CnnShape::kC1; ++c) db1(c) += dz1.col(c).sum();
     im2col1(start, m);
-    dw1.noalias() += dz1.transpose() * cols1_.topRows(rows1);
+    conv1_weight_grad(z1_.data(), z1_.rows(), cols1_.data(), cols1_.rows(), rows1, dw1.data());
   }
 }
 

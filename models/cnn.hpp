@@ -24,12 +24,19 @@
 //
 // Computation: the convolutions run on chunks of 8 samples (so that the im2col matrices stay in
 // the L2 cache), each as one im2col and one Eigen GEMM per pass with positions as rows and
-// channels as columns (forward: positions x patch times patch x channels; weight gradient:
-// channels x positions times positions x patch, accumulated over the chunks in sample order;
-// input gradient: positions x channels times channels x patch), in float32, single-threaded, with
-// scratch that only grows; the backward pass recomputes the im2col instead of keeping it for the
-// whole batch. Pooling keeps the arg-max (ties to the first element of the window in row-major
-// order) for the backward pass; col2im and the pooling backward pass accumulate in a fixed order.
+// channels as columns (forward: positions x patch times patch x channels; conv2's weight
+// gradient: channels x positions times positions x patch, accumulated over the chunks in sample
+// order; conv2's input gradient: positions x channels times channels x patch), in float32,
+// single-threaded, with scratch that only grows; the backward pass recomputes the im2col instead
+// of keeping it for the whole batch. conv1's rows are ordered by pooling-window element
+// (sample, dy, dx, py, px for position (2 py + dy, 2 px + dx); the gathered input is stored as
+// four parity planes so that im2col1 copies whole rows), so that pool1 compares four contiguous
+// planes, 8 windows per AVX2 step; pool2 splits each conv2 plane into such planes first. conv1's
+// weight gradient (6 x 25, a 6272-deep sum per chunk) is a register-tiled packet kernel, not a
+// GEMM: each lane sums the positions congruent to it in order, then the lanes are reduced in a
+// fixed order. Pooling keeps the arg-max (ties to the first element of the window in row-major
+// order: strict comparisons in that order, the same bits on the AVX2 and the scalar path) for the
+// backward pass; col2im and the pooling backward pass accumulate in a fixed order.
 // The dense layers run on the whole batch. Same inputs => bit-identical gradient.
 
 #include <Eigen/Core>
@@ -129,15 +136,16 @@ class Cnn final : public Model {
   // Scratch, reused between calls (grown, never shrunk). Convolution activations are column-major
   // "positions x channels": row (s, y, x) of a chunk of m samples, one column (a plane) per channel.
   Eigen::Index capacity_ = 0;
-  std::vector<float> xpad_;          // n x (S+4) x (S+4): gathered inputs, zero border of 2
-  Eigen::MatrixXf cols1_;            // kChunk h1^2 x 25: conv1 im2col
-  Eigen::MatrixXf z1_;               // kChunk h1^2 x 6: conv1 ReLU output; its gradient in backward
+  std::vector<float> xpad_;          // n x 4 parity planes of (S+4)/2 squared: inputs, zero border of 2
+  Eigen::MatrixXf cols1_;            // (kChunk h1^2 + spare) x 25: conv1 im2col, window-element rows
+  Eigen::MatrixXf z1_;               // kChunk h1^2 x 6: conv1 ReLU output (rows as cols1_); gradient too
   std::vector<float> p1_;            // pool1 output: per chunk, 6 planes of m x p1 x p1
   std::vector<int8_t> arg1_;         // per p1_ element: window element of the max, -1 if not > 0
   Eigen::MatrixXf dp1_;              // kChunk p1^2 x 6: gradient at pool1's output
   Eigen::MatrixXf cols2_;            // kChunk h2^2 x 150: conv2 im2col; its gradient in backward
   Eigen::MatrixXf z2_;               // kChunk h2^2 x 16: conv2 ReLU output; its gradient in backward
   std::vector<int8_t> arg2_;         // pool2's arg-max: per chunk, 16 planes of m x p2 x p2
+  std::vector<float> split_;         // h2^2: one conv2 plane split into pooling-window elements
   Eigen::MatrixXf flat_;             // flat x n: pool2 output, flattened per sample
   Eigen::MatrixXf d1_, d2_;          // 120 x n, 84 x n: dense ReLU outputs
   Eigen::MatrixXf logits_;           // classes x n; d(loss)/d(logits) after the loss

@@ -396,6 +396,22 @@ void truncate_dataset(Dataset& d, int64_t n) {
   d.x.resize(static_cast<size_t>(n * d.features));
 }
 
+void hold_out_validation(DataSplit& d, int64_t n) {
+  const int64_t train = d.train.size();
+  if (n <= 0 || n >= train)
+    throw std::invalid_argument("validation_samples must be in [1, " + std::to_string(train - 1) +
+                                "] (it must leave a training sample), got " + std::to_string(n));
+  const int64_t keep = train - n;
+  const auto f = static_cast<size_t>(d.train.features);
+  Dataset v;
+  v.features = d.train.features;
+  v.classes = d.train.classes;
+  v.x.assign(d.train.x.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(keep) * f), d.train.x.end());
+  v.y.assign(d.train.y.begin() + static_cast<std::ptrdiff_t>(keep), d.train.y.end());
+  truncate_dataset(d.train, keep);
+  d.test = std::move(v);
+}
+
 std::vector<std::vector<int32_t>> shard_iid(int64_t n, int32_t workers, uint64_t seed) {
   if (n < 0 || n > std::numeric_limits<int32_t>::max()) {
     throw std::invalid_argument("shard_iid: n must be in [0, 2^31), got " + std::to_string(n));

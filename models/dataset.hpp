@@ -75,6 +75,9 @@ DataSplit make_blobs(const BlobsSpec& spec, uint64_t seed);
 
 // Keeps the first n samples (n <= 0 or n >= size keeps all).
 void truncate_dataset(Dataset& d, int64_t n);
+// Moves the last n training samples into `test` (replacing it): a validation split for tuning.
+// REQUIRES 0 < n < d.train.size() (throws std::invalid_argument otherwise).
+void hold_out_validation(DataSplit& d, int64_t n);
 
 // Splits sample indices [0, n) across `workers` iid: one seeded shuffle, then contiguous slices
 // whose sizes differ by at most one. Each shard is sorted ascending.

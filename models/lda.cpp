@@ -176,6 +176,20 @@ int64_t LdaModel::update_bytes(const Dataset& data, std::span<const int32_t> bat
   return static_cast<int64_t>(words) * (int64_t{topics_} * 4 + 4) + int64_t{topics_} * 4;
 }
 
+void LdaModel::changed_rows(const Dataset& data, std::span<const int32_t> batch, std::vector<int32_t>& rows) {
+  // A resampled token moves counts between topics of its word's row and of the totals; a row
+  // whose counts happen to come out unchanged is still counted (Bosen sends what was written).
+  const size_t first = rows.size();
+  for (int32_t s : batch) {
+    const float* x = data.sample(s);
+    const auto len = static_cast<int64_t>(x[0]);
+    for (int64_t i = 0; i < len; ++i) rows.push_back(static_cast<int32_t>(x[1 + i]));
+  }
+  rows.push_back(vocabulary_);
+  std::sort(rows.begin() + static_cast<std::ptrdiff_t>(first), rows.end());
+  rows.erase(std::unique(rows.begin() + static_cast<std::ptrdiff_t>(first), rows.end()), rows.end());
+}
+
 double LdaModel::loss_and_gradient(std::span<const float> params, const Dataset& data,
                                    std::span<const int32_t> indices, std::span<float> grad) {
   const auto K = static_cast<size_t>(topics_);

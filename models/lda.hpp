@@ -77,6 +77,10 @@ class LdaModel final : public Model {
   // A push carries the rows of the words the batch's documents contain plus the totals row:
   // (distinct words x (K x 4 + 4)) + K x 4.
   int64_t update_bytes(const Dataset& data, std::span<const int32_t> batch) override;
+  // Rows: one per word (its K counts), then the topic totals (row `vocabulary`, no id sent).
+  int64_t row_count() const override { return int64_t{vocabulary_} + 1; }
+  void changed_rows(const Dataset& data, std::span<const int32_t> batch, std::vector<int32_t>& rows) override;
+  int64_t row_bytes(int32_t row) const override { return int64_t{topics_} * 4 + (row < vocabulary_ ? 4 : 0); }
   std::string metric_name() const override { return "loglik_per_token"; }
 
   // Assigns every token a topic uniformly from `rng` and writes the counts of those assignments.

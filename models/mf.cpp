@@ -111,6 +111,18 @@ int64_t MfModel::update_bytes(const Dataset& data, std::span<const int32_t> batc
   return static_cast<int64_t>(touched) * (int64_t{rank_} * 4 + 4);
 }
 
+void MfModel::changed_rows(const Dataset& data, std::span<const int32_t> batch, std::vector<int32_t>& rows) {
+  // The gradient also carries l2 x row for the rows the batch touches, and only those.
+  const size_t first = rows.size();
+  for (int32_t s : batch) {
+    const float* x = data.sample(s);
+    rows.push_back(static_cast<int32_t>(x[0]));
+    rows.push_back(rows_ + static_cast<int32_t>(x[1]));
+  }
+  std::sort(rows.begin() + static_cast<std::ptrdiff_t>(first), rows.end());
+  rows.erase(std::unique(rows.begin() + static_cast<std::ptrdiff_t>(first), rows.end()), rows.end());
+}
+
 double MfModel::loss_and_gradient(std::span<const float> params, const Dataset& data,
                                   std::span<const int32_t> indices, std::span<float> grad) {
   std::fill(grad.begin(), grad.end(), 0.0f);

@@ -63,6 +63,10 @@ class MfModel final : public Model {
   // A push carries only the rows the batch touched: (distinct rows + distinct columns) x
   // (rank x 4 value bytes + 4 index bytes).
   int64_t update_bytes(const Dataset& data, std::span<const int32_t> batch) override;
+  // Rows: the row factors (0 .. rows-1), then the column factors (rows .. rows+cols-1).
+  int64_t row_count() const override { return int64_t{rows_} + cols_; }
+  void changed_rows(const Dataset& data, std::span<const int32_t> batch, std::vector<int32_t>& rows) override;
+  int64_t row_bytes(int32_t) const override { return int64_t{rank_} * 4 + 4; }
   std::string metric_name() const override { return "test_rmse"; }
 
   // N(0, 0.1) per entry from `rng`.

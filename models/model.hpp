@@ -69,6 +69,21 @@ class Model {
     (void)batch;
     return wire_bytes();
   }
+  // Row-oriented tables, as Bosen keeps them (the ESSP paper's system, Dai et al. AAAI 2015):
+  // how many rows the parameters form (0 = a dense model: a copy is always the whole model), the
+  // rows an update for this batch changes (appended to `rows`, each once), and one row's bytes on
+  // the wire (its values and its id). Cached modes send a worker only the rows changed since its
+  // last copy (sim/changed_rows.hpp).
+  virtual int64_t row_count() const { return 0; }
+  virtual void changed_rows(const Dataset& data, std::span<const int32_t> batch, std::vector<int32_t>& rows) {
+    (void)data;
+    (void)batch;
+    (void)rows;
+  }
+  virtual int64_t row_bytes(int32_t row) const {
+    (void)row;
+    return wire_bytes();
+  }
   // Name of Evaluation::metric in metrics.csv and summary.json ("test_rmse", "loglik_per_token"),
   // or "" when the model reports test loss and accuracy only.
   virtual std::string metric_name() const { return ""; }

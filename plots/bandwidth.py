@@ -11,6 +11,7 @@ Example: plots/bandwidth.py results/bsp results/asp results/essp --metric accura
 import sys
 
 sys.dont_write_bytecode = True  # keep plots/ free of __pycache__
+import need_matplotlib  # noqa: F401,E402  (a clear message when matplotlib is missing)
 import stalesim_runs as sr  # noqa: E402
 from stalesim_runs import plt  # noqa: E402
 

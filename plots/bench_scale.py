@@ -17,7 +17,9 @@ import csv
 import os
 import sys
 
-import matplotlib
+sys.dont_write_bytecode = True  # keep plots/ free of __pycache__
+import need_matplotlib  # noqa: F401  (a clear message when matplotlib is missing)
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)

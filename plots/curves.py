@@ -12,6 +12,7 @@ Example: plots/curves.py results/bsp results/ssp results/dssp --out figures
 import sys
 
 sys.dont_write_bytecode = True  # keep plots/ free of __pycache__
+import need_matplotlib  # noqa: F401,E402  (a clear message when matplotlib is missing)
 import stalesim_runs as sr  # noqa: E402
 from stalesim_runs import plt  # noqa: E402
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter  # noqa: E402

@@ -14,6 +14,7 @@ import os
 import sys
 
 sys.dont_write_bytecode = True  # keep plots/ free of __pycache__
+import need_matplotlib  # noqa: F401,E402  (a clear message when matplotlib is missing)
 import stalesim_runs as sr  # noqa: E402
 
 
@@ -40,17 +41,20 @@ def num(sweep, row, col):
 
 def dssp(path, name):
     sweep = sr.Sweep(path)
-    by = groups(sweep, lambda r: (sweep.cell(r, "policy.type"), sweep.cell(r, "policy.staleness") or ""))
+    by = groups(sweep, lambda r: (sweep.cell(r, "policy.type"), sweep.cell(r, "policy.staleness") or "",
+                                  sweep.cell(r, "optimizer.lr")))
     print(f"### {name}\n")
-    print("| policy | seeds | reached target | mean time to target (s) | mean final accuracy | mean read staleness (clocks) |")
-    print("|---|---|---|---|---|---|")
+    print("| policy | learning rate | seeds | reached target | mean time to target (s) | mean final accuracy | "
+          "mean read staleness (clocks) |")
+    print("|---|---|---|---|---|---|---|")
     times = {}
-    for (policy, s), rows in by.items():
+    for (policy, s, _), rows in by.items():
         t = [num(sweep, r, "time_to_target_s") for r in rows]
         reached = [x for x in t if sr.finite(x)]
         label = policy + (f"(s={s})" if s and policy in ("ssp", "essp", "dssp") else "")
-        times[label] = mean(reached) if len(reached) == len(t) else None
-        print(f"| {label} | {len(rows)} | {len(reached)}/{len(t)} | {fmt(mean(reached), '.1f')} | "
+        times.setdefault(label, mean(reached) if len(reached) == len(t) else None)
+        lrs = "/".join(dict.fromkeys(str(sweep.cell(r, "optimizer.lr")) for r in rows))
+        print(f"| {label} | {lrs} | {len(rows)} | {len(reached)}/{len(t)} | {fmt(mean(reached), '.1f')} | "
               f"{fmt(mean([num(sweep, r, 'final_test_accuracy') for r in rows]), '.4f')} | "
               f"{fmt(mean([num(sweep, r, 'staleness_mean') for r in rows]), '.2f')} |")
     d = times.get("dssp(s=3)")

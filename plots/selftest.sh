@@ -6,13 +6,14 @@
 # write identical SVG bytes.
 #
 # Usage: plots/selftest.sh STALESIM [PYTHON]
-#   PYTHON: the interpreter with matplotlib (default: $PYTHON, else /usr/bin/python3).
-# Exit: 0 passed, 1 failed, 77 skipped (PYTHON cannot import matplotlib).
+#   PYTHON: the interpreter with matplotlib (default: tools/find-python, the first of $PYTHON,
+#   /usr/bin/python3 and python3 on PATH that imports matplotlib).
+# Exit: 0 passed, 1 failed, 77 skipped (no python3 can import matplotlib).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:?usage: plots/selftest.sh STALESIM [PYTHON]}
-py=${2:-${PYTHON:-/usr/bin/python3}}
+py=${2:-$("$here/../tools/find-python")} || { echo "selftest: skipped"; exit 77; }
 scenario=$here/../tests/golden/tiny/scenario.json
 
 [ -x "$bin" ] || { echo "selftest: $bin: not an executable"; exit 1; }
@@ -117,6 +118,31 @@ if [ -e "$tmp/sweep/sweep.csv" ]; then
 fi
 plot time_to_target-minimal time_to_target.py "$tmp/minimal/sweep.csv"
 
+# Seed-averaged curves with bands: the shipped sweep file, stalesim summarize, bands.py.
+if "$bin" sweep "$here/../scenarios/sweep-tiny.sweep.json" --out "$tmp/bands" --quiet >"$tmp/bands.log" 2>&1 &&
+  "$bin" summarize "$tmp/bands" --quiet >>"$tmp/bands.log" 2>&1; then
+  plot bands bands.py "$tmp/bands"
+  plot bands-minmax bands.py "$tmp/bands/curves.csv" --band minmax --metric test_accuracy
+  refuse 2 bands.py "$tmp/bands" --metric no_such_column
+  refuse 2 bands.py "$tmp/minimal"            # not summarised
+else
+  fail "sweep file or summarize: $(cat "$tmp/bands.log")"
+fi
+
+# A python3 without matplotlib (a stand-in package that fails to import): every script names
+# /usr/bin/python3 and exits 3, without a traceback.
+mkdir -p "$tmp/nompl/matplotlib"
+echo 'raise ImportError("No module named matplotlib (selftest stand-in)")' >"$tmp/nompl/matplotlib/__init__.py"
+for script in "$here"/*.py; do
+  name=$(basename "$script")
+  [ "$name" = need_matplotlib.py ] && continue
+  PYTHONPATH="$tmp/nompl" PYTHONDONTWRITEBYTECODE=1 "$py" "$script" --help >"$tmp/nompl.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 3 ] || fail "$name without matplotlib: exit $rc, expected 3: $(cat "$tmp/nompl.log")"
+  grep -q "/usr/bin/python3" "$tmp/nompl.log" || fail "$name without matplotlib: the message does not name /usr/bin/python3"
+  if grep -q "Traceback" "$tmp/nompl.log"; then fail "$name without matplotlib: a traceback"; fi
+done
+
 # The same invocation twice gives the same bytes.
 plot again curves.py "${all[@]}"
 plot again-staleness staleness.py "${all[@]}"
@@ -125,7 +151,7 @@ cmp -s "$out/curves-curves.png" "$out/again-curves.png" || fail "curves.py: two 
 cmp -s "$out/staleness-staleness.svg" "$out/again-staleness-staleness.svg" || fail "staleness.py: two runs differ in SVG"
 
 # --help, and bad input: exit 2 with an error.
-for script in curves.py time_to_target.py staleness.py workers.py bandwidth.py dssp_grants.py best_of.py timeline.py; do
+for script in curves.py time_to_target.py staleness.py workers.py bandwidth.py dssp_grants.py best_of.py timeline.py bands.py; do
   "$py" "$here/$script" --help >"$tmp/help.log" 2>&1 || fail "$script --help: exit $?"
   grep -q -- "--out" "$tmp/help.log" || fail "$script --help: no --out"
 done

@@ -14,6 +14,7 @@ Example: plots/staleness.py results/ssp results/dssp --log --out figures
 import sys
 
 sys.dont_write_bytecode = True  # keep plots/ free of __pycache__
+import need_matplotlib  # noqa: F401,E402  (a clear message when matplotlib is missing)
 import numpy  # noqa: E402
 import stalesim_runs as sr  # noqa: E402
 from stalesim_runs import plt  # noqa: E402

@@ -15,7 +15,8 @@ import math
 import os
 import sys
 
-import matplotlib
+import need_matplotlib  # noqa: F401  (a clear message when matplotlib is missing)
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)

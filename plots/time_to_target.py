@@ -17,6 +17,7 @@ Example: stalesim sweep scenarios/policies/hetero-resnet110.json --grid policy.t
 import sys
 
 sys.dont_write_bytecode = True  # keep plots/ free of __pycache__
+import need_matplotlib  # noqa: F401,E402  (a clear message when matplotlib is missing)
 import stalesim_runs as sr  # noqa: E402
 from stalesim_runs import plt  # noqa: E402
 from matplotlib.transforms import offset_copy  # noqa: E402

@@ -37,6 +37,8 @@ struct DataSpec {
       "fashion-mnist";  // "fashion-mnist" | "blobs" | "ratings" | "corpus" | "lstsq" | "none"
   std::string path = kFashionMnistDefaultDir;  // fashion-mnist: folder with the IDX files
   int64_t train_samples = 0;                   // use the first N training samples; 0 = all
+  int64_t validation_samples = 0;              // > 0: hold out the last N training samples and evaluate on
+                                               // them instead of the test set (for tuning); 0 = test set
   std::string partition =
       "iid";            // "iid" | "shared" (all draw from all) | "label-skew" (models/partition.hpp)
   BlobsSpec blobs;      // dataset "blobs" only

@@ -12,6 +12,7 @@
 #include "models/device_profile.hpp"
 #include "models/model.hpp"
 #include "models/partition.hpp"
+#include "sim/changed_rows.hpp"
 #include "sim/cluster_schedule.hpp"
 #include "sim/engine.hpp"
 #include "sim/estimate.hpp"
@@ -71,7 +72,8 @@ struct OwnPush {
   int64_t read_version = 0;
   int64_t read_staleness = 0;
   double loss = 0.0;
-  int64_t bytes = 0;  // its size on the wire
+  int64_t bytes = 0;          // its size on the wire
+  std::vector<int32_t> rows;  // the rows it changes, when copies send changed rows (ChangedRows)
 };
 
 // Cache modes: parameters on their way to a worker.
@@ -158,6 +160,11 @@ DataSplit load_data(const Scenario& s) {
     return d;  // "none": the time-only model
   }
   truncate_dataset(d.train, s.data.train_samples);
+  if (s.data.validation_samples > 0 && s.data.validation_samples >= d.train.size())
+    throw ScenarioError(
+        fmt::format("/data/validation_samples: {} must leave a training sample (there are {})",
+                    s.data.validation_samples, d.train.size()));
+  if (s.data.validation_samples > 0) hold_out_validation(d, s.data.validation_samples);
   return d;
 }
 
@@ -178,6 +185,7 @@ struct Simulation::Impl {
   bool cached;  // lazy SSP or ESSP: workers keep a cache and compute while pushes are in flight
   bool eager;   // ESSP: the server pushes parameters to every worker when its clock advances
   int64_t message_bytes;
+  ChangedRows changed_rows;            // cached modes, row-oriented models: copies carry the changed rows
   std::vector<int32_t> parked;         // lazy: fetches waiting for the server clock
   VapPolicy* vap = nullptr;            // set when the policy is VAP
   const BfasgdRule* bfasgd = nullptr;  // set when the rule is B-FASGD
@@ -301,6 +309,11 @@ struct Simulation::Impl {
     if (const auto cost = find_cost_architecture(s.model.cost)) {  // time and size as `cost`
       flops_per_sample = cost->training_flops();
       message_bytes = static_cast<int64_t>(std::llround(cost->parameters * 4.0));
+    }
+    if (cached && math && s.model.cost == "derived" && model->row_count() > 0) {
+      std::vector<int64_t> row_bytes(static_cast<size_t>(model->row_count()));
+      for (size_t r = 0; r < row_bytes.size(); ++r) row_bytes[r] = model->row_bytes(static_cast<int32_t>(r));
+      changed_rows = ChangedRows(std::move(row_bytes), n);
     }
     const double flops_per_batch = flops_per_sample * s.optimizer.batch_size;
     workers.resize(static_cast<size_t>(n));
@@ -680,11 +693,12 @@ struct Simulation::Impl {
   // The server sends the current parameters to w, stamped with the server clock.
   void send_snapshot(Worker& w) {
     InFlight m{store->read(), clocks.min_clock(), clocks.clock(w.id)};
-    const SimTime sent = server_transfer(engine.now(), message_bytes, w.id, WireKind::kPull);
-    result.bytes_pull += message_bytes;
+    const int64_t bytes = changed_rows.copy_bytes(w.id, store->version(), message_bytes);
+    const SimTime sent = server_transfer(engine.now(), bytes, w.id, WireKind::kPull);
+    result.bytes_pull += bytes;
     ++result.messages_pull;
     w.inbox.push_back(std::move(m));
-    engine.schedule(sent + latency_of(w) + worker_link(w, message_bytes), kSnapshotArrives,
+    engine.schedule(sent + latency_of(w) + worker_link(w, bytes), kSnapshotArrives,
                     static_cast<uint32_t>(w.id), w.gen);
   }
 
@@ -737,6 +751,7 @@ struct Simulation::Impl {
       const auto batch = w.sampler->next(sc.optimizer.batch_size);
       o.loss = model->loss_and_gradient(view, data.train, batch, o.grad);
       o.bytes = push_bytes_for(batch);
+      if (changed_rows.enabled()) model->changed_rows(data.train, batch, o.rows);
       if (!std::isfinite(o.loss)) return diverge(w, o.loss);
       result.last_finite_loss = o.loss;
       if (!w.has_local) {
@@ -771,6 +786,7 @@ struct Simulation::Impl {
       ++loss_count;
     }
     note_gradient(info, opt->add(*store, o.grad, info, read_params(w.cache)));
+    changed_rows.note_update(o.rows, store->version());
     const bool min_rose = book_applied(w, info);
     if (sc.stop.max_updates && result.server_updates >= *sc.stop.max_updates) {
       result.stop_reason = "max_updates";
@@ -954,6 +970,7 @@ struct Simulation::Impl {
     w.down = true;
     ++w.gen;
     w.push_bytes.clear();  // its pushes in flight are lost with it
+    changed_rows.forget(w.id);
     ++down_count;
     if (math && (w.task || w.pending.pending || w.params)) begun = std::max<int64_t>(0, begun - 1);
     release_task(w);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -172,8 +173,9 @@ std::string csv_escape(const std::string& s) {
   return out + "\"";
 }
 
-// A JSON value as a CSV cell: numbers in shortest round-trip form (as in metrics.csv), strings
-// without quotes, null as an empty cell, arrays and objects as compact JSON.
+// A JSON value as a flat CSV cell: numbers in shortest round-trip form (as in metrics.csv),
+// strings without quotes, null as an empty cell; an array's items joined by ';' ("200;100"), an
+// object's members as "key=value" joined by ' ' (no JSON brackets or quotes).
 std::string cell_of(const json& v) {
   switch (v.type()) {
     case json::value_t::null:
@@ -188,14 +190,53 @@ std::string cell_of(const json& v) {
       return fmt::format("{}", v.get<double>());
     case json::value_t::string:
       return v.get<std::string>();
+    case json::value_t::array: {
+      std::string out;
+      for (size_t i = 0; i < v.size(); ++i) out += (i ? ";" : "") + cell_of(v[i]);
+      return out;
+    }
+    case json::value_t::object: {
+      std::string out;
+      for (const auto& [k, x] : v.items()) out += (out.empty() ? "" : " ") + k + "=" + cell_of(x);
+      return out;
+    }
     default:
       return v.dump();
   }
 }
 
+// A folder-name part: letters, digits and . _ + - kept, '=' kept, anything else '-', at most
+// 40 characters.
+std::string sanitize_part(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' ||
+                      c == '-' || c == '=';
+    out += keep ? c : '-';
+  }
+  if (out.size() > 40) out.resize(40);
+  return out;
+}
+
 std::string folder_hash(const json& scenario_json) {
   const std::string text = scenario_json.dump();
-  return fmt::format("{:016x}", static_cast<uint64_t>(XXH3_64bits(text.data(), text.size())));
+  return fmt::format("{:08x}", static_cast<uint64_t>(XXH3_64bits(text.data(), text.size())) >> 32);
+}
+
+// The short labels of the swept keys in folder names: the path's last part ("staleness"), or the
+// whole path when another key ends the same way or the last part is an index.
+std::vector<std::string> folder_labels(const std::vector<std::string>& keys) {
+  const auto last = [](const std::string& k) {
+    return k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1);
+  };
+  std::vector<std::string> labels;
+  for (const auto& k : keys) {
+    const std::string l = last(k);
+    const bool clash =
+        std::count_if(keys.begin(), keys.end(), [&](const std::string& o) { return last(o) == l; }) > 1;
+    labels.push_back(clash || all_digits(l) ? k : l);
+  }
+  return labels;
 }
 
 std::string read_text(const fs::path& p) {
@@ -206,6 +247,33 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
+// "policy.staleness=4, policy.type=ssp, seed=2".
+std::string describe_overrides(const std::vector<Override>& overrides, std::optional<uint64_t> seed,
+                               uint64_t base_seed) {
+  std::string out;
+  for (const auto& o : overrides) out += (out.empty() ? "" : ", ") + o.path + "=" + o.value;
+  return out + fmt::format("{}seed={}", out.empty() ? "" : ", ", seed.value_or(base_seed));
+}
+
+// A point's folder: "label=value" for each swept key the resolved point has (a value left out of
+// it has no part), "seed=N" when seeds are swept, joined by '_', then '-' and the hash:
+// "type=ssp_staleness=2_seed=1-3fa9c2d1" (at most 200 characters before the '-'). The name is a
+// function of the resolved scenario, so
+// identical points share it, and the hash keeps different points apart.
+std::string point_folder_name(const json& scenario_json, const std::vector<std::string>& keys,
+                              const std::vector<std::string>& labels, bool seeds) {
+  std::string name;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const json::json_pointer ptr(dotted_pointer(keys[k]));
+    if (!scenario_json.contains(ptr) || scenario_json[ptr].is_null()) continue;
+    name += (name.empty() ? "" : "_") + sanitize_part(labels[k] + "=" + cell_of(scenario_json[ptr]));
+  }
+  if (seeds)
+    name += (name.empty() ? "" : "_") + fmt::format("seed={}", scenario_json.value("seed", uint64_t{0}));
+  if (name.size() > 200) name.resize(200);  // a file name has at most 255 bytes
+  return (name.empty() ? std::string("point") : name) + "-" + folder_hash(scenario_json);
+}
+
 // ---- Resolution of one point -----------------------------------------------------------------
 
 struct Resolved {
@@ -214,27 +282,39 @@ struct Resolved {
   std::string error;
 };
 
-// The loader names overrides "--set PATH=VALUE"; a point's own values came from --grid or --zip.
-std::string relabel(std::string message, const std::vector<Override>& own, size_t grid_keys) {
+// The loader names overrides "--set PATH=VALUE"; a point's own values came from --grid, --zip or
+// the sweep file: `labels[k]` is what to call own[k] instead ("--grid policy.staleness=3").
+std::string relabel(std::string message, const std::vector<Override>& own,
+                    const std::vector<std::string>& labels) {
   for (size_t k = 0; k < own.size(); ++k) {
     const std::string from = "--set " + own[k].path + "=" + own[k].value;
-    const std::string to = (k < grid_keys ? "--grid " : "--zip ") + own[k].path + "=" + own[k].value;
+    const std::string& to = labels[k];
     for (size_t at = message.find(from); at != std::string::npos; at = message.find(from, at + to.size()))
       message.replace(at, from.size(), to);
   }
   return message;
 }
 
-// `own`: the point's values, the first `grid_keys` of them from --grid, the others from --zip.
-Resolved resolve_point(const SweepSpec& spec, const std::vector<Override>& own, size_t grid_keys,
-                       std::optional<uint64_t> seed) {
+Resolved resolve_point(const SweepSpec& spec, const std::vector<Override>& own,
+                       const std::vector<std::string>& labels, std::optional<uint64_t> seed) {
   const auto load = [&](const std::vector<Override>& mine) {
     std::vector<Override> all = spec.sets;
     all.insert(all.end(), mine.begin(), mine.end());
     try {
       return load_scenario_file(spec.scenario_path, all, seed);
     } catch (const ScenarioError& e) {
-      throw ScenarioError(relabel(e.what(), own, grid_keys));
+      // The sweep file's own "set" entries are named as the file's.
+      std::string message = relabel(e.what(), own, labels);
+      if (!spec.spec_file.empty()) {
+        const std::vector<Override> file_sets(
+            spec.sets.begin(),
+            spec.sets.begin() + static_cast<long>(std::min(spec.file_sets, spec.sets.size())));
+        std::vector<std::string> set_labels;
+        for (const auto& o : file_sets)
+          set_labels.push_back(spec.spec_file + ": set " + o.path + "=" + o.value);
+        message = relabel(message, file_sets, set_labels);
+      }
+      throw ScenarioError(message);
     }
   };
   try {
@@ -365,7 +445,7 @@ std::optional<RunRecord> read_back(const fs::path& folder, const json& scenario_
 // `origin`: the scenario file, to name in a message when the scenario does not fit its data.
 RunRecord execute(const Scenario& sc, const json& scenario_json, const std::string& origin,
                   const fs::path& folder, DataCache& cache, const std::atomic<bool>* interrupt, bool rerun,
-                  int threads) {
+                  int threads, const std::function<void(std::string_view)>& checkpoint) {
   // This run's one use of its data ends on every path out of here, once.
   struct Use {
     DataCache& cache;
@@ -402,8 +482,9 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
       rec.wrote = true;
       return rec;
     }
-    write_outputs(folder.string(), files, status != RunStatus::kInterrupted, /*force=*/true,
-                  OutputGuard{.clean_stale = false});  // prepare_sweep_dir cleaned the folder
+    write_outputs(
+        folder.string(), files, status != RunStatus::kInterrupted, /*force=*/true,
+        OutputGuard{.checkpoint = checkpoint, .clean_stale = false});  // prepare_sweep_dir cleaned the folder
     return record_from_summary(json::parse(files.summary_json), /*skipped=*/false);
   } catch (const std::exception& e) {
     rec.status = "failed";
@@ -416,6 +497,9 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
 }  // namespace
 
 // ---- Parsing ---------------------------------------------------------------------------------
+
+bool is_sweep_field(std::string_view dotted) { return field_of(dotted) != nullptr; }
+std::string closest_sweep_field(std::string_view dotted) { return closest_field(dotted); }
 
 SweepKey parse_sweep_key(std::string_view arg, std::string_view option) {
   const auto bad = [&](const std::string& why) {
@@ -484,7 +568,18 @@ std::vector<uint64_t> parse_seeds(std::string_view arg) {
 SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, size_t)>& on_progress) {
   SweepPlan plan;
   plan.spec = spec;
-  plan.base = load_scenario_file(spec.scenario_path, spec.sets);
+  // The base is the file with every --set, when that is a valid scenario. A --set may also need a
+  // point's values (--set policy.staleness=3 with --grid policy.type=asp,ssp over an asp file):
+  // then the base is the file alone, and each point checks the --set after its own values.
+  try {
+    plan.base = load_scenario_file(spec.scenario_path, spec.sets);
+  } catch (const ScenarioError&) {
+    if (spec.sets.empty()) throw;
+    for (const auto& o : spec.sets)
+      if (!is_sweep_field(o.path)) throw;  // an unknown field: no point can fix that
+    plan.base = load_scenario_file(spec.scenario_path);
+  }
+  const json base_json = scenario_to_json(plan.base);
 
   struct Axis {
     std::vector<const SweepKey*> keys;  // several for the zip axis
@@ -492,7 +587,9 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, siz
   };
   std::vector<Axis> axes;
   std::map<std::string, std::string> given;  // path -> the option that gives it
-  const auto check_key = [&](const SweepKey& k, const char* option) {
+  const std::string grid_option = spec.spec_file.empty() ? "--grid" : spec.spec_file + ": grid";
+  const std::string zip_option = spec.spec_file.empty() ? "--zip" : spec.spec_file + ": zip";
+  const auto check_key = [&](const SweepKey& k, const std::string& option) {
     if (auto it = given.find(k.path); it != given.end())
       throw SweepError(fmt::format("{} {}: {} is already swept by {}; give each key once", option, k.path,
                                    k.path, it->second));
@@ -504,14 +601,14 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, siz
     plan.key_columns.push_back(k.path);
   };
   for (const auto& k : spec.grid) {
-    check_key(k, "--grid");
+    check_key(k, grid_option);
     axes.push_back({{&k}, k.values.size()});
   }
   if (!spec.zip.empty()) {
     Axis zip;
     zip.size = spec.zip.front().values.size();
     for (const auto& k : spec.zip) {
-      check_key(k, "--zip");
+      check_key(k, zip_option);
       if (k.values.size() != zip.size)
         throw SweepError(fmt::format("--zip lists must have equal lengths: {} has {} value{}, {} has {}",
                                      spec.zip.front().path, zip.size, zip.size == 1 ? "" : "s", k.path,
@@ -531,6 +628,11 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, siz
     }
     axes.push_back(zip);
   }
+  for (const auto& d : spec.derived)
+    for (const auto& o : spec.sets)
+      if (!d.path.empty() && o.path == d.path)
+        throw SweepError(fmt::format("{}: sets {}, also given by --set {}={}; give it once", d.where, d.path,
+                                     o.path, o.value));
   const size_t seed_count = spec.seeds.empty() ? 1 : spec.seeds.size();
   size_t total = seed_count;
   for (const auto& a : axes) {
@@ -541,11 +643,23 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, siz
   if (total > kMaxSweepPoints)
     throw SweepError(fmt::format("the sweep has more than {} points", kMaxSweepPoints));
 
+  // What messages call each of a point's own values: the option, or the sweep file's key.
+  std::vector<std::string> prefixes;
+  const std::string file_prefix = spec.spec_file.empty() ? "" : spec.spec_file + ": ";
+  for (size_t a = 0; a < axes.size(); ++a)
+    for (size_t k = 0; k < axes[a].keys.size(); ++k)
+      prefixes.push_back(file_prefix + (a < spec.grid.size() ? (spec.spec_file.empty() ? "--grid" : "grid")
+                                                             : (spec.spec_file.empty() ? "--zip" : "zip")));
+  for (const auto& d : spec.derived)
+    if (!d.path.empty()) prefixes.push_back(file_prefix + "derived '" + d.name + "':");
+  const std::vector<std::string> labels = folder_labels(plan.key_columns);
+  for (const auto& d : spec.derived) plan.derived_columns.push_back(d.name);
+
   std::map<std::string, size_t> run_of;  // folder -> run
-  plan.points.resize(total);
+  plan.points.reserve(total);
   for (size_t i = 0; i < total; ++i) {
-    SweepPoint& p = plan.points[i];
-    p.index = i;
+    SweepPoint p;
+    p.index = plan.points.size();
     // Mixed radix, the seeds fastest, then the zip axis, then the grid keys from last to first.
     size_t rest = i;
     if (!spec.seeds.empty()) p.seed = spec.seeds[rest % seed_count];
@@ -558,25 +672,88 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, siz
     for (size_t a = 0; a < axes.size(); ++a)
       for (const SweepKey* k : axes[a].keys) p.overrides.push_back({k->path, k->values[digit[a]]});
     if (on_progress && i % 1000 == 0 && i > 0) on_progress(i, total);
-    Resolved r = resolve_point(spec, p.overrides, spec.grid.size(), p.seed);
+
+    // Derived fields and constraints see the point's values as listed, then the base scenario.
+    if (!spec.derived.empty() || !spec.constraints.empty()) {
+      const size_t swept = p.overrides.size();
+      const auto lookup = [&](const std::string& name) -> json {
+        for (size_t d = 0; d < p.derived.size(); ++d)
+          if (spec.derived[d].name == name) return p.derived[d];
+        if (name == "seed") return p.seed.value_or(plan.base.seed);
+        for (size_t k = 0; k < swept; ++k)
+          if (p.overrides[k].path == name) {
+            const std::string& v = p.overrides[k].value;
+            return json::accept(v) ? json::parse(v) : json(v);
+          }
+        for (const auto& o : spec.sets)
+          if (o.path == name) return json::accept(o.value) ? json::parse(o.value) : json(o.value);
+        const json::json_pointer ptr(dotted_pointer(name));
+        return base_json.contains(ptr) ? base_json[ptr] : json(nullptr);
+      };
+      const auto where = [&](const std::string& at, const std::string& why) {
+        return SweepError(fmt::format("{}: {} (at the point {})", at, why,
+                                      describe_overrides(p.overrides, p.seed, plan.base.seed)));
+      };
+      for (const auto& d : spec.derived) {
+        json v;
+        try {
+          v = d.expr.eval(lookup);
+        } catch (const ExprError& e) {
+          throw where(d.where, fmt::format("'{}': {}", d.expr.text(), e.what()));
+        }
+        if (!d.path.empty()) {
+          if (v.is_null())
+            throw where(d.where, fmt::format("'{}' is null: it names a field this point does not have",
+                                             d.expr.text()));
+          p.overrides.push_back({d.path, override_text(v)});
+        }
+        p.derived.push_back(std::move(v));
+      }
+      bool keep = true;
+      for (const auto& c : spec.constraints) {
+        json v;
+        try {
+          v = c.expr.eval(lookup);
+        } catch (const ExprError& e) {
+          throw where(c.where, fmt::format("'{}': {}", c.expr.text(), e.what()));
+        }
+        if (!v.is_boolean())
+          throw where(c.where, fmt::format("'{}' is {}, not true or false", c.expr.text(), override_text(v)));
+        keep = keep && v.get<bool>();
+      }
+      if (!keep) {
+        ++plan.skipped;
+        continue;
+      }
+    }
+
+    std::vector<std::string> own_labels;
+    for (size_t k = 0; k < p.overrides.size(); ++k)
+      own_labels.push_back(prefixes[k] + " " + p.overrides[k].path + "=" + p.overrides[k].value);
+    Resolved r = resolve_point(spec, p.overrides, own_labels, p.seed);
+    const size_t index = p.index;
+    plan.points.push_back(std::move(p));
+    SweepPoint& pt = plan.points.back();
     if (!r.scenario) {
-      p.error = std::move(r.error);
+      pt.error = std::move(r.error);
       continue;
     }
-    p.dropped = std::move(r.dropped);
-    p.scenario_json = scenario_to_json(*r.scenario);
-    p.scenario = std::move(r.scenario);
-    p.folder = folder_hash(p.scenario_json);
-    auto [it, fresh] = run_of.emplace(p.folder, plan.runs.size());
+    pt.dropped = std::move(r.dropped);
+    pt.scenario_json = scenario_to_json(*r.scenario);
+    pt.scenario = std::move(r.scenario);
+    pt.folder = point_folder_name(pt.scenario_json, plan.key_columns, labels, !spec.seeds.empty());
+    auto [it, fresh] = run_of.emplace(pt.folder, plan.runs.size());
     if (fresh) {
-      plan.runs.push_back({p.folder, {}});
-    } else if (plan.points[plan.runs[it->second].points.front()].scenario_json != p.scenario_json) {
-      throw SweepError(fmt::format("points {} and {} differ but hash to the same folder {}",
-                                   plan.runs[it->second].points.front(), i, p.folder));
+      plan.runs.push_back({pt.folder, {}});
+    } else if (plan.points[plan.runs[it->second].points.front()].scenario_json != pt.scenario_json) {
+      throw SweepError(fmt::format("points {} and {} differ but are named the same folder {}",
+                                   plan.runs[it->second].points.front(), index, pt.folder));
     }
-    p.run = it->second;
-    plan.runs[it->second].points.push_back(i);
+    pt.run = it->second;
+    plan.runs[it->second].points.push_back(index);
   }
+  if (plan.points.empty())
+    throw SweepError(fmt::format("{}the constraints skip all {} points: nothing to run", file_prefix, total));
 
   // Swept keys that do not apply to some points: a note; to none: an error.
   size_t resolved = 0;
@@ -608,6 +785,8 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, siz
   for (const auto& k : spec.zip) zip.push_back({{"path", k.path}, {"values", k.values}});
   for (const auto& s : spec.sets) sets.push_back(s.path + "=" + s.value);
   plan.manifest = {{"stalesim_sweep", 1},
+                   {"sweep_file", spec.spec_file.empty() ? json(nullptr) : json(spec.spec_file)},
+                   {"sweep_spec", spec.spec_json},
                    {"scenario_file", spec.scenario_path},
                    {"base", scenario_to_json(plan.base)},
                    {"sets", sets},
@@ -615,6 +794,7 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, siz
                    {"zip", zip},
                    {"seeds", spec.seeds.empty() ? json(nullptr) : json(spec.seeds)},
                    {"points", plan.points.size()},
+                   {"skipped_by_constraints", plan.skipped},
                    {"folders", plan.runs.size()},
                    {"build", build_info_json()}};
   return plan;
@@ -752,10 +932,36 @@ std::vector<std::string> result_cells(const json& s) {
     for (const auto& w : s["workers"]) sum += w.at("wait_fraction").get<double>();
     wait = fmt::format("{}", sum / static_cast<double>(s["workers"].size()));
   }
-  return {at("/result_hash"),         at("/virtual_time_s"),  at("/server_updates"),
-          at("/final/test_accuracy"), at("/final/test_loss"), at("/time_to_target_s"),
-          at("/staleness/mean"),      at("/staleness/max"),   at("/step_staleness/mean"),
-          at("/bytes/push"),          at("/bytes/pull"),      wait};
+  // The model's quality: its own metric (a key of "final" other than the three every run has),
+  // else test accuracy, else test loss.
+  std::string quality_name, quality;
+  if (s.contains("final") && s["final"].is_object()) {
+    const json& f = s["final"];
+    for (const auto& [k, v] : f.items())
+      if (k != "test_accuracy" && k != "test_loss" && k != "train_loss") {
+        quality_name = k;
+        quality = cell_of(v);
+      }
+    for (const char* k : {"test_accuracy", "test_loss"})
+      if (quality_name.empty() && f.contains(k) && !f[k].is_null()) {
+        quality_name = k;
+        quality = cell_of(f[k]);
+      }
+  }
+  return {at("/result_hash"),
+          at("/virtual_time_s"),
+          at("/server_updates"),
+          at("/final/test_accuracy"),
+          at("/final/test_loss"),
+          at("/time_to_target_s"),
+          at("/staleness/mean"),
+          at("/staleness/max"),
+          at("/step_staleness/mean"),
+          at("/bytes/push"),
+          at("/bytes/pull"),
+          wait,
+          quality_name,
+          quality};
 }
 
 namespace {
@@ -780,6 +986,7 @@ std::string describe_point(const SweepPlan& plan, size_t point) {
 std::string sweep_csv(const SweepPlan& plan, const std::vector<RunRecord>& records) {
   std::string out;
   for (const auto& k : plan.key_columns) out += csv_escape(k) + ",";
+  for (const auto& k : plan.derived_columns) out += csv_escape(k) + ",";
   out += "seed";
   for (const char* c : kResultColumns) out += std::string(",") + c;
   out += "\n";
@@ -787,12 +994,15 @@ std::string sweep_csv(const SweepPlan& plan, const std::vector<RunRecord>& recor
     std::string row;
     for (size_t k = 0; k < plan.key_columns.size(); ++k) {
       std::string cell = p.overrides[k].value;  // as given when the point does not resolve
+      if (json::accept(cell)) cell = cell_of(json::parse(cell));
       if (p.scenario) {
         const json::json_pointer ptr(dotted_pointer(plan.key_columns[k]));
         cell = p.scenario_json.contains(ptr) ? cell_of(p.scenario_json[ptr]) : std::string();
       }
       row += csv_escape(cell) + ",";
     }
+    for (size_t d = 0; d < plan.derived_columns.size(); ++d)
+      row += csv_escape(d < p.derived.size() ? cell_of(p.derived[d]) : std::string()) + ",";
     row += std::to_string(point_seed(plan, p));
     if (!p.scenario) {
       row += ",,failed";
@@ -830,7 +1040,7 @@ std::vector<RunRecord> run_sweep(const SweepPlan& plan, const std::string& dir, 
       const SweepPoint& first = plan.points[run.points.front()];
       RunRecord rec =
           execute(*first.scenario, first.scenario_json, plan.spec.scenario_path, root / run.folder, cache,
-                  options.interrupt, options.rerun, std::max(1, options.threads));
+                  options.interrupt, options.rerun, std::max(1, options.threads), options.checkpoint);
       std::lock_guard lock(report);
       records[mine[k]] = std::move(rec);
       if (options.on_run_done) options.on_run_done(run, records[mine[k]]);

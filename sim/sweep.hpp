@@ -1,16 +1,18 @@
 #pragma once
 // Sweeps (design.md section 7; README "Sweeps and reproduction"): a base scenario (a file plus
 // --set overrides), a grid of overrides and a list of seeds make a list of points. Each point is
-// a fully resolved scenario that runs into its own folder DIR/<hash>/, where <hash> is the first
-// 16 hex digits of XXH3-64 over the resolved scenario's JSON: identical points share a folder, a
+// a fully resolved scenario that runs into its own folder DIR/<name>/, where <name> reads the
+// point's swept values ("type=ssp_staleness=2_seed=1", see point_folder_name) followed by '-' and
+// the first 8 hex digits of XXH3-64 over the resolved scenario's JSON: identical points share a folder, a
 // point's folder holds exactly the files of a lone `stalesim run` of that scenario, and a folder
 // that already holds a finished run of the same scenario is not run again (resume).
 //
-// Points are numbered in grid order: the first --grid key varies slowest, then the next ones,
-// then the --zip keys (advanced together), then the seeds (fastest). A --grid or --zip value that
-// does not apply to a point (policy.staleness when the point's policy.type is "asp") is dropped
-// for that point, exactly as `--set policy.type=asp` drops a file's policy.staleness: the point
-// runs without it, its cell in sweep.csv is empty, and points that become identical share a folder.
+// A sweep file's constraints drop points before they are numbered. Points are numbered in grid order: the
+// first --grid key varies slowest, then the next ones, then the --zip keys (advanced together), then the
+// seeds (fastest). A --grid or --zip value that does not apply to a point (policy.staleness when the point's
+// policy.type is "asp") is dropped for that point, exactly as `--set policy.type=asp` drops a file's
+// policy.staleness: the point runs without it, its cell in sweep.csv is empty, and points that become
+// identical share a folder.
 //
 // Runs (folders) are spread over threads (`jobs`) and MPI ranks (run j goes to rank j % ranks).
 // Every run is self-contained (design.md section 2), so a point's files do not depend on either.
@@ -31,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/scenario.hpp"
+#include "sim/sweep_expr.hpp"
 
 namespace stalesim {
 
@@ -63,25 +66,51 @@ std::vector<uint64_t> parse_seeds(std::string_view arg);
 // the sweep is planned and run: about 10 KB each). Split a larger study into several sweeps.
 inline constexpr size_t kMaxSweepPoints = 100000;
 
+// Whether a dotted path names a scenario field a sweep may set (as --set may); the closest field
+// path for a "did you mean", or "".
+bool is_sweep_field(std::string_view dotted);
+std::string closest_sweep_field(std::string_view dotted);
+
+// A named derived field of a sweep file: computed for every point from its values (sim/sweep_expr.hpp),
+// a column of sweep.csv, and, when `path` is set, the value of that scenario field.
+struct SweepDerived {
+  std::string name;
+  std::string path;  // "" : a column only (and a name other expressions may read)
+  Expr expr;
+  std::string where;  // "FILE: /derived/NAME", for messages
+};
+
+// A constraint of a sweep file: points where it is false are skipped (not run, not in sweep.csv).
+struct SweepConstraint {
+  Expr expr;
+  std::string where;  // "FILE: /constraints/0"
+};
+
 struct SweepSpec {
-  std::string scenario_path;    // the base scenario file
-  std::vector<Override> sets;   // --set, applied to every point before the point's own values
-  std::vector<SweepKey> grid;   // cartesian product, the first key varying slowest
-  std::vector<SweepKey> zip;    // advanced together: equal lengths; vary faster than the grid
-  std::vector<uint64_t> seeds;  // vary fastest; empty = the scenario's own seed
+  std::string scenario_path;                 // the base scenario file
+  std::vector<Override> sets;                // --set, applied to every point before the point's own values
+  std::vector<SweepKey> grid;                // cartesian product, the first key varying slowest
+  std::vector<SweepKey> zip;                 // advanced together: equal lengths; vary faster than the grid
+  std::vector<uint64_t> seeds;               // vary fastest; empty = the scenario's own seed
+  std::vector<SweepDerived> derived;         // in order: each may read the ones before it
+  std::vector<SweepConstraint> constraints;  // all must hold for a point to run
+  std::string spec_file;                     // the sweep file, or "" for a sweep given by flags
+  size_t file_sets = 0;                      // the first file_sets of `sets` come from the sweep file
+  nlohmann::json spec_json;                  // the sweep file as read (for sweep.json), or null
 };
 
 // One point of the sweep.
 struct SweepPoint {
-  size_t index = 0;                  // in grid order, from 0
-  std::vector<Override> overrides;   // the point's own values: grid keys, then zip keys
-  std::optional<uint64_t> seed;      // from --seeds
-  std::vector<std::string> dropped;  // paths of the point's values that do not apply to it
-  std::optional<Scenario> scenario;  // resolved; empty when the point does not resolve
-  nlohmann::json scenario_json;      // scenario_to_json(*scenario), or null
-  std::string folder;                // 16 hex digits (see above); "" when unresolved
-  std::string error;                 // why the point does not resolve; "" when it does
-  size_t run = 0;                    // index into SweepPlan::runs (resolved points only)
+  size_t index = 0;                     // in grid order, from 0
+  std::vector<Override> overrides;      // the point's own values: grid keys, zip keys, derived paths
+  std::vector<nlohmann::json> derived;  // the value of each SweepSpec::derived, in order
+  std::optional<uint64_t> seed;         // from --seeds
+  std::vector<std::string> dropped;     // paths of the point's values that do not apply to it
+  std::optional<Scenario> scenario;     // resolved; empty when the point does not resolve
+  nlohmann::json scenario_json;         // scenario_to_json(*scenario), or null
+  std::string folder;                   // readable name + hash (see above); "" when unresolved
+  std::string error;                    // why the point does not resolve; "" when it does
+  size_t run = 0;                       // index into SweepPlan::runs (resolved points only)
 };
 
 // One folder to run: the points that resolve to the same scenario share it.
@@ -92,11 +121,13 @@ struct SweepRun {
 
 struct SweepPlan {
   SweepSpec spec;
-  Scenario base;                         // the file with --set applied, the scenario's own seed
-  nlohmann::json manifest;               // DIR/sweep.json
-  std::vector<std::string> key_columns;  // grid paths, then zip paths
-  std::vector<SweepPoint> points;        // in grid order
-  std::vector<SweepRun> runs;            // in order of first point
+  Scenario base;                             // the file with --set applied, the scenario's own seed
+  nlohmann::json manifest;                   // DIR/sweep.json
+  std::vector<std::string> key_columns;      // grid paths, then zip paths
+  std::vector<std::string> derived_columns;  // the sweep file's derived names, after the key columns
+  size_t skipped = 0;                        // points skipped by the sweep file's constraints
+  std::vector<SweepPoint> points;            // in grid order
+  std::vector<SweepRun> runs;                // in order of first point
   // Swept keys that do not apply to some points, in words, for the user (not errors).
   std::vector<std::string> notes;
 };
@@ -145,7 +176,10 @@ RunRecord run_record_from_json(const nlohmann::json& j);
 bool sweep_status_ok(std::string_view status);
 
 // The columns of sweep.csv after the key columns and "seed".
-inline constexpr std::array<const char*, 14> kResultColumns = {"folder",
+// quality_metric names the model's own quality measure and quality is its final value: the
+// model's extra metric when it has one (LDA: loglik_per_token, MF: test_rmse), else
+// test_accuracy (classifiers), else test_loss (lstsq); empty for time-only models.
+inline constexpr std::array<const char*, 16> kResultColumns = {"folder",
                                                                "status",
                                                                "result_hash",
                                                                "virtual_time_s",
@@ -158,7 +192,9 @@ inline constexpr std::array<const char*, 14> kResultColumns = {"folder",
                                                                "step_staleness_mean",
                                                                "bytes_push",
                                                                "bytes_pull",
-                                                               "mean_wait_fraction"};
+                                                               "mean_wait_fraction",
+                                                               "quality_metric",
+                                                               "quality"};
 
 // The result cells of a run (kResultColumns from "result_hash" on) read from its summary.json.
 std::vector<std::string> result_cells(const nlohmann::json& summary);
@@ -175,6 +211,9 @@ struct SweepOptions {
   const std::atomic<bool>* interrupt = nullptr;
   // Run every point again even when its folder holds its finished run (--force).
   bool rerun = false;
+  // Called between the steps of writing each point's folder (OutputGuard::checkpoint), from the
+  // thread that writes it: the STALESIM_INJECT_KILL_AT_STEP test hook (README "Safety").
+  std::function<void(std::string_view)> checkpoint;
   // Called after each run of this rank finishes or is skipped, one call at a time, from the
   // thread that ran it. For progress and failure reports only.
   std::function<void(const SweepRun&, const RunRecord&)> on_run_done;
@@ -186,7 +225,8 @@ struct SweepOptions {
 // prepare_sweep_dir(dir, plan, ...) and pin_eigen_cache_sizes() were called.
 std::vector<RunRecord> run_sweep(const SweepPlan& plan, const std::string& dir, const SweepOptions& options);
 
-// sweep.csv: a header (key columns, "seed", kResultColumns) and one row per point in grid order.
+// sweep.csv: a header (key columns, derived columns, "seed", kResultColumns) and one row per point
+// in grid order. Every cell is flat (cell text, no JSON): an array's items joined by ';'.
 // `records` has one entry per run.
 std::string sweep_csv(const SweepPlan& plan, const std::vector<RunRecord>& records);
 

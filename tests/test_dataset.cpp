@@ -495,4 +495,20 @@ TEST_CASE("shared sampling draws batches larger than any shard, in range, and th
   CHECK_THROWS(BatchSampler::shared(0, 1, 0));
 }
 
+TEST_CASE("hold_out_validation moves the last training samples into the evaluation set") {
+  DataSplit d = make_blobs(BlobsSpec{.classes = 3, .features = 4, .train = 50, .test = 20, .spread = 1.0}, 7);
+  const DataSplit whole = d;
+  hold_out_validation(d, 15);
+  CHECK(d.train.size() == 35);
+  CHECK(d.test.size() == 15);
+  CHECK(d.test.features == 4);
+  CHECK(d.test.classes == 3);
+  CHECK(std::equal(d.train.x.begin(), d.train.x.end(), whole.train.x.begin()));
+  CHECK(std::equal(d.test.x.begin(), d.test.x.end(), whole.train.x.begin() + 35 * 4));
+  CHECK(std::equal(d.test.y.begin(), d.test.y.end(), whole.train.y.begin() + 35));
+  DataSplit e = whole;
+  CHECK_THROWS_AS(hold_out_validation(e, 50), std::invalid_argument);  // no training sample left
+  CHECK_THROWS_AS(hold_out_validation(e, 0), std::invalid_argument);
+}
+
 }  // namespace stalesim

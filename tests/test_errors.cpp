@@ -26,6 +26,7 @@
 #include "sim/scenario.hpp"
 #include "sim/scenario_fields.hpp"
 #include "sim/scenario_schema.hpp"
+#include "sim/sweep_spec.hpp"
 #include "tests/cli_test_util.hpp"
 
 using namespace std::string_literals;
@@ -81,6 +82,15 @@ void check_schema(const json& schema, const json& v, const std::string& path,
       return;
     }
   }
+  if (schema.contains("oneOf")) {  // sweep files' "seeds"
+    size_t fits = 0;
+    for (const auto& alternative : schema["oneOf"]) {
+      std::vector<std::string> e;
+      check_schema(alternative, v, path, e);
+      fits += e.empty() ? 1 : 0;
+    }
+    if (fits != 1) errors.push_back(path + ": fits " + std::to_string(fits) + " of oneOf, not exactly one");
+  }
   if (schema.contains("enum") &&
       std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
     errors.push_back(path + ": not one of " + schema["enum"].dump());
@@ -108,6 +118,8 @@ void check_schema(const json& schema, const json& v, const std::string& path,
     for (const auto& [k, item] : v.items()) {
       if (props.contains(k))
         check_schema(props[k], item, path + "/" + k, errors);
+      else if (schema.contains("additionalProperties") && schema["additionalProperties"].is_object())
+        check_schema(schema["additionalProperties"], item, path + "/" + k, errors);  // a map (sweep files)
       else if (schema.value("additionalProperties", true) == false)
         errors.push_back(path + "/" + k + ": not allowed (additionalProperties)");
     }
@@ -143,7 +155,8 @@ const json* schema_node(const json& schema, const std::string& path) {
 std::vector<fs::path> shipped_scenarios() {
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(fs::path(STALESIM_SOURCE_DIR) / "scenarios"))
-    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+    if (e.is_regular_file() && e.path().extension() == ".json" && !e.path().string().ends_with(".sweep.json"))
+      files.push_back(e.path());
   files.push_back(fs::path(STALESIM_SOURCE_DIR) / kTiny);
   std::sort(files.begin(), files.end());
   return files;
@@ -212,6 +225,15 @@ TEST_CASE("every shipped scenario satisfies the schema, and the checker rejects 
     const Scenario s = load_scenario_file(file.string());
     CHECK(schema_errors(schema, scenario_to_json(s)).empty());
   }
+  // Sweep files (*.sweep.json) satisfy the sweep file schema and load.
+  const json sweep_schema = sweep_file_schema();
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(STALESIM_SOURCE_DIR) / "scenarios"))
+    if (e.path().string().ends_with(".sweep.json")) {
+      CAPTURE(e.path());
+      const auto errors = schema_errors(sweep_schema, json::parse(slurp(e.path())));
+      CHECK_MESSAGE(errors.empty(), (errors.empty() ? "" : errors.front()));
+      CHECK_NOTHROW(load_sweep_file(e.path().string()));
+    }
   json doc = json::parse(slurp(fs::path(STALESIM_SOURCE_DIR) / kTiny));
   doc["policy"]["stalenes"] = 3;
   doc["policy"]["type"] = "sspp";

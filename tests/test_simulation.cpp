@@ -329,3 +329,18 @@ TEST_CASE("workers keep the parameters they read where a later step needs them, 
   k["data"]["blobs"]["train"] = 1200;  // 60 samples per worker
   check_held(k);
 }
+
+TEST_CASE("data.validation_samples evaluates on held-out training samples, never the test set") {
+  auto j = tiny_math_json();
+  j["data"]["validation_samples"] = 40;  // of 600 training samples; the test set has 150
+  const RunResult r = run(j);
+  REQUIRE(r.status == RunStatus::kCompleted);
+  REQUIRE_FALSE(r.metrics.empty());
+  for (const auto& m : r.metrics) {  // accuracies over 40 samples are multiples of 1/40
+    REQUIRE(m.test_accuracy.has_value());
+    CHECK(std::abs(*m.test_accuracy * 40 - std::round(*m.test_accuracy * 40)) < 1e-9);
+  }
+  CHECK(hash_of(j) != hash_of(tiny_math_json()));
+  j["data"]["validation_samples"] = 600;
+  CHECK_THROWS_WITH_AS(run(j), doctest::Contains("/data/validation_samples"), ScenarioError);
+}

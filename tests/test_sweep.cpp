@@ -111,7 +111,9 @@ TEST_CASE(
                                         "step_staleness_mean",
                                         "bytes_push",
                                         "bytes_pull",
-                                        "mean_wait_fraction"};
+                                        "mean_wait_fraction",
+                                        "quality_metric",
+                                        "quality"};
   CHECK(rows[0] == header);
   // Grid order: the first --grid varies slowest, the seeds fastest.
   const std::vector<std::vector<std::string>> params{
@@ -125,7 +127,11 @@ TEST_CASE(
     REQUIRE(row.size() == header.size());
     CHECK(std::vector<std::string>(row.begin(), row.begin() + 3) == params[i - 1]);
     const std::string folder = row[column(header, "folder")];
-    CHECK(folder.size() == 16);
+    // Readable: the swept values, the seed, and 8 hex digits of the scenario's hash.
+    CHECK(folder.starts_with("type=" + row[0] + "_lr=" + row[1] + "_seed=" + row[2] + "-"));
+    CHECK(folder.size() == folder.find_last_of('-') + 9);
+    CHECK(row[column(header, "quality_metric")] == "test_accuracy");
+    CHECK(row[column(header, "quality")] == row[column(header, "final_test_accuracy")]);
     folders.push_back(folder);
     CHECK(row[column(header, "status")] == "completed");
     for (const char* f : {"summary.json", "metrics.csv", "staleness.csv", "done"})
@@ -444,7 +450,8 @@ TEST_CASE(
   CHECK_THROWS_AS(plan_sweep(spec), SweepError);
 }
 
-TEST_CASE("sweep.csv quotes cells that hold commas and leaves the cells of a failed point empty") {
+TEST_CASE(
+    "sweep.csv cells are flat (an array's items joined by semicolons) and a failed point's cells are empty") {
   SweepSpec spec;
   spec.scenario_path = tiny_path();
   spec.grid = {{"model.hidden", {"[4]", "[4,3]", "[0]"}}};
@@ -455,7 +462,7 @@ TEST_CASE("sweep.csv quotes cells that hold commas and leaves the cells of a fai
   std::vector<RunRecord> records(plan.runs.size());
   records[1].status = "completed";
   records[1].wrote = true;
-  records[1].cells = std::vector<std::string>(12, "x");
+  records[1].cells = std::vector<std::string>(14, "x");
   const std::string csv = sweep_csv(plan, records);
   std::istringstream in(csv);
   std::string header, row0, row1, row2;
@@ -464,9 +471,11 @@ TEST_CASE("sweep.csv quotes cells that hold commas and leaves the cells of a fai
   std::getline(in, row1);
   std::getline(in, row2);
   CHECK(header.starts_with("model.hidden,seed,folder,status,result_hash,"));
-  CHECK(row0 == "[4],1,,not_run,,,,,,,,,,,,");
-  CHECK(row1 == "\"[4,3]\",1," + plan.points[1].folder + ",completed,x,x,x,x,x,x,x,x,x,x,x,x");
-  CHECK(row2 == "[0],1,,failed,,,,,,,,,,,,");
+  CHECK(row0 == "4,1,,not_run,,,,,,,,,,,,,,");
+  CHECK(row1 == "4;3,1," + plan.points[1].folder + ",completed,x,x,x,x,x,x,x,x,x,x,x,x,x,x");
+  CHECK(row2 == "0,1,,failed,,,,,,,,,,,,,,");
+  CHECK(plan.points[1].folder.starts_with("hidden=4;3-") == false);  // ';' is not kept in folder names
+  CHECK(plan.points[1].folder.starts_with("hidden=4-3-"));
   CHECK(point_status(plan, records, 2) == "failed");
   CHECK(run_record_from_json(to_json(records[1])) == records[1]);
 }

@@ -11,6 +11,7 @@
 
 #include "models/lda.hpp"
 #include "models/mf.hpp"
+#include "sim/changed_rows.hpp"
 #include "sim/workloads.hpp"
 #include "tests/sim_test_util.hpp"
 
@@ -239,6 +240,88 @@ TEST_CASE("mf pushes are sized by their batch in every cache mode") {
     REQUIRE(r.status == RunStatus::kCompleted);
     CHECK(r.bytes_push <= r.messages_push * 40 * (3 * 4 + 4));
     CHECK(r.bytes_push >= r.messages_push * 2 * (3 * 4 + 4));
+  }
+}
+
+TEST_CASE("ChangedRows counts the rows changed since each worker's last copy") {
+  ChangedRows c({10, 20, 30}, 2);
+  CHECK(c.copy_bytes(0, 0, 999) == 999);  // a first copy is the whole model
+  c.note_update(std::vector<int32_t>{1}, 1);
+  c.note_update(std::vector<int32_t>{1, 2}, 2);
+  CHECK(c.copy_bytes(0, 2, 999) == 20 + 30);  // rows 1 and 2, once each
+  CHECK(c.copy_bytes(0, 2, 999) == 0);        // nothing changed since
+  CHECK(c.copy_bytes(1, 2, 999) == 999);
+  c.note_update(std::vector<int32_t>{0}, 3);
+  CHECK(c.copy_bytes(1, 3, 999) == 10);
+  c.forget(0);  // a crash lost what was on its way: the next copy is whole again
+  CHECK(c.copy_bytes(0, 3, 999) == 999);
+  ChangedRows dense;
+  CHECK_FALSE(dense.enabled());
+  CHECK(dense.copy_bytes(0, 7, 555) == 555);
+}
+
+TEST_CASE("mf and lda: the changed rows of a batch are the rows its push carries") {
+  const Ratings r = generate_ratings(
+      RatingsSpec{
+          .rows = 50, .cols = 40, .rank = 2, .noise = 0.1, .train = 600, .test = 10, .popularity = 0.5},
+      4);
+  MfModel mf(50, 40, 2, 0.0);
+  const Corpus c = generate_corpus(CorpusSpec{.vocabulary = 40,
+                                              .topics = 3,
+                                              .documents = 30,
+                                              .min_length = 5,
+                                              .max_length = 20,
+                                              .alpha = 0.3,
+                                              .beta = 0.1},
+                                   2);
+  LdaModel lda(c.split.train, 40, 3, 0.3, 0.1, 2);
+  for (const std::vector<int32_t>& batch :
+       {std::vector<int32_t>{0}, std::vector<int32_t>{3, 1, 4, 1, 5, 9, 2, 6}}) {
+    for (Model* m : {static_cast<Model*>(&mf), static_cast<Model*>(&lda)}) {
+      const Dataset& d = m == &mf ? r.split.train : c.split.train;
+      std::vector<int32_t> rows{-1};  // appended after what is there
+      m->changed_rows(d, batch, rows);
+      REQUIRE(rows.size() >= 2);
+      CHECK(rows.front() == -1);
+      int64_t bytes = 0;
+      for (size_t i = 1; i < rows.size(); ++i) {
+        CHECK(rows[i] >= 0);
+        CHECK(rows[i] < m->row_count());
+        if (i > 1) CHECK(rows[i] > rows[i - 1]);  // sorted, each once
+        bytes += m->row_bytes(rows[i]);
+      }
+      CHECK(bytes == m->update_bytes(d, batch));
+    }
+  }
+  int64_t all = 0;
+  for (int32_t row = 0; row < mf.row_count(); ++row) all += mf.row_bytes(row) - 4;  // values without ids
+  CHECK(all == mf.wire_bytes());
+}
+
+TEST_CASE("essp and lazy ssp copies of an mf model carry only the rows changed since the last copy") {
+  const int64_t dense = (120 + 100) * 3 * 4;
+  for (const char* cache : {"eager", "lazy"}) {
+    auto j = mf_json();
+    j["optimizer"]["batch_size"] = 2;  // a push changes at most 4 of the 220 rows
+    j["optimizer"]["lr"] = 0.2;
+    j["policy"] = std::string(cache) == "eager"
+                      ? nlohmann::json{{"type", "essp"}, {"staleness", 2}}
+                      : nlohmann::json{{"type", "ssp"}, {"staleness", 2}, {"cache", "lazy"}};
+    const RunResult r = run(j);
+    const std::string mode = cache;
+    CAPTURE(mode);
+    REQUIRE(r.status == RunStatus::kCompleted);
+    REQUIRE(r.messages_pull > 4 * 10);
+    // Four first copies are whole; after that a copy holds the rows of the batches applied since
+    // (at most 4 rows each), far below a dense copy, and never more than one.
+    CHECK(r.bytes_pull >= 4 * dense);
+    CHECK(r.bytes_pull < r.messages_pull * dense / 2);
+    CHECK(r.bytes_pull > r.messages_pull * 16);  // at least one changed row in most copies
+    auto dense_j = tiny_math_json();  // a dense model: every copy is the whole model
+    dense_j["policy"] = j["policy"];
+    const RunResult d = run(dense_j);
+    REQUIRE(d.status == RunStatus::kCompleted);
+    CHECK(d.bytes_pull == d.messages_pull * (8 * 12 + 12 + 12 * 3 + 3) * 4);
   }
 }
 

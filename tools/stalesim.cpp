@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <span>
@@ -36,6 +37,7 @@
 #include "sim/build_info.hpp"
 #include "sim/estimate.hpp"
 #include "sim/explain.hpp"
+#include "sim/file_read.hpp"
 #include "sim/gradient_pool.hpp"
 #include "sim/memory_estimate.hpp"
 #include "sim/outputs.hpp"
@@ -44,8 +46,10 @@
 #include "sim/scenario_fields.hpp"
 #include "sim/scenario_schema.hpp"
 #include "sim/simulation.hpp"
+#include "sim/summarize.hpp"
 #include "sim/sweep.hpp"
 #include "sim/sweep_mpi.hpp"
+#include "sim/sweep_spec.hpp"
 #include "sim/timeline.hpp"
 #include "sim/trace.hpp"
 
@@ -108,13 +112,16 @@ Commands:
   run SCENARIO       run a scenario and write its outputs
   validate SCENARIO  check a scenario and print it with every default resolved
   sweep SCENARIO     run a grid of variants and seeds of a scenario, one folder each (resumable)
+  sweep FILE         run a sweep file (*.sweep.json: grid, zip, seeds, derived fields, constraints)
   reproduce SUMMARY  rerun a finished run from its summary.json and compare its files byte for byte
+  reproduce DIR      rerun every point of a sweep folder and compare, point by point
+  summarize DIR      mean and spread over seeds per sweep point, seed-averaged curves with bands
   timeline SCENARIO  draw the first seconds of a run in the terminal, a row per worker
   profiles [FILE]    list the built-in device profiles (or check profile files) and how to add yours
   costs              list the cost architectures (model.cost): parameters, FLOPs per sample, source
   calibrate          time a model on this machine's GPU and write its device profile (CUDA builds)
   fields             print the scenario field reference (Markdown)
-  schema             print the scenario format as JSON Schema 2020-12 (for editors)
+  schema [--sweep]   print the scenario (or sweep file) format as JSON Schema 2020-12 (for editors)
   version            print the version and build
 
 Run 'stalesim COMMAND --help' for a command's options.
@@ -157,7 +164,11 @@ Scenario load(const po::variables_map& vm) {
     for (const auto& s : vm["set"].as<std::vector<std::string>>()) sets.push_back(parse_override(s));
   std::optional<uint64_t> seed;
   if (vm.count("seed")) seed = parse_seed(vm["seed"].as<std::string>());
-  return load_scenario_file(vm["scenario"].as<std::string>(), sets, seed);
+  const std::string path = vm["scenario"].as<std::string>();
+  if (path.ends_with(".sweep.json"))
+    throw UsageError(
+        fmt::format("{} is a sweep file, not a scenario: run it with 'stalesim sweep {}'", path, path));
+  return load_scenario_file(path, sets, seed);
 }
 
 // --threads, else STALESIM_THREADS, else the machine's cores; the default divided by `share`
@@ -433,12 +444,18 @@ int cmd_fields(const std::vector<std::string>& args) {
 int cmd_schema(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::cout
-        << "Usage: stalesim schema\n\nPrints the scenario format as JSON Schema (draft 2020-12), generated "
+        << "Usage: stalesim schema [--sweep]\n\nPrints the scenario format as JSON Schema (draft 2020-12), "
+           "generated "
            "from\n"
-           "the same field table as validation and `stalesim fields`. Save it and point your editor at it.\n";
+           "the same field table as validation and `stalesim fields`. Save it and point your editor at it.\n"
+           "--sweep prints the format of sweep files (README \"Sweep files\") instead.\n";
     return kExitOk;
   }
-  if (!args.empty()) throw UsageError("schema takes no arguments, got '" + args[0] + "'");
+  if (args.size() == 1 && args[0] == "--sweep") {
+    std::cout << sweep_file_schema().dump(2) << "\n";
+    return kExitOk;
+  }
+  if (!args.empty()) throw UsageError("schema takes no arguments but --sweep, got '" + args[0] + "'");
   std::cout << scenario_json_schema().dump(2) << "\n";
   return kExitOk;
 }
@@ -459,8 +476,9 @@ int sweep_body(const std::vector<std::string>& args, const MpiSession* mpi) {
   const int ranks = mpi ? mpi->size() : 1;
   po::options_description o(
       "Usage: stalesim sweep SCENARIO [--grid PATH=V1,V2,...]... [--zip PATH=V1,V2,...]... "
-      "[options]\n\nOptions");
-  o.add_options()("scenario", po::value<std::string>()->required(), "base scenario JSON file")(
+      "[options]\n       stalesim sweep FILE.sweep.json [options]\n\nOptions");
+  o.add_options()("scenario", po::value<std::string>()->required(),
+                  "base scenario JSON file, or a sweep file")(
       "grid", po::value<std::vector<std::string>>()->composing(),
       "sweep a field over values, e.g. --grid policy.staleness=0,1,2,4 (repeatable: the cartesian product, "
       "the first --grid varying slowest)")(
@@ -486,10 +504,13 @@ int sweep_body(const std::vector<std::string>& args, const MpiSession* mpi) {
     if (rank == 0)
       std::cout << o << R"(
 Each point (the scenario + --set + its grid values and seed, fully resolved) runs into
-DIR/<hash>/ with the files of a lone 'stalesim run'; identical points share a folder. A folder
+DIR/<name>/ (its swept values and seed, then 8 hex digits of its hash: type=ssp_staleness=2_seed=1-5c0e3a4d)
+with the files of a lone 'stalesim run'; identical points share a folder. A folder
 that already holds the point's finished run is skipped, so rerunning a sweep resumes it.
 DIR/sweep.csv has one row per point in grid order. A failed point does not stop the others.
 Under 'mpirun -n K stalesim sweep ...' (a build with MPI) the ranks split the points.
+A sweep file (README "Sweep files"; 'stalesim schema --sweep') gives the base scenario, grid, zip,
+seeds, derived fields and constraints itself; --set, --out, --jobs and --force still apply.
 Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
 )";
     return kExitOk;
@@ -498,7 +519,20 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
     return p.vm.count(key) ? p.vm[key].as<std::vector<std::string>>() : std::vector<std::string>{};
   };
   SweepSpec spec;
-  spec.scenario_path = p.vm["scenario"].as<std::string>();
+  std::string file_out;  // the sweep file's "out"
+  const std::string input = p.vm["scenario"].as<std::string>();
+  const bool from_file = is_sweep_file(input);
+  if (from_file) {
+    for (const char* flag : {"grid", "zip", "seeds"})
+      if (p.vm.count(flag))
+        throw UsageError(
+            fmt::format("--{}: {} is a sweep file, which gives grid, zip and seeds itself; edit the "
+                        "file, or drop --{}",
+                        flag, input, flag));
+    spec = load_sweep_file(input, &file_out);
+  } else {
+    spec.scenario_path = input;
+  }
   for (const auto& s : strings("set")) spec.sets.push_back(parse_override(s));
   const int jobs = p.vm["jobs"].as<int>();
   if (jobs < 1) throw UsageError(fmt::format("--jobs: expected an integer >= 1, got {}", jobs));
@@ -529,15 +563,18 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
                                    plan.points.size(), bad,
                                    count > 3 ? fmt::format("\n  and {} more", count - 3) : std::string()));
   }
-  const std::string dir =
-      display_path(p.vm.count("out") ? p.vm["out"].as<std::string>() : default_sweep_dir(plan));
+  const std::string dir = display_path(p.vm.count("out")   ? p.vm["out"].as<std::string>()
+                                       : !file_out.empty() ? file_out
+                                                           : default_sweep_dir(plan));
 
   // Rank 0 prepares the folder; every rank follows its verdict.
   std::string prepare_error;
   int verdict = kExitOk;
   if (rank == 0) {
     try {
-      prepare_sweep_dir(dir, plan, force, output_guard(spec.scenario_path).protect);
+      auto protect = output_guard(spec.scenario_path).protect;
+      if (from_file) protect.emplace_back(input);
+      prepare_sweep_dir(dir, plan, force, protect);
     } catch (const IoError& e) {
       prepare_error = e.what();
       verdict = kExitBadInput;
@@ -548,8 +585,12 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
     if (rank == 0) throw IoError(prepare_error);
     return verdict;
   }
-  if (rank == 0 && !quiet)
+  if (rank == 0 && !quiet) {
     for (const auto& n : plan.notes) fmt::print(stderr, "stalesim: note: {}\n", n);
+    if (plan.skipped > 0)
+      fmt::print(stderr, "stalesim: note: the constraints skip {} of {} points\n", plan.skipped,
+                 plan.skipped + plan.points.size());
+  }
 
   pin_eigen_cache_sizes();
   catch_signals();
@@ -596,6 +637,16 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
   so.ranks = ranks;
   so.interrupt = &g_interrupt;
   so.rerun = force;
+  if (auto hook = output_guard(spec.scenario_path).checkpoint) {
+    // One counter for the whole sweep: every point's OutputGuard holds a copy of this function,
+    // so the hook's state lives behind a shared pointer.
+    auto shared = std::make_shared<std::pair<std::mutex, std::function<void(std::string_view)>>>();
+    shared->second = std::move(hook);
+    so.checkpoint = [shared](std::string_view step) {
+      std::lock_guard guard(shared->first);
+      shared->second(step);
+    };
+  }
   so.on_run_done = [&](const SweepRun& run, const RunRecord& rec) {
     done += run.points.size();
     if (!rec.skipped) ran += run.points.size();
@@ -693,10 +744,134 @@ int cmd_sweep(const std::vector<std::string>& args) {
   }
 }
 
+// `stalesim reproduce SWEEP_DIR`: every folder of the sweep's sweep.csv, point by point.
+int reproduce_sweep(const std::string& dir, int threads) {
+  namespace fs = std::filesystem;
+  const fs::path csv_path = fs::path(dir) / "sweep.csv";
+  std::string error;
+  const auto text = read_regular_file(csv_path.string(), kMaxSummaryBytes, error);
+  if (!text)
+    throw IoError(
+        fmt::format("{}: cannot read ({}): the sweep has not finished; rerun it to complete it first",
+                    csv_path.string(), error));
+  const auto rows = parse_csv(*text);
+  if (rows.empty()) throw IoError(fmt::format("{}: empty", csv_path.string()));
+  const auto& header = rows[0];
+  const auto col = [&](const char* name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end()) throw IoError(fmt::format("{}: no column '{}'", csv_path.string(), name));
+    return static_cast<size_t>(it - header.begin());
+  };
+  const size_t seed_col = col("seed"), folder_col = col("folder"), status_col = col("status");
+  // Folders in order of their first point, with the points that share them.
+  std::vector<std::pair<std::string, std::vector<size_t>>> folders;
+  std::vector<size_t> not_run;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    if (rows[r].size() != header.size())
+      throw IoError(fmt::format("{}: line {} is malformed", csv_path.string(), r + 1));
+    const std::string& f = rows[r][folder_col];
+    if (f.empty() || rows[r][status_col] == "interrupted" || rows[r][status_col] == "not_run") {
+      not_run.push_back(r);
+      continue;
+    }
+    auto it = std::find_if(folders.begin(), folders.end(), [&](const auto& e) { return e.first == f; });
+    if (it == folders.end())
+      folders.push_back({f, {r}});
+    else
+      it->second.push_back(r);
+  }
+  const auto describe_row = [&](size_t r) {
+    std::string d;
+    for (size_t c = 0; c <= seed_col; ++c)
+      if (!rows[r][c].empty()) d += (d.empty() ? "" : ", ") + header[c] + "=" + rows[r][c];
+    return fmt::format("point {} ({})", r - 1, d);
+  };
+  pin_eigen_cache_sizes();
+  catch_signals();
+  size_t matched = 0, mismatched = 0;
+  bool warned = false;
+  for (const auto& [folder, points] : folders) {
+    const std::string what =
+        describe_row(points.front()) +
+        (points.size() > 1 ? fmt::format(" and {} identical point(s)", points.size() - 1) : std::string());
+    const std::string run_dir = (fs::path(dir) / folder).string();
+    try {
+      const Reproduction r = prepare_reproduction(run_dir);
+      if (!warned && !r.build_differences.empty()) {
+        std::string list;
+        for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + d;
+        fmt::print(stderr, "warning: built differently ({}): a mismatch may come from the build\n", list);
+        warned = true;
+      }
+      for (const auto& c : r.dataset_changes)
+        fmt::print(stderr, "warning: {}: dataset file {}: a mismatch may come from the data\n", folder, c);
+      RunOptions ro;
+      ro.interrupt = &g_interrupt;
+      ro.threads = threads;
+      const ReproduceResult res = reproduce(r, ro);
+      if (res.status == RunStatus::kInterrupted) {
+        fmt::print(stderr, "stalesim: interrupted after {} of {} folders\n", matched + mismatched,
+                   folders.size());
+        return kExitInterrupted;
+      }
+      if (res.differences.empty()) {
+        ++matched;
+        fmt::print("MATCH: {}: {}/ (result_hash {})\n", what, folder, res.result_hash);
+      } else {
+        ++mismatched;
+        for (const auto& d : res.differences) fmt::print("MISMATCH: {}: {}/{}\n", what, folder, describe(d));
+      }
+    } catch (const std::runtime_error& e) {
+      ++mismatched;
+      fmt::print("MISMATCH: {}: {}\n", what, e.what());
+    }
+  }
+  for (size_t r : not_run)
+    fmt::print("NOT RUN: {}: status {}, no finished folder to compare\n", describe_row(r),
+               rows[r][status_col]);
+  fmt::print("{}: {} of {} folders match ({} points), {} mismatch, {} points not run\n",
+             fs::path(dir).lexically_normal().string(), matched, folders.size(), rows.size() - 1, mismatched,
+             not_run.size());
+  return mismatched + not_run.size() > 0 ? kExitFailed : kExitOk;
+}
+
+int cmd_summarize(const std::vector<std::string>& args) {
+  po::options_description o("Usage: stalesim summarize SWEEP_DIR [options]\n\nOptions");
+  o.add_options()("dir", po::value<std::string>()->required(), "a sweep folder (with sweep.csv)")(
+      "quiet", "write the files without printing the table")("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("dir", 1);
+  const auto p = parse(args, o, pos);
+  if (p.help) {
+    std::cout << o << R"(
+Groups the points of a sweep that differ only in their seed and writes, in SWEEP_DIR:
+  sweep-summary.csv  per group: seeds, with_result, quality_metric, and for every result column of
+                     sweep.csv its _mean, _std (sample), _min, _max and _n over the seeds
+  curves.csv         per group and evaluation time: the seeds with a row there, and the mean, std,
+                     min and max of every metrics.csv column (plots/bands.py draws them as bands)
+and prints a table: per group the quality (mean ± std, min, max), final test loss and time to
+target. Only points with a result (completed or diverged) count. Exit 2 when the folder holds no
+sweep.csv or a point's metrics.csv cannot be read.
+)";
+    return kExitOk;
+  }
+  const std::string dir = display_path(p.vm["dir"].as<std::string>());
+  const SweepSummary s = summarize_sweep(dir);
+  const std::filesystem::path root(dir);
+  write_file_atomically((root / "sweep-summary.csv").string(), s.summary_csv);
+  write_file_atomically((root / "curves.csv").string(), s.curves_csv);
+  if (p.vm.count("quiet") == 0) std::cout << s.table;
+  fmt::print(
+      "{}: {} points in {} groups over seeds ({} with a result); wrote {}/sweep-summary.csv and "
+      "{}/curves.csv\n",
+      dir, s.points, s.groups, s.points_with_result, dir, dir);
+  return kExitOk;
+}
+
 int cmd_reproduce(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim reproduce RUN_DIR/summary.json [options]\n\nOptions");
   o.add_options()("summary", po::value<std::string>()->required(),
-                  "a finished run's summary.json (or its folder)")(
+                  "a finished run's summary.json (or its folder), or a sweep folder")(
       "quiet", "no progress line and no wall time on stderr")(
       "threads", po::value<int>(),
       "threads computing gradients (default: STALESIM_THREADS, else the machine's cores)")("help,h",
@@ -711,8 +886,18 @@ writes (summary.json, metrics.csv, staleness.csv, done) with the folder's, byte 
 MATCH (exit 0), or one 'MISMATCH: FILE: first difference at line N (COLUMN): ...' line per
 differing file (exit 3). Warns when this binary was built differently from the run's, or when a
 dataset file changed since the run.
+Given a sweep folder (it holds sweep.json), reruns every folder of its sweep.csv and prints one
+MATCH or MISMATCH line per folder (naming its points), NOT RUN per point without a finished
+folder, and a closing count; exit 0 when every point matches, 3 otherwise.
 )";
     return kExitOk;
+  }
+  {
+    const std::string target = display_path(p.vm["summary"].as<std::string>());
+    std::error_code ec;
+    if (std::filesystem::is_directory(target, ec) &&
+        std::filesystem::is_regular_file(std::filesystem::path(target) / "sweep.json", ec))
+      return reproduce_sweep(target, threads_option(p.vm, 1));
   }
   const Reproduction r = prepare_reproduction(p.vm["summary"].as<std::string>());
   const bool quiet = p.vm.count("quiet") > 0;
@@ -1004,6 +1189,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "calibrate") return cmd_calibrate(args);
   if (cmd == "sweep") return cmd_sweep(args);
   if (cmd == "reproduce") return cmd_reproduce(args);
+  if (cmd == "summarize") return cmd_summarize(args);
   if (cmd == "timeline") return cmd_timeline(args);
   if (cmd == "version" || cmd == "--version") {
     std::cout << build_info_json().dump(2) << "\n";
@@ -1011,7 +1197,7 @@ int dispatch(int argc, char** argv) {
   }
   throw UsageError(
       fmt::format("unknown command '{}' (commands: run, validate, profiles, costs, fields, schema, sweep, "
-                  "reproduce, timeline, calibrate, version)",
+                  "reproduce, summarize, timeline, calibrate, version)",
                   cmd));
 }
 

@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""Picks each policy's learning rate from a tuning sweep (tools/reproduce-papers, issue 19).
+
+Usage: plots/papers_tune.py SWEEP --group COL[,COL...] [--param optimizer.lr]
+
+SWEEP is a sweep folder whose points ran on a validation split (data.validation_samples > 0: the
+"test" metrics of its summaries are validation metrics, never the test set). For each group (the
+distinct values of the --group columns, in sweep order) and each value of --param, over the seeds:
+
+  criterion 1: the smallest mean time to the target (validation accuracy); a seed that never reached
+               it counts as never, so a value must reach it on every seed to compete;
+  criterion 2 (no value reached it on every seed): the highest mean final validation accuracy.
+
+Prints one line per group to stdout, "GROUPVALUES... VALUE" (space separated, the chosen value
+last), and a table of every value's scores to stderr. Exits 1 when a group has no finished point.
+"""
+
+import argparse
+import math
+import sys
+
+sys.dont_write_bytecode = True  # keep plots/ free of __pycache__
+import stalesim_runs as sr  # noqa: E402
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sweep")
+    ap.add_argument("--group", required=True, help="comma-separated key columns, e.g. policy.type,policy.staleness")
+    ap.add_argument("--param", default="optimizer.lr")
+    args = ap.parse_args()
+    sweep = sr.Sweep(args.sweep)
+    keys = args.group.split(",")
+    table = {}  # group -> value -> [(time, accuracy)]
+    for row in sweep.rows:
+        group = tuple(sweep.cell(row, k) or "-" for k in keys)
+        value = sweep.cell(row, args.param)
+        slot = table.setdefault(group, {}).setdefault(value, [])
+        if not sweep.ok(row):
+            slot.append((math.inf, -math.inf))
+            continue
+        t = sr.number(sweep.cell(row, "time_to_target_s"))
+        a = sr.number(sweep.cell(row, "final_test_accuracy"))
+        slot.append((t if sr.finite(t) else math.inf, a if sr.finite(a) else -math.inf))
+    status = 0
+    print(f"tuning {sweep.name}: {args.param} per {args.group} (validation split; "
+          "min mean time to target, else max mean final accuracy)", file=sys.stderr)
+    for group, values in table.items():
+        scored = []
+        for value, runs in values.items():
+            t = mean([x[0] for x in runs])
+            a = mean([x[1] for x in runs])
+            scored.append((value, t, a))
+            shown_t = "never" if not math.isfinite(t) else f"{t:.1f} s"
+            print(f"  {' '.join(group)} {args.param}={value}: time {shown_t}, final accuracy {a:.4f} "
+                  f"({len(runs)} seeds)", file=sys.stderr)
+        reached = [x for x in scored if math.isfinite(x[1])]
+        if reached:
+            best = min(reached, key=lambda x: (x[1], -x[2]))
+            why = "fastest to target"
+        else:
+            best = max(scored, key=lambda x: x[2])
+            why = "none reached the target: best final accuracy"
+        if not math.isfinite(best[2]):
+            print(f"papers_tune.py: {sweep.name}: {' '.join(group)}: no finished point", file=sys.stderr)
+            status = 1
+            continue
+        print(f"  -> {' '.join(group)}: {args.param}={best[0]} ({why})", file=sys.stderr)
+        print(" ".join(group + (best[0],)))
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,296 @@
+#include "sim/summarize.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "sim/file_read.hpp"
+#include "sim/outputs.hpp"
+
+namespace stalesim {
+
+namespace fs = std::filesystem;
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string cell;
+  bool quoted = false, any = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cell += c;
+      }
+      continue;
+    }
+    any = true;
+    if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      row.push_back(std::move(cell));
+      cell.clear();
+    } else if (c == '\n') {
+      row.push_back(std::move(cell));
+      cell.clear();
+      rows.push_back(std::move(row));
+      row.clear();
+      any = false;
+    } else if (c != '\r') {
+      cell += c;
+    }
+  }
+  if (any || !cell.empty() || !row.empty()) {
+    row.push_back(std::move(cell));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+namespace {
+
+std::string read(const fs::path& p) {
+  std::string error;
+  const auto text = read_regular_file(p.string(), kMaxSummaryBytes, error);
+  if (!text) throw IoError(fmt::format("{}: cannot read: {}", p.string(), error));
+  return *text;
+}
+
+std::optional<double> number(const std::string& cell) {
+  if (cell.empty()) return std::nullopt;
+  size_t used = 0;
+  try {
+    const double v = std::stod(cell, &used);
+    if (used == cell.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+// Mean, sample standard deviation (n >= 2), minimum, maximum and count of the values, summed in
+// the order given.
+struct Stats {
+  size_t n = 0;
+  double mean = 0, std = 0, min = 0, max = 0;
+};
+Stats stats_of(const std::vector<double>& v) {
+  Stats s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  double sq = 0;
+  for (double x : v) sq += (x - s.mean) * (x - s.mean);
+  s.std = v.size() > 1 ? std::sqrt(sq / static_cast<double>(v.size() - 1)) : 0.0;
+  s.min = *std::min_element(v.begin(), v.end());
+  s.max = *std::max_element(v.begin(), v.end());
+  return s;
+}
+// "mean,std,min,max" cells; std empty for one value, all empty for none.
+std::string stat_cells(const Stats& s) {
+  if (s.n == 0) return ",,,";
+  return fmt::format("{},{},{},{}", s.mean, s.n > 1 ? fmt::format("{}", s.std) : std::string(), s.min, s.max);
+}
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The result columns averaged per group (sweep.csv, sim/sweep.hpp kResultColumns).
+constexpr const char* kMetrics[] = {"quality",          "final_test_accuracy", "final_test_loss",
+                                    "time_to_target_s", "virtual_time_s",      "server_updates",
+                                    "staleness_mean",   "staleness_max",       "step_staleness_mean",
+                                    "bytes_push",       "bytes_pull",          "mean_wait_fraction"};
+
+std::string short_number(const Stats& s) {
+  if (s.n == 0) return "-";
+  if (s.n == 1) return fmt::format("{:.4g}", s.mean);
+  return fmt::format("{:.4g} ± {:.2g}", s.mean, s.std);
+}
+
+}  // namespace
+
+SweepSummary summarize_sweep(const std::string& dir) {
+  const fs::path root(dir);
+  const fs::path csv_path = root / "sweep.csv";
+  std::error_code ec;
+  if (!fs::is_regular_file(csv_path, ec))
+    throw IoError(fmt::format(
+        "{}: no sweep.csv: not a finished sweep folder (run 'stalesim sweep' into it first)", dir));
+  const auto rows = parse_csv(read(csv_path));
+  if (rows.empty()) throw IoError(fmt::format("{}: empty", csv_path.string()));
+  const auto& header = rows[0];
+  const auto col = [&](const std::string& name) -> size_t {
+    const auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end())
+      throw IoError(fmt::format("{}: no column '{}' (written by another stalesim version? rerun the sweep)",
+                                csv_path.string(), name));
+    return static_cast<size_t>(it - header.begin());
+  };
+  SweepSummary out;
+  const size_t seed_col = col("seed"), folder_col = col("folder"), status_col = col("status");
+  const size_t metric_name_col = col("quality_metric");
+  for (size_t c = 0; c < seed_col; ++c) out.group_columns.push_back(header[c]);
+
+  // Groups in order of first appearance.
+  std::vector<std::vector<std::string>> keys;
+  std::vector<std::vector<size_t>> members;  // row indices
+  std::map<std::vector<std::string>, size_t> index;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    if (rows[r].size() != header.size())
+      throw IoError(fmt::format("{}: line {} has {} cells, the header {}", csv_path.string(), r + 1,
+                                rows[r].size(), header.size()));
+    std::vector<std::string> key(rows[r].begin(), rows[r].begin() + static_cast<long>(seed_col));
+    auto [it, fresh] = index.emplace(key, keys.size());
+    if (fresh) {
+      keys.push_back(key);
+      members.emplace_back();
+    }
+    members[it->second].push_back(r);
+  }
+  out.groups = keys.size();
+  out.points = rows.size() - 1;
+  const auto ok = [&](size_t r) {
+    const std::string& s = rows[r][status_col];
+    return (s == "completed" || s == "diverged") && !rows[r][folder_col].empty();
+  };
+
+  // sweep-summary.csv
+  std::string& sc = out.summary_csv;
+  for (const auto& c : out.group_columns) sc += csv_cell(c) + ",";
+  sc += "seeds,with_result,quality_metric";
+  for (const char* m : kMetrics) sc += fmt::format(",{0}_mean,{0}_std,{0}_min,{0}_max,{0}_n", m);
+  sc += "\n";
+  std::vector<std::map<std::string, Stats>> group_stats(keys.size());
+  for (size_t g = 0; g < keys.size(); ++g) {
+    size_t with = 0;
+    std::string metric_name;
+    for (size_t r : members[g])
+      if (ok(r)) {
+        ++with;
+        if (metric_name.empty()) metric_name = rows[r][metric_name_col];
+      }
+    out.points_with_result += with;
+    for (const auto& k : keys[g]) sc += csv_cell(k) + ",";
+    sc += fmt::format("{},{},{}", members[g].size(), with, csv_cell(metric_name));
+    for (const char* m : kMetrics) {
+      const size_t c = col(m);
+      std::vector<double> v;
+      for (size_t r : members[g])
+        if (ok(r))
+          if (auto x = number(rows[r][c])) v.push_back(*x);
+      const Stats s = stats_of(v);
+      group_stats[g][m] = s;
+      sc += "," + stat_cells(s) + fmt::format(",{}", s.n);
+    }
+    sc += "\n";
+  }
+
+  // curves.csv: every metrics.csv column but the time, per group and evaluation time.
+  std::vector<std::string> curve_columns;
+  struct Curve {
+    // time text -> (time, column -> values in seed order)
+    std::map<std::string, std::pair<double, std::map<std::string, std::vector<double>>>> at;
+    std::map<std::string, size_t> seeds_at;
+  };
+  std::vector<Curve> curves(keys.size());
+  for (size_t g = 0; g < keys.size(); ++g) {
+    for (size_t r : members[g]) {
+      if (!ok(r)) continue;
+      const fs::path m = root / rows[r][folder_col] / "metrics.csv";
+      const auto mrows = parse_csv(read(m));
+      if (mrows.empty() || mrows[0].empty() || mrows[0][0] != "virtual_time_s")
+        throw IoError(fmt::format("{}: not a stalesim metrics.csv", m.string()));
+      for (size_t c = 1; c < mrows[0].size(); ++c)
+        if (std::find(curve_columns.begin(), curve_columns.end(), mrows[0][c]) == curve_columns.end())
+          curve_columns.push_back(mrows[0][c]);
+      for (size_t i = 1; i < mrows.size(); ++i) {
+        const auto t = number(mrows[i][0]);
+        if (!t) continue;
+        auto& slot = curves[g].at[mrows[i][0]];
+        slot.first = *t;
+        ++curves[g].seeds_at[mrows[i][0]];
+        for (size_t c = 1; c < mrows[i].size() && c < mrows[0].size(); ++c)
+          if (auto x = number(mrows[i][c])) slot.second[mrows[0][c]].push_back(*x);
+      }
+    }
+  }
+  std::string& cc = out.curves_csv;
+  for (const auto& c : out.group_columns) cc += csv_cell(c) + ",";
+  cc += "virtual_time_s,seeds";
+  for (const auto& m : curve_columns) cc += fmt::format(",{0}_mean,{0}_std,{0}_min,{0}_max", m);
+  cc += "\n";
+  for (size_t g = 0; g < keys.size(); ++g) {
+    std::vector<std::pair<double, std::string>> times;
+    for (const auto& [text, slot] : curves[g].at) times.emplace_back(slot.first, text);
+    std::sort(times.begin(), times.end());
+    for (const auto& [t, text] : times) {
+      std::string row;
+      for (const auto& k : keys[g]) row += csv_cell(k) + ",";
+      row += fmt::format("{},{}", text, curves[g].seeds_at[text]);
+      const auto& values = curves[g].at[text].second;
+      for (const auto& m : curve_columns) {
+        const auto it = values.find(m);
+        row += "," + stat_cells(it == values.end() ? Stats{} : stats_of(it->second));
+      }
+      cc += row + "\n";
+    }
+  }
+
+  // The table: a line per group.
+  std::vector<std::vector<std::string>> table;
+  std::vector<std::string> head = out.group_columns;
+  for (const char* h : {"n", "quality (mean ± std)", "min", "max", "final_test_loss", "time_to_target_s"})
+    head.emplace_back(h);
+  table.push_back(head);
+  for (size_t g = 0; g < keys.size(); ++g) {
+    std::vector<std::string> line;
+    for (const auto& k : keys[g]) line.push_back(k.empty() ? "-" : k);
+    const Stats& q = group_stats[g]["quality"];
+    std::string metric_name;
+    for (size_t r : members[g])
+      if (ok(r) && metric_name.empty()) metric_name = rows[r][metric_name_col];
+    line.push_back(fmt::format("{}/{}", q.n, members[g].size()));
+    line.push_back(q.n ? fmt::format("{} {}", metric_name, short_number(q)) : "-");
+    line.push_back(q.n ? fmt::format("{:.4g}", q.min) : "-");
+    line.push_back(q.n ? fmt::format("{:.4g}", q.max) : "-");
+    line.push_back(short_number(group_stats[g]["final_test_loss"]));
+    line.push_back(short_number(group_stats[g]["time_to_target_s"]));
+    table.push_back(line);
+  }
+  std::vector<size_t> width(head.size(), 0);
+  const auto display = [](const std::string& s) {  // "±" is two bytes, one column
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  for (const auto& line : table)
+    for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], display(line[c]));
+  for (const auto& line : table) {
+    std::string text;
+    for (size_t c = 0; c < line.size(); ++c) {
+      text += line[c];
+      if (c + 1 < line.size()) text += std::string(width[c] - display(line[c]) + 2, ' ');
+    }
+    out.table += text + "\n";
+  }
+  return out;
+}
+
+}  // namespace stalesim

@@ -1,0 +1,34 @@
+#pragma once
+// Seed-averaged results of a sweep (`stalesim summarize SWEEP_DIR`; README "Sweep files"): the
+// points of a sweep that differ only in their seed form a group, and each group gets the mean,
+// sample standard deviation, minimum, maximum and count of every result column of sweep.csv,
+// and its learning curves (metrics.csv) averaged over seeds at each evaluation time, with the same
+// spread, for plots/bands.py to draw as bands.
+//
+// Only points with a result (status completed or diverged) count; an empty cell is left out of
+// its column's figures. Sums run over the seeds in sweep.csv order, so the files are the same
+// bytes on every run.
+
+#include <string>
+#include <vector>
+
+namespace stalesim {
+
+struct SweepSummary {
+  std::vector<std::string> group_columns;  // sweep.csv's columns before "seed"
+  size_t groups = 0;
+  size_t points = 0;  // rows of sweep.csv
+  size_t points_with_result = 0;
+  std::string summary_csv;  // DIR/sweep-summary.csv: one row per group
+  std::string curves_csv;   // DIR/curves.csv: one row per group and evaluation time
+  std::string table;        // for the terminal: a line per group
+};
+
+// Reads DIR/sweep.csv and the metrics.csv of each point with a result. Throws IoError naming the
+// file when sweep.csv is missing or malformed, or a point's metrics.csv cannot be read.
+SweepSummary summarize_sweep(const std::string& dir);
+
+// RFC 4180 CSV text as rows of cells (quotes removed, "" read as ").
+std::vector<std::vector<std::string>> parse_csv(const std::string& text);
+
+}  // namespace stalesim
