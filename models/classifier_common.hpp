@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "models/dataset.hpp"
 #include "models/model.hpp"
-#include "sim/rng.hpp"
 
 namespace stalesim::detail {
 

@@ -48,10 +48,10 @@
 #include <string>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "models/classifier_common.hpp"
 #include "models/dataset.hpp"
 #include "models/model.hpp"
-#include "sim/rng.hpp"
 
 namespace stalesim::detail {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/rng.hpp"
+#include "base/rng.hpp"
 
 namespace stalesim {
 

@@ -3,6 +3,7 @@
 #include "models/model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 
@@ -17,6 +18,32 @@ namespace {
 // every size product far from int64 overflow.
 constexpr int64_t kMaxParameters = int64_t{1} << 40;
 
+constexpr std::array<EnumName<ModelType>, 7> kModelNames{{
+    {ModelType::kSoftmax, "softmax"},
+    {ModelType::kMlp, "mlp"},
+    {ModelType::kCnn, "cnn"},
+    {ModelType::kMf, "mf"},
+    {ModelType::kLda, "lda"},
+    {ModelType::kLstsq, "lstsq"},
+    {ModelType::kTimeOnly, "time-only"},
+}};
+
+constexpr std::array<ModelTraits, 7> kModelTraits{{
+    // type            math   classifier dense  dataset
+    {ModelType::kSoftmax, true, true, true, ""},
+    {ModelType::kMlp, true, true, true, ""},
+    {ModelType::kCnn, true, true, false, ""},
+    {ModelType::kMf, true, false, false, "ratings"},
+    {ModelType::kLda, true, false, false, "corpus"},
+    {ModelType::kLstsq, true, false, false, "lstsq"},
+    {ModelType::kTimeOnly, false, false, false, ""},
+}};
+static_assert([] {
+  for (size_t i = 0; i < kModelTraits.size(); ++i)
+    if (static_cast<size_t>(kModelTraits[i].type) != i) return false;
+  return true;
+}());
+
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("model: " + what); }
 
 detail::WeightInit parse_init(const std::string& init) {
@@ -24,6 +51,8 @@ detail::WeightInit parse_init(const std::string& init) {
   if (init == "glorot") return detail::WeightInit::kGlorot;
   bad("unknown init '" + init + "' (allowed: he, glorot)");
 }
+
+std::string name(ModelType t) { return std::string(to_string(t)); }
 
 // Checks sizes and that the parameter count of features -> hidden... -> classes stays sane.
 void check_dense(const std::string& type, int64_t features, int32_t classes,
@@ -72,45 +101,57 @@ void Model::finish_gradient(DeferredGradient&, const Dataset&, std::span<float>)
   throw std::logic_error(type() + ": finish_gradient on a model that cannot defer its gradient");
 }
 
+std::span<const EnumName<ModelType>> enum_names(ModelType) { return kModelNames; }
+const ModelTraits& traits(ModelType t) { return kModelTraits[static_cast<size_t>(t)]; }
+
 ModelSize model_size(const ModelSpec& spec, const ModelShape& shape) {
   ModelSize z;
   const auto f = static_cast<double>(shape.features), c = static_cast<double>(shape.classes);
-  if (spec.type == "softmax" || spec.type == "mlp") {  // as DenseClassifier: W and b per layer
-    double in = f, weights = 0;
-    if (spec.type == "mlp")
-      for (int64_t h : spec.hidden) {
-        weights += in * static_cast<double>(h);
-        z.parameters += (in + 1) * static_cast<double>(h);
-        in = static_cast<double>(h);
-      }
-    weights += in * c;
-    z.parameters += (in + 1) * c;
-    z.flops_per_sample = 6.0 * weights;
-  } else if (spec.type == "cnn") {
-    const auto side = static_cast<int64_t>(std::llround(std::sqrt(f)));
-    if (side * side == shape.features && detail::CnnShape::valid_side(side) && shape.classes >= 2) {
-      const detail::CnnShape cnn(side, shape.classes);
-      z.parameters = static_cast<double>(cnn.parameter_count);
-      z.flops_per_sample = cnn.flops_per_sample;
+  switch (spec.type) {
+    case ModelType::kSoftmax:
+    case ModelType::kMlp: {  // as DenseClassifier: W and b per layer
+      double in = f, weights = 0;
+      if (spec.type == ModelType::kMlp)
+        for (int64_t h : spec.hidden) {
+          weights += in * static_cast<double>(h);
+          z.parameters += (in + 1) * static_cast<double>(h);
+          in = static_cast<double>(h);
+        }
+      weights += in * c;
+      z.parameters += (in + 1) * c;
+      z.flops_per_sample = 6.0 * weights;
+      break;
     }
-  } else if (spec.type == "mf") {  // as MfModel
-    z.parameters = static_cast<double>(shape.rows + shape.cols) * spec.rank;
-    z.flops_per_sample = 10.0 * spec.rank;
-  } else if (spec.type == "lda") {  // as LdaModel: (vocabulary + 1) x topics counts
-    z.parameters = static_cast<double>(shape.vocabulary + 1) * spec.topics;
-    z.flops_per_sample = shape.mean_length * (6.0 * spec.topics + 10.0);
-    const double tokens = static_cast<double>(shape.documents) * shape.mean_length;
-    // z_ (int32 per token); per document: its offset, its counts n_d (int32 x topics), its stream
-    // (4 x uint64); the sampler's scratch is per topic.
-    z.state_bytes = tokens * 4.0 + static_cast<double>(shape.documents) * (8.0 + 4.0 * spec.topics + 32.0);
-  } else if (spec.type == "lstsq") {  // as LstsqModel: one parameter per coordinate
-    z.parameters = static_cast<double>(shape.dimension);
-    z.flops_per_sample = 6.0;
-  } else if (spec.type == "time-only") {
-    z.parameters = static_cast<double>(spec.parameters);
-    z.flops_per_sample = spec.flops_per_sample;
-  } else {
-    bad("unknown type '" + spec.type + "'");
+    case ModelType::kCnn: {
+      const auto side = static_cast<int64_t>(std::llround(std::sqrt(f)));
+      if (side * side == shape.features && detail::CnnShape::valid_side(side) && shape.classes >= 2) {
+        const detail::CnnShape cnn(side, shape.classes);
+        z.parameters = static_cast<double>(cnn.parameter_count);
+        z.flops_per_sample = cnn.flops_per_sample;
+      }
+      break;
+    }
+    case ModelType::kMf:  // as MfModel
+      z.parameters = static_cast<double>(shape.rows + shape.cols) * spec.rank;
+      z.flops_per_sample = 10.0 * spec.rank;
+      break;
+    case ModelType::kLda: {  // as LdaModel: (vocabulary + 1) x topics counts
+      z.parameters = static_cast<double>(shape.vocabulary + 1) * spec.topics;
+      z.flops_per_sample = shape.mean_length * (6.0 * spec.topics + 10.0);
+      const double tokens = static_cast<double>(shape.documents) * shape.mean_length;
+      // z_ (int32 per token); per document: its offset, its counts n_d (int32 x topics), its stream
+      // (4 x uint64); the sampler's scratch is per topic.
+      z.state_bytes = tokens * 4.0 + static_cast<double>(shape.documents) * (8.0 + 4.0 * spec.topics + 32.0);
+      break;
+    }
+    case ModelType::kLstsq:  // as LstsqModel: one parameter per coordinate
+      z.parameters = static_cast<double>(shape.dimension);
+      z.flops_per_sample = 6.0;
+      break;
+    case ModelType::kTimeOnly:
+      z.parameters = static_cast<double>(spec.parameters);
+      z.flops_per_sample = spec.flops_per_sample;
+      break;
   }
   z.wire_bytes = z.parameters * 4.0;
   return z;
@@ -119,49 +160,50 @@ ModelSize model_size(const ModelSpec& spec, const ModelShape& shape) {
 std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes,
                                   std::string_view backend) {
   if (backend == "cuda") {  // validated as for the CPU; built by models/cuda/ (or its stub)
-    if (spec.type == "time-only") bad("time-only: has no math to run on the cuda backend (use backend cpu)");
-    if (spec.type == "softmax") {
-      check_dense(spec.type, features, classes, {});
-      return detail::make_cuda_dense(spec.type, features, classes, {},
-                                     parse_init(spec.init) == detail::WeightInit::kHe);
+    const auto he = [&] { return parse_init(spec.init) == detail::WeightInit::kHe; };
+    switch (spec.type) {
+      case ModelType::kSoftmax:
+        check_dense(name(spec.type), features, classes, {});
+        return detail::make_cuda_dense(name(spec.type), features, classes, {}, he());
+      case ModelType::kMlp:
+        if (spec.hidden.empty()) bad("mlp: hidden must list at least one width (or use softmax)");
+        check_dense(name(spec.type), features, classes, spec.hidden);
+        return detail::make_cuda_dense(name(spec.type), features, classes, spec.hidden, he());
+      case ModelType::kCnn:
+        check_cnn(features, classes);
+        return detail::make_cuda_cnn(features, classes, he());
+      case ModelType::kTimeOnly:
+        bad("time-only: has no math to run on the cuda backend (use backend cpu)");
+      default:
+        bad("type '" + name(spec.type) +
+            "' is not built here (allowed on the cuda backend: softmax, mlp, cnn)");
     }
-    if (spec.type == "mlp") {
-      if (spec.hidden.empty()) bad("mlp: hidden must list at least one width (or use softmax)");
-      check_dense(spec.type, features, classes, spec.hidden);
-      return detail::make_cuda_dense(spec.type, features, classes, spec.hidden,
-                                     parse_init(spec.init) == detail::WeightInit::kHe);
-    }
-    if (spec.type == "cnn") {
-      check_cnn(features, classes);
-      return detail::make_cuda_cnn(features, classes, parse_init(spec.init) == detail::WeightInit::kHe);
-    }
-    bad("unknown type '" + spec.type + "' (allowed on the cuda backend: softmax, mlp, cnn)");
   }
   if (backend != "cpu") bad("unknown backend '" + std::string(backend) + "' (allowed: cpu, cuda)");
-  if (spec.type == "softmax") {
-    // spec.hidden is ignored: softmax regression has no hidden layer.
-    check_dense(spec.type, features, classes, {});
-    return detail::make_softmax(features, classes, parse_init(spec.init));
+  switch (spec.type) {
+    case ModelType::kSoftmax:
+      // spec.hidden is ignored: softmax regression has no hidden layer.
+      check_dense(name(spec.type), features, classes, {});
+      return detail::make_softmax(features, classes, parse_init(spec.init));
+    case ModelType::kMlp:
+      if (spec.hidden.empty()) bad("mlp: hidden must list at least one width (or use softmax)");
+      check_dense(name(spec.type), features, classes, spec.hidden);
+      return detail::make_mlp(features, classes, spec.hidden, parse_init(spec.init));
+    case ModelType::kCnn:
+      check_cnn(features, classes);
+      return detail::make_cnn(features, classes, parse_init(spec.init));
+    case ModelType::kTimeOnly:
+      if (spec.parameters < 1 || spec.parameters > kMaxParameters)
+        bad("time-only: parameters must be in [1, 2^40], got " + std::to_string(spec.parameters));
+      if (!std::isfinite(spec.flops_per_sample) || spec.flops_per_sample <= 0.0)
+        bad("time-only: flops_per_sample must be finite and > 0, got " +
+            std::to_string(spec.flops_per_sample));
+      return detail::make_time_only(spec.parameters, spec.flops_per_sample);
+    default:
+      bad("type '" + name(spec.type) +
+          "' is not built here (allowed: softmax, mlp, cnn, time-only; mf, lda and "
+          "lstsq: sim/workloads.hpp)");
   }
-  if (spec.type == "mlp") {
-    if (spec.hidden.empty()) bad("mlp: hidden must list at least one width (or use softmax)");
-    check_dense(spec.type, features, classes, spec.hidden);
-    return detail::make_mlp(features, classes, spec.hidden, parse_init(spec.init));
-  }
-  if (spec.type == "cnn") {
-    check_cnn(features, classes);
-    return detail::make_cnn(features, classes, parse_init(spec.init));
-  }
-  if (spec.type == "time-only") {
-    if (spec.parameters < 1 || spec.parameters > kMaxParameters) {
-      bad("time-only: parameters must be in [1, 2^40], got " + std::to_string(spec.parameters));
-    }
-    if (!std::isfinite(spec.flops_per_sample) || spec.flops_per_sample <= 0.0) {
-      bad("time-only: flops_per_sample must be finite and > 0, got " + std::to_string(spec.flops_per_sample));
-    }
-    return detail::make_time_only(spec.parameters, spec.flops_per_sample);
-  }
-  bad("unknown type '" + spec.type + "' (allowed: softmax, mlp, cnn, time-only)");
 }
 
 }  // namespace stalesim

@@ -14,8 +14,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/enum_names.hpp"
+#include "base/rng.hpp"
 #include "models/dataset.hpp"
-#include "sim/rng.hpp"
 
 namespace stalesim {
 
@@ -124,8 +125,23 @@ class Model {
   virtual std::optional<double> last_measured_seconds() const { return std::nullopt; }
 };
 
+// The model families (model.type), parsed from their names once by the scenario loader.
+enum class ModelType { kSoftmax, kMlp, kCnn, kMf, kLda, kLstsq, kTimeOnly };
+std::span<const EnumName<ModelType>> enum_names(ModelType);
+inline std::string_view to_string(ModelType t) { return enum_name(t); }
+
+// One row per model family (models/model.cpp).
+struct ModelTraits {
+  ModelType type;
+  bool has_math;             // false: time-only, whose parameters exist by declaration only
+  bool classifier;           // softmax, mlp, cnn: image or blob data, weight init, the cuda backend
+  bool dense;                // softmax, mlp: the dense classifier, which can defer its gradient
+  std::string_view dataset;  // mf, lda, lstsq: the one data.dataset it trains on; "" otherwise
+};
+const ModelTraits& traits(ModelType t);
+
 struct ModelSpec {
-  std::string type = "mlp";          // "softmax" | "mlp" | "cnn" (models/cnn.hpp) | "time-only"
+  ModelType type = ModelType::kMlp;  // softmax | mlp | cnn (models/cnn.hpp) | mf | lda | lstsq | time-only
   std::vector<int64_t> hidden{200};  // mlp: hidden layer widths
   std::string init = "he";           // "he" | "glorot": weight initialization
   // "derived" (time and size from this model) or a cost architecture (models/cost_arch.hpp)

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "sim/rng.hpp"
+#include "base/rng.hpp"
 
 namespace stalesim {
 

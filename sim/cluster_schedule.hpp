@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
+#include "base/sim_time.hpp"
 #include "sim/scenario.hpp"
-#include "sim/sim_time.hpp"
 
 namespace stalesim {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/sim_time.hpp"
+#include "base/sim_time.hpp"
 
 namespace stalesim {
 

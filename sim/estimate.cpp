@@ -39,9 +39,9 @@ std::string bytes(double b) { return format_bytes(b); }
 
 }  // namespace
 
-double assumed_gflops(const std::string& model_type) {
-  if (model_type == "mlp" || model_type == "softmax") return 80.0;
-  if (model_type == "cnn") return 20.0;
+double assumed_gflops(ModelType model_type) {
+  if (traits(model_type).dense) return 80.0;
+  if (model_type == ModelType::kCnn) return 20.0;
   return 2.0;
 }
 
@@ -73,16 +73,16 @@ RunEstimate estimate_run(const Scenario& s) {
   const ModelSize size = scenario_model_size(s);
   const ModelShape shape = scenario_model_shape(s);
   const auto cost = find_cost_architecture(s.model.cost);
-  const bool math = s.model.type != "time-only";
+  const bool math = traits(s.model.type).has_math;
   e.math_flops_per_sample = math ? size.flops_per_sample : 0.0;
   e.flops_per_sample = cost ? cost->training_flops() : size.flops_per_sample;
   e.pull_bytes = cost ? std::round(cost->parameters * 4.0) : size.wire_bytes;
   e.push_bytes = e.pull_bytes;
   const double batch = s.optimizer.batch_size;
-  if (!cost && s.model.type == "mf")  // sparse: the distinct rows and columns of one batch
+  if (!cost && s.model.type == ModelType::kMf)  // sparse: the distinct rows and columns of one batch
     e.push_bytes =
         std::min(2.0 * batch, static_cast<double>(shape.rows + shape.cols)) * (s.model.rank * 4.0 + 4);
-  if (!cost && s.model.type == "lda")  // sparse: the distinct words of one batch of documents
+  if (!cost && s.model.type == ModelType::kLda)  // sparse: the distinct words of one batch of documents
     e.push_bytes = std::min(batch * shape.mean_length, static_cast<double>(shape.vocabulary)) *
                        (s.model.topics * 4.0 + 4) +
                    s.model.topics * 4.0;
@@ -91,10 +91,9 @@ RunEstimate estimate_run(const Scenario& s) {
   const auto& net = c.network;
   const double n = c.worker_count();
   const double shards = c.servers;
-  e.transfers_timed = c.order != "uniform";
+  e.transfers_timed = c.order != Order::kUniform;
   e.bounded = s.policy.uses_staleness();
-  e.lockstep = s.policy.type == "bsp" || (s.policy.type == "ssp" && s.policy.staleness == 0) ||
-               (s.policy.type == "dssp" && s.policy.staleness == 0 && s.policy.range == 0);
+  e.lockstep = s.policy.lockstep();
   const double server_s = e.transfers_timed
                               ? transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) +
                                     transfer_s(e.pull_bytes / shards, net.server_bandwidth_gbps) +
@@ -157,8 +156,8 @@ RunEstimate estimate_run(const Scenario& s) {
   if (e.bounded && !e.lockstep) {
     double slowest = 0;
     for (const auto& ge : e.groups) slowest = std::max(slowest, ge.iteration_s);
-    const double bound =
-        static_cast<double>(s.policy.staleness + (s.policy.type == "dssp" ? s.policy.range : 0));
+    const double bound = static_cast<double>(
+        s.policy.staleness + ((traits(s.policy.type).fields & kPolicyRange) ? s.policy.range : 0));
     for (auto& ge : e.groups) {
       if (ge.iteration_s < slowest) head_start += ge.count * bound;
       ge.iteration_s = slowest;
@@ -187,8 +186,9 @@ RunEstimate estimate_run(const Scenario& s) {
   else
     e.bottleneck = "worker link";
 
-  const double per_update =
-      s.policy.type == "softsync" ? std::max(1.0, std::floor(n / static_cast<double>(s.policy.n))) : 1.0;
+  const double per_update = traits(s.policy.type).averages_pushes
+                                ? std::max(1.0, std::floor(n / static_cast<double>(s.policy.n)))
+                                : 1.0;
   e.updates_per_s = e.iterations_per_s / per_update;
   e.virtual_time_s = s.stop.virtual_time_s;
   double end = std::numeric_limits<double>::infinity();

@@ -46,7 +46,7 @@ ModelSize scenario_model_size(const Scenario& s);
 // (3,000 CNN iterations, 13 s); mf and lda, whose per-sample work is scalar and irregular, are
 // assumed at 2 GFLOP/s. Figures to check against `run`'s closing "wall time" line, not measurements.
 // Time-only models do no math.
-double assumed_gflops(const std::string& model_type);
+double assumed_gflops(ModelType model_type);
 inline constexpr double kAssumedEventUs = 0.5;
 
 struct GroupEstimate {

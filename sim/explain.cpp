@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/policies/dssp.hpp"
 #include "sim/policies/sync_policy.hpp"
-#include "sim/policies/vap.hpp"
 
 namespace stalesim {
 
@@ -13,51 +11,20 @@ std::string explain_seconds(SimTime t) { return fmt::format("{:.6f}", t.seconds(
 void Narrator::start(const ClockTable& clocks, const SyncPolicy& policy) {
   clocks_ = &clocks;
   policy_ = &policy;
-  dssp_ = dynamic_cast<const DsspPolicy*>(&policy);
-  dssp_seen_ = 0;
+  notes_seen_ = 0;
   last_call_clock_.assign(static_cast<size_t>(clocks.workers()), -1);
 }
 
-std::string Narrator::bound() const {
-  const std::string name = policy_->name();
-  if (name == "bsp") return "BSP (s = 0)";
-  if (name == "asp") return "ASP (no bound)";
-  if (dssp_) {
-    const auto f = dssp_->facts();
-    return fmt::format("s_L = {}, r_max = {}", f["s_lower"].get<int64_t>(), f["r_max"].get<int64_t>());
-  }
-  if (const auto* vap = dynamic_cast<const VapPolicy*>(policy_))
-    return fmt::format("v = {}", vap->value_bound());
-  if (const auto b = policy_->clock_bound()) return fmt::format("s = {}", *b);
-  return fmt::format("policy {}", name);
-}
+std::string Narrator::bound() const { return policy_->bound_text(); }
 
 std::vector<Narrator::Line> Narrator::new_controller_calls() {
+  std::vector<PolicyNote> notes;
+  notes_seen_ = policy_->notes_since(notes_seen_, notes);
   std::vector<Line> out;
-  if (!dssp_) return out;
-  const auto& all = dssp_->decisions();
-  for (; dssp_seen_ < all.size(); ++dssp_seen_) {
-    const auto& d = all[dssp_seen_];
-    last_call_clock_[static_cast<size_t>(d.worker)] = d.clock;
-    std::string text = fmt::format(
-        "DSSP: worker {} (the fastest, at clock {}) is {} clock{} ahead of worker {} (clock {}), beyond "
-        "s_L: ",
-        d.worker, d.clock, d.clock - d.slowest_clock, d.clock - d.slowest_clock == 1 ? "" : "s", d.slowest,
-        d.slowest_clock);
-    if (d.slowest_step == 0) {
-      text += fmt::format("no interval estimate yet (worker {} has pushed fewer than twice): grants none",
-                          d.worker);
-    } else {
-      text += fmt::format(
-          "I_f = {} s, I_s = {} s; its push F_{} = {} s is the closest to worker {}'s S_{} = {} s "
-          "(predicted wait {} s): ",
-          explain_seconds(d.fastest_interval), explain_seconds(d.slowest_interval), d.granted,
-          explain_seconds(d.fastest_at), d.slowest, d.slowest_step, explain_seconds(d.slowest_at),
-          explain_seconds(d.predicted_wait));
-      text += d.granted == 0 ? std::string("grants none")
-                             : fmt::format("grants {} extra clock{}", d.granted, d.granted == 1 ? "" : "s");
-    }
-    out.push_back({d.time, d.worker, std::move(text)});
+  out.reserve(notes.size());
+  for (auto& n : notes) {
+    last_call_clock_[static_cast<size_t>(n.worker)] = n.clock;
+    out.push_back({n.time, n.worker, std::move(n.text)});
   }
   return out;
 }
@@ -69,14 +36,7 @@ std::string Narrator::blocked(int32_t worker, WaitCause cause, int64_t clock, in
     case WaitCause::kPolicy: {
       std::string text = fmt::format("worker {} waits at clock {}: slowest is worker {} at clock {}, {}",
                                      worker, clock, slowest, min, bound());
-      if (dssp_) {
-        if (clock != clocks_->max_clock())
-          text += fmt::format("; not the fastest (clock {}), so no grant", clocks_->max_clock());
-        else if (last_call_clock_[static_cast<size_t>(worker)] == clock)
-          text += "; the controller granted none";
-        else
-          text += "; a grant would break the bound s_L + r_max";
-      }
+      text += policy_->wait_detail(worker, clock, *clocks_, last_call_clock_[static_cast<size_t>(worker)]);
       return text;
     }
     case WaitCause::kStaleCache: {

@@ -7,9 +7,9 @@
 // A worker's clock is the number of iterations it has pushed; "waits at clock c" means it asked
 // to start iteration c + 1. A decision that lets the worker go on at once is not listed (it would
 // be one line per update); the closing line counts them. DSSP's controller calls are read from
-// the policy's own decision record (DsspPolicy::decisions(), the rows of decisions.csv) with the
-// predicted push times F_k and S_j that chose r* (Zhao et al., ICDCS 2019; design.md section 6).
-// Times are virtual seconds with 6 decimals (microseconds); the text is deterministic.
+// the policy's own decision record (SyncPolicy::notes_since: DsspPolicy's decisions, the rows of
+// decisions.csv) with the predicted push times F_k and S_j that chose r* (Zhao et al., ICDCS 2019; design.md
+// section 6). Times are virtual seconds with 6 decimals (microseconds); the text is deterministic.
 
 #include <cstdint>
 #include <string>
@@ -18,8 +18,6 @@
 #include "sim/observer.hpp"
 
 namespace stalesim {
-
-class DsspPolicy;
 
 // Words for decisions, shared by the explain log and the trace's instant events.
 class Narrator {
@@ -30,7 +28,8 @@ class Narrator {
     std::string text;  // without the "t=... s  " prefix
   };
   void start(const ClockTable& clocks, const SyncPolicy& policy);
-  // The DSSP controller calls made since the previous call of this function, oldest first.
+  // The policy's own decisions (DSSP's controller calls) made since the previous call of this
+  // function, oldest first (SyncPolicy::notes_since).
   std::vector<Line> new_controller_calls();
   // Why `worker` (at `clock`) waits; `have` as in RunObserver::blocked.
   std::string blocked(int32_t worker, WaitCause cause, int64_t clock, int64_t have) const;
@@ -42,8 +41,7 @@ class Narrator {
  private:
   const ClockTable* clocks_ = nullptr;
   const SyncPolicy* policy_ = nullptr;
-  const DsspPolicy* dssp_ = nullptr;
-  size_t dssp_seen_ = 0;
+  size_t notes_seen_ = 0;                 // the policy's notes read so far (SyncPolicy::notes_since)
   std::vector<int64_t> last_call_clock_;  // per worker: the clock of its latest controller call (-1: none)
 };
 

@@ -26,7 +26,7 @@ constexpr double kFashionTrain = 60000, kFashionTest = 10000, kFashionFeatures =
 // delta and the hidden activations (DenseClassifier::deferred_floats).
 double deferred_floats(const Scenario& s, double classes) {
   double rows = classes;
-  if (s.model.type == "mlp")
+  if (s.model.type == ModelType::kMlp)
     for (int64_t h : s.model.hidden) rows += 2.0 * static_cast<double>(h);
   return static_cast<double>(s.optimizer.batch_size) * rows;
 }
@@ -34,16 +34,16 @@ double deferred_floats(const Scenario& s, double classes) {
 }  // namespace
 
 bool defers_gradients(const Scenario& s, double factor_floats, double parameters) {
-  const bool cached = s.policy.type == "essp" || (s.policy.type == "ssp" && s.policy.cache == "lazy");
-  if (cached || s.policy.type == "vap" || s.optimizer.rule == "bfasgd" || s.optimizer.rule == "dcasgd" ||
+  // Only pull mode reads a fresh version at every clock and computes the gradient when the push is
+  // applied; a rule that gates transfers or reads the parameters keeps the worker's copy.
+  const auto& rule = traits(s.optimizer.rule);
+  if (!s.policy.pulls_every_clock() || rule.gates_transfers || rule.reads_params ||
       s.compute.timing == "measured" || s.compute.backend != "cpu")
     return false;
   const double n = s.cluster.worker_count();
   double sharing = 1;  // workers that read one version
-  const bool lockstep = s.policy.type == "bsp" || (s.policy.type == "ssp" && s.policy.staleness == 0) ||
-                        (s.policy.type == "dssp" && s.policy.staleness == 0 && s.policy.range == 0);
-  if (lockstep) sharing = n;
-  if (s.policy.type == "softsync") sharing = std::floor(n / static_cast<double>(s.policy.n));
+  if (s.policy.lockstep()) sharing = n;
+  if (traits(s.policy.type).averages_pushes) sharing = std::floor(n / static_cast<double>(s.policy.n));
   return factor_floats * std::max(sharing, 1.0) < parameters;
 }
 
@@ -87,7 +87,7 @@ MemoryEstimate estimate_memory(const Scenario& s) {
     test = static_cast<double>(s.data.lstsq.dimension);
   }
   e.dataset_bytes += (train + test) * (features * kFloat + 4.0);
-  const bool math = s.model.type != "time-only";
+  const bool math = traits(s.model.type).has_math;
   // The model's size from the one account of it (models/model.hpp model_size), as the run builds it.
   const ModelSize size = scenario_model_size(s);
   const double p = math ? size.parameters : 0.0;
@@ -95,9 +95,10 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   e.parameters = p;
   const double vec = p * kFloat;
 
-  const bool cached = s.policy.type == "essp" || (s.policy.type == "ssp" && s.policy.cache == "lazy");
-  const bool deferred = (s.model.type == "mlp" || s.model.type == "softmax") &&
-                        defers_gradients(s, deferred_floats(s, classes), p);
+  const bool cached = s.policy.caches_params();
+  const auto& policy = traits(s.policy.type);
+  const auto& rule = traits(s.optimizer.rule);
+  const bool deferred = traits(s.model.type).dense && defers_gradients(s, deferred_floats(s, classes), p);
   e.deferred_gradients = deferred;
   // Deferred: the server's current version and the one a grant is reading.
   e.snapshot_bytes = (deferred ? 2 : cached ? 2 * n + 1 : n + 1) * vec;
@@ -105,19 +106,17 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   // Pull mode computes a push's gradient into the server's scratch when it is applied, from the
   // parameters the worker holds (counted in the snapshots); the cache modes and VAP compute it when
   // the compute ends and keep it until it is applied.
-  double per_worker = cached || s.policy.type == "vap" ? 1 : 0;
+  double per_worker = cached ? 1 : 0;
   if (cached) per_worker += 1 + static_cast<double>(s.policy.staleness) + 1;
-  if (s.policy.type == "vap") per_worker += 2;
-  if (s.optimizer.rule == "bfasgd") per_worker += 1;
+  per_worker += policy.worker_vectors + rule.worker_vectors;
   e.worker_bytes = n * (per_worker * vec +
                         (deferred ? deferred_floats(s, classes) * kFloat + s.optimizer.batch_size * 4.0 : 0) +
                         kPerWorkerBookkeeping);
 
   double server = 1;  // the update buffer
-  if (s.policy.type == "softsync") server += 1;
+  server += policy.server_vectors;
   if (s.optimizer.momentum > 0) server += 1;
-  if (s.optimizer.rule == "fasgd" || s.optimizer.rule == "bfasgd") server += 3;
-  if (s.optimizer.rule == "dcasgd") server += 1 + n;
+  server += rule.server_vectors + rule.server_vectors_per_worker * n;
   e.server_bytes = server * vec;
 
   e.gradient_bytes = vec + (math ? train * 4.0 : 0.0);

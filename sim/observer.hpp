@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "base/sim_time.hpp"
 #include "sim/recorder.hpp"
-#include "sim/sim_time.hpp"
 
 namespace stalesim {
 

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/sim_time.hpp"
 #include "models/dataset.hpp"
-#include "sim/sim_time.hpp"
 
 namespace stalesim {
 

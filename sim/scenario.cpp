@@ -179,8 +179,8 @@ T from_json_value(const json& v) {  // REQUIRES: v passed the field's checks
   if constexpr (IsOptional<T>::value) {
     if (v.is_null()) return std::nullopt;
     return from_json_value<typename T::value_type>(v);
-  } else if constexpr (std::is_same_v<T, Aggregate>) {
-    return v.get<std::string>() == "mean" ? Aggregate::kMean : Aggregate::kSum;
+  } else if constexpr (std::is_enum_v<T>) {  // a name, checked against the field's allowed values
+    return *enum_from_name<T>(v.get<std::string>());
   } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
     T out;
     for (const auto& item : v) out.push_back(integer_from<int64_t>(item));
@@ -199,8 +199,8 @@ template <class T>
 json to_json_value(const T& x) {
   if constexpr (IsOptional<T>::value) {
     return x ? to_json_value(*x) : json(nullptr);
-  } else if constexpr (std::is_same_v<T, Aggregate>) {
-    return std::string(to_string(x));
+  } else if constexpr (std::is_enum_v<T>) {
+    return std::string(enum_name(x));
   } else {
     return json(x);
   }
@@ -287,12 +287,22 @@ std::string check_profile(const json& v) {
       render(v), known);
 }
 
-bool has_math(const Scenario& s) { return s.model.type != "time-only"; }
-bool is_fasgd(const Scenario& s) { return s.optimizer.rule == "fasgd" || s.optimizer.rule == "bfasgd"; }
-bool has_data(const Scenario& s) { return s.data.dataset != "none"; }
-bool is_workload(const Scenario& s) {
-  return s.model.type == "mf" || s.model.type == "lda" || s.model.type == "lstsq";
+bool has_math(const Scenario& s) { return traits(s.model.type).has_math; }
+bool rule_has(const Scenario& s, uint32_t field) { return (traits(s.optimizer.rule).fields & field) != 0; }
+bool policy_has(const Scenario& s, uint32_t field) { return (traits(s.policy.type).fields & field) != 0; }
+bool is_fasgd(const Scenario& s) { return rule_has(s, kRuleFasgd); }
+// "bsp, asp, ssp with pull-every-iteration, dssp, softsync": the pull-mode policies, from the traits.
+std::string pull_mode_policies() {
+  std::string out;
+  for (const auto& [type, name] : enum_names(PolicyType{})) {
+    if (!traits(type).pull_mode) continue;
+    out += fmt::format("{}{}{}", out.empty() ? "" : ", ", name,
+                       (traits(type).fields & kPolicyCache) ? " with pull-every-iteration" : "");
+  }
+  return out;
 }
+bool has_data(const Scenario& s) { return s.data.dataset != "none"; }
+bool is_workload(const Scenario& s) { return !traits(s.model.type).dataset.empty(); }
 // Whether the cnn (models/cnn.hpp) takes images of `features` pixels: S x S, S % 4 == 0, S >= 12.
 bool cnn_takes(int64_t features) {
   for (int64_t side = 12; side * side <= features; side += 4)
@@ -636,8 +646,8 @@ std::vector<FieldInfo> build_fields() {
       {.path = "/model", .type = F::kObject, .doc = "The model that is trained (the math)."},
       {.path = "/model/type",
        .type = F::kString,
-       .allowed = {"softmax", "mlp", "cnn", "mf", "lda", "lstsq", "time-only"},
-       .default_value = d.model.type,
+       .allowed = enum_name_list<ModelType>(),
+       .default_value = to_json_value(d.model.type),
        .doc = "softmax regression, a ReLU MLP, a LeNet-5-style CNN for 28x28 images (see README), matrix "
               "factorization (mf), LDA by collapsed Gibbs sampling (lda), an ill-conditioned least-squares "
               "problem with exact gradients (lstsq), or a model that is only timed (no math).",
@@ -654,7 +664,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "mlp models",
        .applies_key = "/model/type",
        .doc = "Hidden layer widths.",
-       .applies = [](const Scenario& s) { return s.model.type == "mlp"; },
+       .applies = [](const Scenario& s) { return s.model.type == ModelType::kMlp; },
        .set = set_m<&Scenario::model, &ModelSpec::hidden>,
        .get = get_m<&Scenario::model, &ModelSpec::hidden>},
       {.path = "/model/init",
@@ -716,7 +726,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "mf models",
        .applies_key = "/model/type",
        .doc = "Rank of the learned factors.",
-       .applies = [](const Scenario& s) { return s.model.type == "mf"; },
+       .applies = [](const Scenario& s) { return s.model.type == ModelType::kMf; },
        .set = set_m<&Scenario::model, &ModelSpec::rank>,
        .get = get_m<&Scenario::model, &ModelSpec::rank>},
       {.path = "/model/l2",
@@ -726,7 +736,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "mf models",
        .applies_key = "/model/type",
        .doc = "L2 strength lambda: each observation adds 0.5 lambda (|u_i|^2 + |v_j|^2) to its loss.",
-       .applies = [](const Scenario& s) { return s.model.type == "mf"; },
+       .applies = [](const Scenario& s) { return s.model.type == ModelType::kMf; },
        .set = set_m<&Scenario::model, &ModelSpec::l2>,
        .get = get_m<&Scenario::model, &ModelSpec::l2>},
       {.path = "/model/topics",
@@ -737,7 +747,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "lda models",
        .applies_key = "/model/type",
        .doc = "Number of topics K the sampler fits.",
-       .applies = [](const Scenario& s) { return s.model.type == "lda"; },
+       .applies = [](const Scenario& s) { return s.model.type == ModelType::kLda; },
        .set = set_m<&Scenario::model, &ModelSpec::topics>,
        .get = get_m<&Scenario::model, &ModelSpec::topics>},
       {.path = "/model/alpha",
@@ -748,7 +758,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "lda models",
        .applies_key = "/model/type",
        .doc = "Sampler's symmetric document-topic Dirichlet prior.",
-       .applies = [](const Scenario& s) { return s.model.type == "lda"; },
+       .applies = [](const Scenario& s) { return s.model.type == ModelType::kLda; },
        .set = set_m<&Scenario::model, &ModelSpec::alpha>,
        .get = get_m<&Scenario::model, &ModelSpec::alpha>},
       {.path = "/model/beta",
@@ -759,15 +769,15 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "lda models",
        .applies_key = "/model/type",
        .doc = "Sampler's symmetric topic-word Dirichlet prior.",
-       .applies = [](const Scenario& s) { return s.model.type == "lda"; },
+       .applies = [](const Scenario& s) { return s.model.type == ModelType::kLda; },
        .set = set_m<&Scenario::model, &ModelSpec::beta>,
        .get = get_m<&Scenario::model, &ModelSpec::beta>},
 
       {.path = "/optimizer", .type = F::kObject, .doc = "How gradients become updates."},
       {.path = "/optimizer/rule",
        .type = F::kString,
-       .allowed = {"sgd", "sasgd", "fasgd", "bfasgd", "dcasgd"},
-       .default_value = d.optimizer.rule,
+       .allowed = enum_name_list<RuleType>(),
+       .default_value = to_json_value(d.optimizer.rule),
        .doc = "Learning rule applied by the server (see README, Learning rules).",
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::rule>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::rule>},
@@ -791,7 +801,7 @@ std::vector<FieldInfo> build_fields() {
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::batch_size>},
       {.path = "/optimizer/aggregate",
        .type = F::kString,
-       .allowed = {"sum", "mean"},
+       .allowed = enum_name_list<Aggregate>(),
        .default_value = "sum",
        .applies_to = "every policy but softsync (which averages its own way)",
        .applies_key = "/policy/type",
@@ -799,7 +809,7 @@ std::vector<FieldInfo> build_fields() {
               "2013; MXNet's kvstore, behind the DSSP paper, sums too); mean: each push applies "
               "(lr / workers) * g (sgd and sasgd). The default is sum for every policy, BSP "
               "included (BSP used to default to mean: set mean for that).",
-       .applies = [](const Scenario& s) { return s.policy.type != "softsync"; },
+       .applies = [](const Scenario& s) { return !traits(s.policy.type).averages_pushes; },
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::aggregate>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::aggregate>},
       {.path = "/optimizer/momentum",
@@ -866,7 +876,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "bfasgd",
        .applies_key = "/optimizer/rule",
        .doc = "B-FASGD: a worker fetches with probability 1 / (1 + c_fetch / (v_bar + 1e-4)).",
-       .applies = [](const Scenario& s) { return s.optimizer.rule == "bfasgd"; },
+       .applies = [](const Scenario& s) { return rule_has(s, kRuleBfasgd); },
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::c_fetch>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::c_fetch>},
       {.path = "/optimizer/c_push",
@@ -876,7 +886,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "bfasgd",
        .applies_key = "/optimizer/rule",
        .doc = "B-FASGD: a worker pushes with probability 1 / (1 + c_push / (v_bar + 1e-4)).",
-       .applies = [](const Scenario& s) { return s.optimizer.rule == "bfasgd"; },
+       .applies = [](const Scenario& s) { return rule_has(s, kRuleBfasgd); },
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::c_push>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::c_push>},
       {.path = "/optimizer/lambda",
@@ -886,7 +896,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "dcasgd",
        .applies_key = "/optimizer/rule",
        .doc = "DC-ASGD's lambda_0, the strength of the delay compensation.",
-       .applies = [](const Scenario& s) { return s.optimizer.rule == "dcasgd"; },
+       .applies = [](const Scenario& s) { return rule_has(s, kRuleDcasgd); },
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::lambda>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::lambda>},
       {.path = "/optimizer/adaptive",
@@ -895,7 +905,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "dcasgd",
        .applies_key = "/optimizer/rule",
        .doc = "DC-ASGD-a: lambda_t = lambda_0 / sqrt(MS_t + 1e-7) per element; false: constant.",
-       .applies = [](const Scenario& s) { return s.optimizer.rule == "dcasgd"; },
+       .applies = [](const Scenario& s) { return rule_has(s, kRuleDcasgd); },
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::adaptive>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::adaptive>},
       {.path = "/optimizer/ms_decay",
@@ -907,15 +917,15 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "dcasgd",
        .applies_key = "/optimizer/rule",
        .doc = "DC-ASGD-a: decay of the moving average MS of g^2.",
-       .applies = [](const Scenario& s) { return s.optimizer.rule == "dcasgd"; },
+       .applies = [](const Scenario& s) { return rule_has(s, kRuleDcasgd); },
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::ms_decay>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::ms_decay>},
 
       {.path = "/policy", .type = F::kObject, .doc = "When a worker may start its next clock."},
       {.path = "/policy/type",
        .type = F::kString,
-       .allowed = {"bsp", "asp", "ssp", "essp", "dssp", "vap", "softsync"},
-       .default_value = d.policy.type,
+       .allowed = enum_name_list<PolicyType>(),
+       .default_value = to_json_value(d.policy.type),
        .doc = "Bulk synchronous, asynchronous, stale synchronous, eager SSP, dynamic SSP, "
               "value-bounded parallel, or n-softsync (see README, Policies).",
        .set = set_m<&Scenario::policy, &PolicySpec::type>,
@@ -945,7 +955,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "dssp",
        .applies_key = "/policy/type",
        .doc = "DSSP's r_max: the most extra clocks the synchronization controller grants beyond s_L.",
-       .applies = [](const Scenario& s) { return s.policy.type == "dssp"; },
+       .applies = [](const Scenario& s) { return policy_has(s, kPolicyRange); },
        .set = set_m<&Scenario::policy, &PolicySpec::range>,
        .get = get_m<&Scenario::policy, &PolicySpec::range>},
       {.path = "/policy/dssp_grant",
@@ -956,18 +966,18 @@ std::vector<FieldInfo> build_fields() {
        .applies_key = "/policy/type",
        .doc = "bounded: a grant counts as the first extra clock (gap <= s_L + r_max); literal: the "
               "paper's literal reading (gap <= s_L + r_max + 1).",
-       .applies = [](const Scenario& s) { return s.policy.type == "dssp"; },
+       .applies = [](const Scenario& s) { return policy_has(s, kPolicyRange); },
        .set = set_m<&Scenario::policy, &PolicySpec::dssp_grant>,
        .get = get_m<&Scenario::policy, &PolicySpec::dssp_grant>},
       {.path = "/policy/cache",
        .type = F::kString,
-       .allowed = {"pull-every-iteration", "lazy"},
-       .default_value = d.policy.cache,
+       .allowed = enum_name_list<CacheMode>(),
+       .default_value = to_json_value(d.policy.cache),
        .applies_to = "ssp",
        .applies_key = "/policy/type",
        .doc = "pull-every-iteration: fetch parameters before every clock (MXNet style); lazy: read "
               "the cached copy while it is fresh enough and fetch only when not (Bosen).",
-       .applies = [](const Scenario& s) { return s.policy.type == "ssp"; },
+       .applies = [](const Scenario& s) { return policy_has(s, kPolicyCache); },
        .set = set_m<&Scenario::policy, &PolicySpec::cache>,
        .get = get_m<&Scenario::policy, &PolicySpec::cache>},
       {.path = "/policy/n",
@@ -979,7 +989,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_key = "/policy/type",
        .doc = "n-softsync: the server applies the mean of every floor(workers / n) gradients; "
               "1 <= n <= workers.",
-       .applies = [](const Scenario& s) { return s.policy.type == "softsync"; },
+       .applies = [](const Scenario& s) { return policy_has(s, kPolicyN); },
        .set = set_m<&Scenario::policy, &PolicySpec::n>,
        .get = get_m<&Scenario::policy, &PolicySpec::n>},
       {.path = "/policy/value_bound",
@@ -990,7 +1000,7 @@ std::vector<FieldInfo> build_fields() {
        .applies_to = "vap",
        .applies_key = "/policy/type",
        .doc = "VAP's v: the infinity norm a worker's updates not yet seen by every worker may reach.",
-       .applies = [](const Scenario& s) { return s.policy.type == "vap"; },
+       .applies = [](const Scenario& s) { return policy_has(s, kPolicyValueBound); },
        .set = set_m<&Scenario::policy, &PolicySpec::value_bound>,
        .get = get_m<&Scenario::policy, &PolicySpec::value_bound>},
 
@@ -1202,8 +1212,8 @@ std::vector<FieldInfo> build_fields() {
        .get = get_group_jitter<&JitterSpec::scale>},
       {.path = "/cluster/order",
        .type = F::kString,
-       .allowed = {"timed", "uniform"},
-       .default_value = d.cluster.order,
+       .allowed = enum_name_list<Order>(),
+       .default_value = to_json_value(d.cluster.order),
        .doc = "timed: cost and network models time every step; uniform: order-only mode of the "
               "FASGD paper's simulator (equal iteration times, next worker drawn uniformly among "
               "those not blocked, no transfer time).",
@@ -1769,10 +1779,10 @@ class Loader {
                                         "/data/dataset (or set it to \"none\")",
                                         s_.data.dataset));
     if (has_math(s_) && !has_data(s_))
-      fail("/data/dataset",
-           fmt::format("\"none\" needs model.type \"time-only\" (model.type is \"{}\")", s_.model.type));
+      fail("/data/dataset", fmt::format("\"none\" needs model.type \"time-only\" (model.type is \"{}\")",
+                                        to_string(s_.model.type)));
     check_workloads();
-    if (s_.model.type == "cnn" && s_.data.dataset == "blobs" && !cnn_takes(s_.data.blobs.features))
+    if (s_.model.type == ModelType::kCnn && s_.data.dataset == "blobs" && !cnn_takes(s_.data.blobs.features))
       fail("/data/blobs/features",
            fmt::format(
                "the cnn takes S x S images with S a multiple of 4 and >= 12 (e.g. 784 = 28 x 28), got {}",
@@ -1787,7 +1797,7 @@ class Loader {
            fmt::format("\"measured\" times the math model on the GPU, and model.cost \"{}\" "
                        "times it as another architecture: use one or the other",
                        s_.model.cost));
-    if (s_.compute.timing == "measured" && s_.cluster.order == "uniform")
+    if (s_.compute.timing == "measured" && s_.cluster.order == Order::kUniform)
       fail("/compute/timing",
            "\"measured\" times each iteration on the GPU, which cluster.order \"uniform\" "
            "(every iteration takes the same time) does not use: use cluster.order \"timed\"");
@@ -1795,21 +1805,18 @@ class Loader {
       fail("/compute/backend",
            "\"cuda\" needs a stalesim built with CUDA, and this one was built without "
            "(configure with -DSTALESIM_CUDA=ON on a machine with the CUDA toolkit)");
-    if (s_.policy.type == "softsync" && s_.policy.n > s_.cluster.worker_count())
+    if (policy_has(s_, kPolicyN) && s_.policy.n > s_.cluster.worker_count())
       fail("/policy/n", fmt::format("expected an integer in [1, {}] (the number of workers), got {}",
                                     s_.cluster.worker_count(), s_.policy.n));
-    const bool fetches_every_clock = s_.policy.type != "essp" && s_.policy.type != "vap" &&
-                                     !(s_.policy.type == "ssp" && s_.policy.cache == "lazy");
-    if (s_.cluster.order == "uniform" && !fetches_every_clock)
-      fail("/cluster/order",
-           fmt::format("uniform order needs a policy that fetches every clock (bsp, "
-                       "asp, ssp with pull-every-iteration, dssp, softsync), got {}{}",
-                       s_.policy.type, s_.policy.type == "ssp" ? " with a lazy cache" : ""));
-    if (s_.optimizer.rule == "bfasgd" && !fetches_every_clock)
-      fail("/optimizer/rule",
-           "bfasgd decides each fetch and push itself; use it with a policy that "
-           "fetches every clock (bsp, asp, ssp with pull-every-iteration, dssp, softsync)");
-    if (!has_math(s_) && s_.policy.type == "vap")
+    const bool fetches_every_clock = s_.policy.pulls_every_clock();
+    if (s_.cluster.order == Order::kUniform && !fetches_every_clock)
+      fail("/cluster/order", fmt::format("uniform order needs a policy that fetches every clock ({}), got {}",
+                                         pull_mode_policies(), policy_phrase()));
+    if (traits(s_.optimizer.rule).gates_transfers && !fetches_every_clock)
+      fail("/optimizer/rule", fmt::format("{} decides each fetch and push itself; use it with a policy that "
+                                          "fetches every clock ({})",
+                                          to_string(s_.optimizer.rule), pull_mode_policies()));
+    if (!has_math(s_) && s_.policy.type == PolicyType::kVap)
       fail("/policy/type",
            "vap bounds the values of updates, which the time-only model does not "
            "compute; use a softmax, mlp or cnn model, or another policy");
@@ -1829,23 +1836,21 @@ class Loader {
 
   // mf and lda (issue 6): each with its own dataset, and lda's count deltas with no learning rule.
   void check_workloads() const {
-    const auto& t = s_.model.type;
+    const auto t = to_string(s_.model.type);
     const auto& ds = s_.data.dataset;
-    const std::string want = t == "mf" ? "ratings" : t == "lda" ? "corpus" : t == "lstsq" ? "lstsq" : "";
+    const std::string want(traits(s_.model.type).dataset);
     if (!want.empty() && ds != want)
       fail("/data/dataset", fmt::format("model.type \"{}\" needs dataset \"{}\", got \"{}\"", t, want, ds));
-    if (want.empty() && (ds == "ratings" || ds == "corpus" || ds == "lstsq"))
-      fail("/data/dataset", fmt::format("\"{}\" goes with model.type \"{}\" (model.type is \"{}\")", ds,
-                                        ds == "ratings"  ? "mf"
-                                        : ds == "corpus" ? "lda"
-                                                         : "lstsq",
-                                        t));
+    for (const auto& [type, name] : enum_names(ModelType{}))
+      if (want.empty() && traits(type).dataset == ds)
+        fail("/data/dataset",
+             fmt::format("\"{}\" goes with model.type \"{}\" (model.type is \"{}\")", ds, name, t));
     if (want.empty()) return;
     if (s_.compute.backend != "cpu")
       fail("/compute/backend",
            fmt::format("model.type \"{}\" runs on the cpu backend only, got \"{}\"", t, s_.compute.backend));
-    if (ds == "lstsq") return;  // any rule, momentum and policy
-    if (ds == "ratings") {
+    if (s_.model.type == ModelType::kLstsq) return;  // any rule, momentum and policy
+    if (s_.model.type == ModelType::kMf) {
       const auto& r = s_.data.ratings;
       if (static_cast<double>(r.train + r.test) > static_cast<double>(r.rows) * r.cols / 2)
         fail("/data/ratings/train", fmt::format("train + test = {} entries, but at most rows x cols / 2 = {} "
@@ -1861,18 +1866,18 @@ class Loader {
              fmt::format("documents x max_length = {} must be below 2^24 = 16777216: "
                          "the counts are integers held exactly in float32",
                          int64_t{c.documents} * c.max_length));
-      if (s_.optimizer.rule != "sgd")
+      if (s_.optimizer.rule != RuleType::kSgd)
         fail("/optimizer/rule",
              fmt::format("model.type \"lda\" pushes count deltas that the server adds as is; "
                          "no learning rule applies, so only \"sgd\" (the plain sum) is "
                          "allowed, got \"{}\"",
-                         s_.optimizer.rule));
+                         to_string(s_.optimizer.rule)));
       if (s_.optimizer.momentum != 0.0)
         fail("/optimizer/momentum",
              fmt::format("model.type \"lda\" adds count deltas as is: momentum must be 0, "
                          "got {}",
                          s_.optimizer.momentum));
-      if (s_.policy.type == "softsync")
+      if (traits(s_.policy.type).averages_pushes)
         fail("/policy/type",
              "model.type \"lda\" adds every count delta as is; softsync averages updates, "
              "which would break the counts: use bsp, asp, ssp, essp, dssp or vap");
@@ -1924,17 +1929,21 @@ class Loader {
       if ((e.kind == "pause" || e.kind == "drift") && !e.until_s)
         fail(at + "/until_s", fmt::format("required for a {}", e.kind));
     }
-    if (!c.schedule.empty() && c.order == "uniform")
+    if (!c.schedule.empty() && c.order == Order::kUniform)
       fail("/cluster/schedule",
            "cluster.order \"uniform\" gives every iteration the same time; a schedule "
            "needs cluster.order \"timed\"");
-    const bool pulls = s_.policy.type == "bsp" || s_.policy.type == "asp" || s_.policy.type == "dssp" ||
-                       (s_.policy.type == "ssp" && s_.policy.cache == "pull-every-iteration");
-    if (crashes && !pulls)
+    if (crashes && !s_.policy.pulls_every_clock())
       fail("/cluster/schedule",
-           fmt::format("crash events are supported with bsp, asp, dssp and ssp with "
-                       "pull-every-iteration, got {}{}",
-                       s_.policy.type, s_.policy.type == "ssp" ? " with a lazy cache" : ""));
+           fmt::format("crash events are supported with the policies that fetch every clock "
+                       "({}), got {}",
+                       pull_mode_policies(), policy_phrase()));
+  }
+
+  // "ssp with a lazy cache", "essp": the policy in words for messages.
+  std::string policy_phrase() const {
+    return fmt::format("{}{}", to_string(s_.policy.type),
+                       s_.policy.cache_mode() == CacheMode::kLazy ? " with a lazy cache" : "");
   }
 
   Scenario s_;
@@ -2209,7 +2218,11 @@ std::string scenario_fields_markdown() {
 
 // ---- Public: loading -----------------------------------------------------------------------
 
-std::string_view to_string(Aggregate a) { return a == Aggregate::kMean ? "mean" : "sum"; }
+std::span<const EnumName<Aggregate>> enum_names(Aggregate) {
+  static constexpr EnumName<Aggregate> kNames[] = {{Aggregate::kSum, "sum"}, {Aggregate::kMean, "mean"}};
+  return kNames;
+}
+std::string_view to_string(Aggregate a) { return enum_name(a); }
 
 Override parse_override(std::string_view arg) {
   const size_t eq = arg.find('=');

@@ -21,6 +21,7 @@
 #include "models/lstsq.hpp"
 #include "models/mf.hpp"
 #include "models/model.hpp"
+#include "sim/algorithms.hpp"
 
 namespace stalesim {
 
@@ -49,11 +50,12 @@ struct DataSpec {
 };
 
 enum class Aggregate { kSum, kMean };
+std::span<const EnumName<Aggregate>> enum_names(Aggregate);
 
 struct OptimizerSpec {
-  std::string rule = "sgd";  // "sgd" | "sasgd" | "fasgd" | "bfasgd" | "dcasgd"
-  double lr = 0.05;          // learning rate, > 0
-  int32_t batch_size = 32;   // samples per worker iteration, >= 1
+  RuleType rule = RuleType::kSgd;  // sgd | sasgd | fasgd | bfasgd | dcasgd (sim/algorithms.hpp)
+  double lr = 0.05;                // learning rate, > 0
+  int32_t batch_size = 32;         // samples per worker iteration, >= 1
   // How the server combines pushes. kSum: each push applies w -= lr * g (additive updates, as in
   // SSP/Bosen). kMean: each push applies w -= (lr / workers) * g, so one clock of pushes moves by
   // lr times the mean gradient (BSP's averaging). Default: kMean for bsp, kSum otherwise.
@@ -72,15 +74,30 @@ struct OptimizerSpec {
 };
 
 struct PolicySpec {
-  std::string type = "ssp";            // "bsp" | "asp" | "ssp" | "essp" | "dssp" | "vap" | "softsync"
+  PolicyType type = PolicyType::kSsp;  // bsp | asp | ssp | essp | dssp | vap | softsync (sim/algorithms.hpp)
   int64_t staleness = 3;               // ssp, essp: s; dssp: the lower bound s_L. Resolved to 0 elsewhere.
   int64_t range = 12;                  // dssp: r_max, the most extra clocks the controller may grant
   std::string dssp_grant = "bounded";  // dssp: "bounded" (gap <= s_L + r_max) | "literal" (+1)
-  std::string cache = "pull-every-iteration";  // ssp: "pull-every-iteration" | "lazy" (Bosen)
-  double value_bound = 0.0;                    // vap: v > 0, bound on the infinity norm of in-transit updates
-  int64_t n = 1;  // softsync: the server applies the mean of every floor(workers / n)
-                  // gradients (Zhang et al. 2016); 1 <= n <= workers
-  bool uses_staleness() const { return type == "ssp" || type == "essp" || type == "dssp"; }
+  CacheMode cache = CacheMode::kPullEveryIteration;  // ssp: pull-every-iteration | lazy (Bosen)
+  double value_bound = 0.0;  // vap: v > 0, bound on the infinity norm of in-transit updates
+  int64_t n = 1;             // softsync: the server applies the mean of every floor(workers / n)
+                             // gradients (Zhang et al. 2016); 1 <= n <= workers
+  bool uses_staleness() const { return (traits(type).fields & kPolicyStaleness) != 0; }
+  // The cache mode workers use: policy.cache where it applies, else the policy's own.
+  CacheMode cache_mode() const {
+    return (traits(type).fields & kPolicyCache) != 0 ? cache : traits(type).cache;
+  }
+  // Workers fetch at every clock and never hold an update back (PolicyTraits::pull_mode).
+  bool pulls_every_clock() const {
+    return traits(type).pull_mode && cache_mode() == CacheMode::kPullEveryIteration;
+  }
+  // Every worker reads the same version each clock: bsp, and ssp or dssp with no slack.
+  bool lockstep() const {
+    return type == PolicyType::kBsp || (type == PolicyType::kSsp && staleness == 0) ||
+           (type == PolicyType::kDssp && staleness == 0 && range == 0);
+  }
+  // Workers keep a parameter copy between clocks (lazy and eager caches).
+  bool caches_params() const { return cache_mode() != CacheMode::kPullEveryIteration; }
   bool operator==(const PolicySpec&) const = default;
 };
 
@@ -156,7 +173,7 @@ struct ClusterSpec {
   // own simulator: every iteration takes the same time (the cluster's mean iteration time / the
   // number of workers per update), the next worker to push is drawn uniformly among those not
   // blocked, and transfers take no time (bytes are still counted).
-  std::string order = "timed";
+  Order order = Order::kTimed;
   NetworkSpec network;
   JitterSpec jitter;
   int32_t servers = 1;  // server shards: parameters split evenly, each shard with its own link

@@ -236,7 +236,7 @@ struct Simulation::Impl {
   Impl(const Scenario& s, const DataSplit& d)
       : sc(s), data(d), clocks(s.cluster.worker_count()), schedule(s.cluster) {
     const int32_t n = s.cluster.worker_count();
-    const bool wants_data = s.model.type != "time-only";
+    const bool wants_data = traits(s.model.type).has_math;
     model = is_workload_model(s.model.type) ? make_workload_model(s, d)
                                             : make_model(s.model, wants_data ? d.train.features : 0,
                                                          wants_data ? d.train.classes : 0, s.compute.backend);
@@ -245,7 +245,7 @@ struct Simulation::Impl {
     eager = policy->cache_mode() == CacheMode::kEager;
     cached = policy->cache_mode() != CacheMode::kPullEveryIteration;
     vap = dynamic_cast<VapPolicy*>(policy.get());
-    uniform = s.cluster.order == "uniform";
+    uniform = s.cluster.order == Order::kUniform;
     order_rng = Rng(s.seed, Purpose::kOrder, 0);
     opt = std::make_unique<ServerOptimizer>(s, n, math ? model->parameter_count() : 0, math,
                                             model->update_kind());
@@ -260,7 +260,7 @@ struct Simulation::Impl {
         z.wire_bytes != static_cast<double>(message_bytes))
       throw std::logic_error(
           fmt::format("model_size says {} parameters ({} wire bytes), the {} model has {} ({})", z.parameters,
-                      z.wire_bytes, s.model.type, model->parameter_count(), message_bytes));
+                      z.wire_bytes, to_string(s.model.type), model->parameter_count(), message_bytes));
     latency = SimTime::from_us(s.cluster.network.latency_us);
     shard_free.assign(static_cast<size_t>(s.cluster.servers), SimTime::zero());
     message_overhead = SimTime::from_us(s.cluster.network.message_overhead_us);

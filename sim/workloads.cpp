@@ -8,7 +8,7 @@
 
 namespace stalesim {
 
-bool is_workload_model(const std::string& type) { return type == "mf" || type == "lda" || type == "lstsq"; }
+bool is_workload_model(ModelType type) { return !traits(type).dataset.empty(); }
 
 DataSplit make_workload_data(const Scenario& s) {
   if (s.data.dataset == "ratings") return generate_ratings(s.data.ratings, s.seed).split;
@@ -19,14 +19,18 @@ DataSplit make_workload_data(const Scenario& s) {
 }
 
 std::unique_ptr<Model> make_workload_model(const Scenario& s, const DataSplit& data) {
-  if (s.model.type == "mf")
-    return std::make_unique<MfModel>(s.data.ratings.rows, s.data.ratings.cols, s.model.rank, s.model.l2);
-  if (s.model.type == "lda")
-    return std::make_unique<LdaModel>(data.train, s.data.corpus.vocabulary, s.model.topics, s.model.alpha,
-                                      s.model.beta, s.seed);
-  if (s.model.type == "lstsq") return std::make_unique<LstsqModel>(s.data.lstsq, s.seed);
-  throw std::invalid_argument("make_workload_model: model type \"" + s.model.type +
-                              "\" is not mf, lda or lstsq");
+  switch (s.model.type) {
+    case ModelType::kMf:
+      return std::make_unique<MfModel>(s.data.ratings.rows, s.data.ratings.cols, s.model.rank, s.model.l2);
+    case ModelType::kLda:
+      return std::make_unique<LdaModel>(data.train, s.data.corpus.vocabulary, s.model.topics, s.model.alpha,
+                                        s.model.beta, s.seed);
+    case ModelType::kLstsq:
+      return std::make_unique<LstsqModel>(s.data.lstsq, s.seed);
+    default:
+      throw std::invalid_argument("make_workload_model: model type \"" +
+                                  std::string(to_string(s.model.type)) + "\" is not mf, lda or lstsq");
+  }
 }
 
 }  // namespace stalesim

@@ -12,7 +12,7 @@
 namespace stalesim {
 
 // True for model types built by make_workload_model ("mf", "lda").
-bool is_workload_model(const std::string& type);
+bool is_workload_model(ModelType type);
 // The generated ratings or corpus of s.data (dataset "ratings" or "corpus"), from s.seed.
 DataSplit make_workload_data(const Scenario& s);
 // The mf or lda model for scenario `s` on `data` (which must outlive it: lda keeps a reference to

@@ -258,6 +258,17 @@ TEST_CASE("a crash under BSP with drop finishes, and with wait resumes after the
     CHECK(dropped.workers[0].iterations == 100);
     CHECK(dropped.max_clock_gap <= 2);
   }
+  SUBCASE(
+      "softsync, a pull-mode policy like asp: the others never wait, the crashed one resumes at its rejoin") {
+    j["policy"] = {{"type", "softsync"}, {"n", 1}};  // one update per 3 gradients
+    j["cluster"]["schedule"] = {{{"kind", "crash"}, {"workers", {2}}, {"at_s", 0.0105}, {"until_s", 0.05}}};
+    const RunResult r = run(j);
+    CHECK(r.status == RunStatus::kCompleted);
+    CHECK(r.workers[0].iterations == 100);
+    CHECK(r.workers[1].iterations == 100);
+    CHECK(r.workers[2].iterations == 10 + 50);  // its 11th update lost; one per ms from 50 ms
+    CHECK(r.workers[0].wait_ns == 0);
+  }
   SUBCASE("drop, rejoining: it comes back at the minimum clock") {
     j["cluster"]["on_crash"] = "drop";
     j["cluster"]["schedule"] = {{{"kind", "crash"},
@@ -294,10 +305,12 @@ TEST_CASE("scenario checks for the cluster's new fields name the path and what i
                        ScenarioError);
   j["cluster"]["schedule"] = {{{"kind", "crash"}, {"workers", {1}}, {"at_s", 1}}};
   j["policy"] = {{"type", "ssp"}, {"cache", "lazy"}};
-  CHECK_THROWS_WITH_AS(scenario(j),
-                       "test.json: /cluster/schedule: crash events are supported with bsp, asp, dssp and ssp "
-                       "with pull-every-iteration, got ssp with a lazy cache",
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      scenario(j),
+      "test.json: /cluster/schedule: crash events are supported with the policies that fetch "
+      "every clock (bsp, asp, ssp with pull-every-iteration, dssp, softsync), got ssp with a "
+      "lazy cache",
+      ScenarioError);
   j.erase("policy");
   j["cluster"].erase("schedule");
   j["cluster"]["workers"][0]["profile"] = "gtx1060";

@@ -9,10 +9,10 @@
 #include <numeric>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "models/cost_arch.hpp"
 #include "models/dataset.hpp"
 #include "models/model.hpp"
-#include "sim/rng.hpp"
 #include "sim_test_util.hpp"
 
 namespace stalesim {
@@ -20,7 +20,7 @@ namespace {
 
 ModelSpec cnn_spec(std::string init = "he") {
   ModelSpec s;
-  s.type = "cnn";
+  s.type = ModelType::kCnn;
   s.init = std::move(init);
   return s;
 }

@@ -29,7 +29,7 @@ namespace {
 
 ModelSpec spec_of(const std::string& type, std::vector<int64_t> hidden = {}, const std::string& init = "he") {
   ModelSpec s;
-  s.type = type;
+  s.type = *enum_from_name<ModelType>(type);
   s.hidden = std::move(hidden);
   s.init = init;
   return s;

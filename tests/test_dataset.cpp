@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "models/dataset.hpp"
-#include "sim/rng.hpp"
 
 namespace stalesim {
 namespace {

@@ -4,8 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "sim/engine.hpp"
-#include "sim/rng.hpp"
 
 using namespace stalesim;
 

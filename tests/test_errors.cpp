@@ -274,24 +274,24 @@ TEST_CASE("the memory estimate counts parameters as the model does, and grows wi
     CHECK(estimate_memory(d).snapshot_bytes == 2 * 835 * 4);
     CHECK(estimate_memory(d).worker_bytes == 3 * (10 * 4 + 190 * 4 + 4096));
     CHECK(estimate_memory(d).deferred_gradients);
-    d.optimizer.rule = "dcasgd";  // needs the parameters read: one snapshot per worker
+    d.optimizer.rule = RuleType::kDcasgd;  // needs the parameters read: one snapshot per worker
     CHECK(estimate_memory(d).snapshot_bytes == 4 * 835 * 4);
     CHECK_FALSE(estimate_memory(d).deferred_gradients);
-    d.optimizer.rule = "sgd";
+    d.optimizer.rule = RuleType::kSgd;
     // BSP's workers all read the same version: they defer only while the factors of all of them
     // (3 x 190 floats) are smaller than that one copy, and with 10 workers they are not.
-    d.policy.type = "bsp";
+    d.policy.type = PolicyType::kBsp;
     CHECK(estimate_memory(d).deferred_gradients);
     d.cluster.workers[0].count = 8;
     CHECK_FALSE(estimate_memory(d).deferred_gradients);
     CHECK(estimate_memory(d).snapshot_bytes == 11 * 835 * 4);
     d.cluster.workers[0].count = 1;
-    d.policy.type = "essp";  // cache modes: a cache and a version in flight per worker
+    d.policy.type = PolicyType::kEssp;  // cache modes: a cache and a version in flight per worker
     CHECK(estimate_memory(d).snapshot_bytes == 7 * 835 * 4);
   }
   s.model.hidden = {200, 100};
   CHECK(estimate_memory(s).parameters == static_cast<double>(make_model(s.model, 6, 3)->parameter_count()));
-  s.model.type = "softmax";
+  s.model.type = ModelType::kSoftmax;
   CHECK(estimate_memory(s).parameters == static_cast<double>(make_model(s.model, 6, 3)->parameter_count()));
   s.cluster.workers[0].count = 1000;
   CHECK(estimate_memory(s).total() > e.total() + 999 * 4096);

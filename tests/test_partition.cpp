@@ -7,9 +7,9 @@
 #include <numeric>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "models/dataset.hpp"
 #include "models/partition.hpp"
-#include "sim/rng.hpp"
 #include "sim_test_util.hpp"
 
 namespace stalesim {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "sim/policies/sync_policy.hpp"
-#include "sim/rng.hpp"
 
 using namespace stalesim;
 
@@ -28,7 +28,7 @@ TEST_CASE("the clock table keeps min and max right under random pushes") {
 
 TEST_CASE("BSP lets a worker start only when every worker has pushed its clock") {
   ClockTable t(3);
-  auto p = make_policy(PolicySpec{"bsp", 0}, 3);
+  auto p = make_policy(PolicySpec{PolicyType::kBsp, 0}, 3);
   CHECK(p->may_start(0, t));
   t.advance(0);
   CHECK_FALSE(p->may_start(0, t));
@@ -43,7 +43,7 @@ TEST_CASE("BSP lets a worker start only when every worker has pushed its clock")
 TEST_CASE("SSP lets a worker run at most s clocks ahead of the slowest") {
   for (int64_t s : {0, 1, 3, 8}) {
     ClockTable t(2);
-    auto p = make_policy(PolicySpec{"ssp", s}, 3);
+    auto p = make_policy(PolicySpec{PolicyType::kSsp, s}, 3);
     int64_t started = 0;
     while (p->may_start(0, t)) {
       t.advance(0);
@@ -58,7 +58,7 @@ TEST_CASE("SSP lets a worker run at most s clocks ahead of the slowest") {
 
 TEST_CASE("ASP never blocks and has no bound") {
   ClockTable t(2);
-  auto p = make_policy(PolicySpec{"asp", 0}, 3);
+  auto p = make_policy(PolicySpec{PolicyType::kAsp, 0}, 3);
   for (int i = 0; i < 1000; ++i) {
     REQUIRE(p->may_start(0, t));
     t.advance(0);
@@ -66,6 +66,31 @@ TEST_CASE("ASP never blocks and has no bound") {
   CHECK_FALSE(p->clock_bound().has_value());
 }
 
-TEST_CASE("an unknown policy type is refused") {
-  CHECK_THROWS_AS(make_policy(PolicySpec{"nope", 0}, 3), std::invalid_argument);
+TEST_CASE("every policy type has one name, a traits row and a policy that calls itself by that name") {
+  for (const auto& n : enum_names(PolicyType{})) {
+    PolicySpec spec;
+    spec.type = n.value;
+    spec.value_bound = 1.0;
+    CHECK(enum_from_name<PolicyType>(n.name) == n.value);
+    CHECK(traits(n.value).type == n.value);
+    CHECK(make_policy(spec, 3)->name() == n.name);
+  }
+  CHECK_FALSE(enum_from_name<PolicyType>("nope").has_value());  // the loader's "not one of" (test_scenario)
+}
+
+TEST_CASE("pull mode comes from the traits: softsync pulls every clock, lazy ssp, essp and vap do not") {
+  const auto pulls = [](PolicyType t, CacheMode cache = CacheMode::kPullEveryIteration) {
+    PolicySpec spec;
+    spec.type = t;
+    spec.cache = cache;
+    return spec.pulls_every_clock();
+  };
+  for (const auto t :
+       {PolicyType::kBsp, PolicyType::kAsp, PolicyType::kSsp, PolicyType::kDssp, PolicyType::kSoftsync})
+    CHECK(pulls(t));
+  CHECK_FALSE(pulls(PolicyType::kSsp, CacheMode::kLazy));
+  CHECK_FALSE(pulls(PolicyType::kEssp));
+  CHECK_FALSE(pulls(PolicyType::kVap));
+  // policy.cache applies to ssp only: another policy's cache field does not change its mode.
+  CHECK(pulls(PolicyType::kAsp, CacheMode::kLazy));
 }

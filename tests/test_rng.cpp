@@ -5,7 +5,7 @@
 #include <numeric>
 #include <vector>
 
-#include "sim/rng.hpp"
+#include "base/rng.hpp"
 
 using namespace stalesim;
 

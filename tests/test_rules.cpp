@@ -26,7 +26,7 @@ double update_of(LearningRule& r, float g, int64_t tau, float w = 0, float w_rea
 
 OptimizerSpec spec(const char* rule) {
   OptimizerSpec s;
-  s.rule = rule;
+  s.rule = *enum_from_name<RuleType>(rule);
   s.lr = 0.1;
   return s;
 }
@@ -124,7 +124,7 @@ TEST_CASE("server momentum accumulates updates and softsync averages c gradients
   CHECK(store.version() == 2);
 
   sc.optimizer.momentum = 0;
-  sc.policy.type = "softsync";
+  sc.policy.type = PolicyType::kSoftsync;
   sc.policy.n = 2;  // 4 workers: c = 2
   ParamStore soft(1);
   ServerOptimizer s(sc, 4, 1, true);

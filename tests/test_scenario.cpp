@@ -17,7 +17,10 @@ namespace {
 
 using nlohmann::json;
 using stalesim::Aggregate;
+using stalesim::ModelType;
 using stalesim::Override;
+using stalesim::PolicyType;
+using stalesim::RuleType;
 using stalesim::Scenario;
 using stalesim::ScenarioError;
 
@@ -94,14 +97,14 @@ TEST_CASE("the quickstart scenario parses with its values and every default reso
   CHECK(s.data.dataset == "fashion-mnist");
   CHECK(s.data.path == stalesim::kFashionMnistDefaultDir);
   CHECK(s.data.train_samples == 0);
-  CHECK(s.model.type == "mlp");
+  CHECK(s.model.type == ModelType::kMlp);
   CHECK(s.model.hidden == std::vector<int64_t>{200});
   CHECK(s.model.init == "he");
-  CHECK(s.optimizer.rule == "sgd");
+  CHECK(s.optimizer.rule == RuleType::kSgd);
   CHECK(s.optimizer.lr == 0.05);
   CHECK(s.optimizer.batch_size == 32);
   CHECK(s.optimizer.aggregate == Aggregate::kSum);
-  CHECK(s.policy.type == "ssp");
+  CHECK(s.policy.type == PolicyType::kSsp);
   CHECK(s.policy.staleness == 3);
   REQUIRE(s.cluster.workers.size() == 2);
   CHECK((s.cluster.workers[0].profile == "gtx1060" && s.cluster.workers[0].count == 2));
@@ -181,7 +184,7 @@ TEST_CASE("a blobs scenario with a softmax model parses") {
            "/stop", {{"target_accuracy", 0.9}, {"at_target", true}});
   const Scenario s = parse(doc);
   CHECK(s.data.blobs == stalesim::BlobsSpec{3, 16, 2000, 500, 0.5});
-  CHECK(s.model.type == "softmax");
+  CHECK(s.model.type == ModelType::kSoftmax);
   CHECK(s.stop.at_target);
 }
 
@@ -729,7 +732,7 @@ TEST_CASE("a --set that changes the policy drops the file's fields that no longe
     "data": { "dataset": "blobs" } })";
   const std::vector<stalesim::Override> to_bsp{{"policy.type", "bsp"}};
   const auto s = stalesim::load_scenario_file(p.string(), to_bsp);
-  CHECK(s.policy.type == "bsp");
+  CHECK(s.policy.type == PolicyType::kBsp);
   CHECK(s.policy.staleness == 0);
   CHECK(s.optimizer.aggregate == stalesim::Aggregate::kSum);
   // Given explicitly on the command line, the inapplicable field is still an error.

@@ -411,7 +411,7 @@ TEST_CASE("zipped keys advance together, vary faster than the grid and slower th
   CHECK(p7.scenario->seed == 4);
   CHECK(p7.scenario->optimizer.lr == 0.2);
   CHECK(p7.scenario->optimizer.batch_size == 10);
-  CHECK(p7.scenario->policy.type == "bsp");
+  CHECK(p7.scenario->policy.type == PolicyType::kBsp);
   CHECK(plan.points[2].overrides[1].value == "0.2");
   CHECK(plan.points[2].seed == 3u);
   CHECK(plan.runs.size() == 8);
@@ -428,7 +428,7 @@ TEST_CASE(
   for (const auto& p : plan.points) REQUIRE_MESSAGE(p.scenario, p.error);
   CHECK(plan.points[0].dropped.empty());
   CHECK(plan.points[1].dropped == std::vector<std::string>{"policy.staleness"});
-  CHECK(plan.points[1].scenario->policy.type == "asp");
+  CHECK(plan.points[1].scenario->policy.type == PolicyType::kAsp);
   CHECK(plan.points[2].scenario->policy.staleness == 2);
   CHECK(plan.points[1].folder == plan.points[3].folder);  // asp with "staleness 0" and "2" is one scenario
   CHECK(plan.points[0].folder != plan.points[2].folder);

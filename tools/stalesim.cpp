@@ -1005,11 +1005,13 @@ Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA)
   }
   const auto& vm = p.vm;
   ModelSpec spec;
-  spec.type = vm["model"].as<std::string>();
-  if (spec.type != "mlp" && spec.type != "softmax")
-    throw UsageError(fmt::format("--model: expected softmax or mlp, got '{}'", spec.type));
+  const std::string model_name = vm["model"].as<std::string>();
+  const auto model_type = enum_from_name<ModelType>(model_name);
+  if (!model_type || !traits(*model_type).dense)
+    throw UsageError(fmt::format("--model: expected softmax or mlp, got '{}'", model_name));
+  spec.type = *model_type;
   spec.hidden.clear();
-  if (spec.type == "mlp") {
+  if (spec.type == ModelType::kMlp) {
     const std::string text = vm["hidden"].as<std::string>();
     for (size_t begin = 0; begin <= text.size();) {
       const size_t comma = std::min(text.find(',', begin), text.size());
@@ -1098,8 +1100,9 @@ Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA)
       "batch-{} median; other batch sizes and models are extrapolated.{}",
       build_info().version, build_info().git_revision, dev.describe(), dev.sm_count, dev.fp32_lanes_per_sm,
       dev.cc_major, dev.cc_minor, dev.lanes_known ? "" : ", not in stalesim's table: 128 assumed",
-      dev.clock_mhz, shape, spec.type, repeats, warmup, batch, us(at_batch.median), us(at_batch.p10),
-      us(at_batch.p90), us(at_one.median), us(at_one.p10), us(at_one.p90), flops, batch, batch, caveat);
+      dev.clock_mhz, shape, to_string(spec.type), repeats, warmup, batch, us(at_batch.median),
+      us(at_batch.p10), us(at_batch.p90), us(at_one.median), us(at_one.p10), us(at_one.p90), flops, batch,
+      batch, caveat);
   nlohmann::ordered_json profile = {
       {"name", name},
       {"description", fmt::format("{} (compute capability {}.{}, {} SMs, {:.0f} MHz)", dev.name, dev.cc_major,

@@ -35,6 +35,13 @@ class DsspPolicy final : public SyncPolicy {
   std::optional<int64_t> clock_bound() const override { return s_ + r_max_ + (literal_ ? 1 : 0); }
   nlohmann::json facts() const override;
   std::string decisions_csv() const override;
+  std::string bound_text() const override;
+  // One note per controller call: the gap, the intervals and predicted push times that chose r*.
+  size_t notes_since(size_t seen, std::vector<PolicyNote>& out) const override;
+  // Why a worker beyond s_L got no grant: not the fastest, the controller granted none, or a
+  // grant would break the bound.
+  std::string wait_detail(int32_t w, int64_t clock, const ClockTable& clocks,
+                          int64_t noted_clock) const override;
 
   // One call of the synchronization controller.
   struct Decision {

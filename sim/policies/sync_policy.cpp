@@ -91,18 +91,29 @@ int32_t ClockTable::slowest() const {
   return std::max(0, tree_[1]);
 }
 
+std::string SyncPolicy::bound_text() const {
+  if (const auto b = clock_bound()) return "s = " + std::to_string(*b);
+  return "policy " + name();
+}
+
 std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers) {
-  if (spec.type == "bsp") return std::make_unique<BspPolicy>();
-  if (spec.type == "asp") return std::make_unique<AspPolicy>();
-  if (spec.type == "ssp")
-    return std::make_unique<SspPolicy>(
-        spec.staleness, spec.cache == "lazy" ? CacheMode::kLazy : CacheMode::kPullEveryIteration);
-  if (spec.type == "essp") return std::make_unique<EsspPolicy>(spec.staleness);
-  if (spec.type == "vap") return std::make_unique<VapPolicy>(spec.value_bound);
-  if (spec.type == "softsync") return std::make_unique<SoftsyncPolicy>(spec.n);
-  if (spec.type == "dssp")
-    return std::make_unique<DsspPolicy>(spec.staleness, spec.range, spec.dssp_grant == "literal", workers);
-  throw std::invalid_argument("unknown policy type '" + spec.type + "'");
+  switch (spec.type) {
+    case PolicyType::kBsp:
+      return std::make_unique<BspPolicy>();
+    case PolicyType::kAsp:
+      return std::make_unique<AspPolicy>();
+    case PolicyType::kSsp:
+      return std::make_unique<SspPolicy>(spec.staleness, spec.cache);
+    case PolicyType::kEssp:
+      return std::make_unique<EsspPolicy>(spec.staleness);
+    case PolicyType::kVap:
+      return std::make_unique<VapPolicy>(spec.value_bound);
+    case PolicyType::kSoftsync:
+      return std::make_unique<SoftsyncPolicy>(spec.n);
+    case PolicyType::kDssp:
+      return std::make_unique<DsspPolicy>(spec.staleness, spec.range, spec.dssp_grant == "literal", workers);
+  }
+  throw std::invalid_argument("unknown policy type");
 }
 
 }  // namespace stalesim

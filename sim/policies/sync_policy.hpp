@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/sim_time.hpp"
 #include "sim/scenario.hpp"
-#include "sim/sim_time.hpp"
 
 namespace stalesim {
 
@@ -58,13 +58,16 @@ class ClockTable {
   void update_tree(int32_t w);
 };
 
-// How workers get parameters (design.md section 6).
-enum class CacheMode {
-  kPullEveryIteration,  // each clock starts with a fetch that rides on the previous push (MXNet)
-  kLazy,                // read the cached copy while its server clock >= c - s; fetch only when not (Bosen)
-  kEager,               // the server pushes parameters to every worker whenever its clock advances (ESSP)
-};
+// CacheMode: sim/algorithms.hpp.
 
+// A decision a policy made on its own (DSSP's controller calls), in words for --explain and the
+// trace (sim/explain.hpp).
+struct PolicyNote {
+  SimTime time;
+  int32_t worker = 0;
+  int64_t clock = 0;  // the worker's clock when the policy decided
+  std::string text;   // without the "t=... s  " prefix
+};
 class SyncPolicy {
  public:
   virtual ~SyncPolicy() = default;
@@ -84,6 +87,22 @@ class SyncPolicy {
   virtual nlohmann::json facts() const { return nullptr; }
   // Every decision the policy made, as CSV with a header line; empty when it keeps none.
   virtual std::string decisions_csv() const { return {}; }
+  // The bound in words for explanations: "s = 3" (the default, from clock_bound(); "policy NAME"
+  // when unbounded), "BSP (s = 0)", "s_L = 3, r_max = 12", "v = 0.5".
+  virtual std::string bound_text() const;
+  // Appends notes of the decisions made after the first `seen` ones to `out`; returns how many
+  // have been made in all. The default makes none.
+  virtual size_t notes_since(size_t seen, std::vector<PolicyNote>& out) const {
+    (void)out;
+    return seen;
+  }
+  // Words appended to "worker w waits at clock c: slowest is ..., <bound>" when the policy holds
+  // worker w back at `clock`; `noted_clock` is w's clock at its latest note (-1: none).
+  virtual std::string wait_detail(int32_t w, int64_t clock, const ClockTable& clocks,
+                                  int64_t noted_clock) const {
+    (void)w, (void)clock, (void)clocks, (void)noted_clock;
+    return {};
+  }
 };
 
 // `workers` sizes per-worker state.

@@ -13,6 +13,8 @@
 // is in transit (the bound cannot hold for it), and counted as oversized.
 // Clocks are not bounded: the start rule is ASP's.
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "sim/policies/sync_policy.hpp"
@@ -27,6 +29,7 @@ class VapPolicy final : public SyncPolicy {
   bool may_start(int32_t, const ClockTable&) override { return true; }
   std::optional<int64_t> clock_bound() const override { return std::nullopt; }
   double value_bound() const { return v_; }
+  std::string bound_text() const override { return fmt::format("v = {}", v_); }
 
   // Called by the simulation, which sees the values.
   // An update sent with in-transit norm `norm` afterwards; `oversized` when it went alone above v.
@@ -41,8 +44,11 @@ class VapPolicy final : public SyncPolicy {
   int64_t oversized() const { return oversized_; }
 
   nlohmann::json facts() const override {
-    return {{"type", "vap"}, {"value_bound", v_}, {"max_in_transit_norm", max_norm_},
-            {"holds", holds_}, {"oversized_updates", oversized_}};
+    return {{"type", "vap"},
+            {"value_bound", v_},
+            {"max_in_transit_norm", max_norm_},
+            {"holds", holds_},
+            {"oversized_updates", oversized_}};
   }
 
  private:

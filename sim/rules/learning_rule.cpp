@@ -11,12 +11,19 @@
 namespace stalesim {
 
 std::unique_ptr<LearningRule> make_rule(const OptimizerSpec& spec, int32_t workers, int64_t parameters) {
-  if (spec.rule == "sgd") return std::make_unique<SgdRule>(spec.lr, spec.aggregate, workers);
-  if (spec.rule == "sasgd") return std::make_unique<SasgdRule>(spec.lr, spec.aggregate, workers);
-  if (spec.rule == "fasgd") return std::make_unique<FasgdRule>(spec, parameters);
-  if (spec.rule == "bfasgd") return std::make_unique<BfasgdRule>(spec, parameters);
-  if (spec.rule == "dcasgd") return std::make_unique<DcasgdRule>(spec, parameters);
-  throw std::invalid_argument("unknown learning rule '" + spec.rule + "'");
+  switch (spec.rule) {
+    case RuleType::kSgd:
+      return std::make_unique<SgdRule>(spec.lr, spec.aggregate, workers);
+    case RuleType::kSasgd:
+      return std::make_unique<SasgdRule>(spec.lr, spec.aggregate, workers);
+    case RuleType::kFasgd:
+      return std::make_unique<FasgdRule>(spec, parameters);
+    case RuleType::kBfasgd:
+      return std::make_unique<BfasgdRule>(spec, parameters);
+    case RuleType::kDcasgd:
+      return std::make_unique<DcasgdRule>(spec, parameters);
+  }
+  throw std::invalid_argument("unknown learning rule");
 }
 
 }  // namespace stalesim

@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "sim/scenario.hpp"
-#include "sim/sim_time.hpp"
+#include "base/sim_time.hpp"
 #include "sim/simulation.hpp"
 
 namespace {

@@ -21,11 +21,11 @@
 #include <span>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "models/dataset.hpp"
 #include "models/model.hpp"
 #include "sim/build_info.hpp"
 #include "sim/engine.hpp"
-#include "sim/rng.hpp"
 
 namespace {
 
@@ -115,7 +115,7 @@ std::unique_ptr<stalesim::Model> time_gradient(benchmark::State& state, const st
 // loss_and_gradient of the MLP 784-200-10.
 void mlp_gradient(benchmark::State& state) {
   stalesim::ModelSpec spec;
-  spec.type = "mlp";
+  spec.type = stalesim::ModelType::kMlp;
   spec.hidden = {kHidden};
   const auto model = time_gradient(state, spec);
   const auto b = static_cast<double>(state.range(0));
@@ -132,7 +132,7 @@ BENCHMARK(mlp_gradient)->ArgName("batch")->Arg(1)->Arg(32)->Arg(128);
 // batches as in mlp_gradient. Nominal FLOPs only: 6 x multiply-adds per sample (2.5 MFLOP).
 void cnn_gradient(benchmark::State& state) {
   stalesim::ModelSpec spec;
-  spec.type = "cnn";
+  spec.type = stalesim::ModelType::kCnn;
   const auto model = time_gradient(state, spec);
   state.counters["flops_nominal"] =
       benchmark::Counter(model->flops_per_sample() * static_cast<double>(state.range(0)),

@@ -48,11 +48,11 @@
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
 
+#include "base/rng.hpp"
 #include "models/dataset.hpp"
 #include "models/model.hpp"
 #include "sim/build_info.hpp"
 #include "sim/param_store.hpp"
-#include "sim/rng.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulation.hpp"
 

@@ -34,11 +34,11 @@
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
 
+#include "base/rng.hpp"
 #include "models/dataset.hpp"
 #include "models/model.hpp"
 #include "sim/build_info.hpp"
 #include "sim/outputs.hpp"
-#include "sim/rng.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulation.hpp"
 
@@ -174,7 +174,7 @@ void section_cnn(const DataSplit& data, int reps) {
   fmt::print("SGEMM 200x784x128: {:.1f} GFLOP/s; 16x150x3200 (conv2 at batch 32): {:.1f}; 512^3: {:.1f}\n",
              mlp_shape, conv2_shape, square);
   ModelSpec spec;
-  spec.type = "cnn";
+  spec.type = ModelType::kCnn;
   auto model = make_model(spec, data.train.features, data.train.classes);
   std::vector<float> params(static_cast<size_t>(model->parameter_count())), grad(params.size());
   Rng rng(1, Purpose::kInit, 0);

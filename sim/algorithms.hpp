@@ -1,0 +1,104 @@
+#pragma once
+// The algorithm families a scenario names, as enum classes, and one traits table per family.
+// The scenario loader parses each name once (sim/scenario.cpp); everything after it switches on
+// the enum or reads the traits, never compares names. tests/check_layers.sh fails the build's
+// tests when an algorithm name is compared as a string outside the loader.
+//
+// Adding a policy or a rule: a value here, its row in the traits table (sim/algorithms.cpp), its
+// own file(s) in sim/policies/ or sim/rules/, and its case in make_policy() / make_rule().
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "base/enum_names.hpp"
+
+namespace stalesim {
+
+// ---- Policies (policy.type): when a worker may start its next clock -------------------------
+
+enum class PolicyType { kBsp, kAsp, kSsp, kEssp, kDssp, kVap, kSoftsync };
+std::span<const EnumName<PolicyType>> enum_names(PolicyType);
+
+// How workers get parameters (design.md section 6). policy.cache names the first two (ssp only).
+enum class CacheMode {
+  kPullEveryIteration,  // each clock starts with a fetch that rides on the previous push (MXNet)
+  kLazy,                // read the cached copy while its server clock >= c - s; fetch only when not (Bosen)
+  kEager,               // the server pushes parameters to every worker whenever its clock advances (ESSP)
+};
+std::span<const EnumName<CacheMode>> enum_names(CacheMode);  // kEager has no name: not a setting
+
+// The policy.* fields besides type, as bits of PolicyTraits::fields.
+enum PolicyField : uint32_t {
+  kPolicyStaleness = 1u << 0,   // policy.staleness
+  kPolicyRange = 1u << 1,       // policy.range, policy.dssp_grant
+  kPolicyCache = 1u << 2,       // policy.cache
+  kPolicyValueBound = 1u << 3,  // policy.value_bound
+  kPolicyN = 1u << 4,           // policy.n
+};
+
+struct PolicyTraits {
+  PolicyType type;
+  // The cache mode of the policy; for a policy with kPolicyCache, policy.cache chooses instead.
+  CacheMode cache;
+  // Workers fetch the parameters at every clock (pull mode) and never hold an update back:
+  // what uniform order, bfasgd and crash events need. False for a cache mode other than
+  // pull-every-iteration (see pulls_every_clock) and for vap, which holds updates.
+  bool pull_mode;
+  // The server averages a batch of pushes itself (softsync): optimizer.aggregate does not apply.
+  bool averages_pushes;
+  // Parameter-sized vectors the policy keeps per worker (vap: the copy it checks reads against,
+  // the in-transit sum and the held update) and at the server (softsync: the running sum), for
+  // the memory estimate. Cache modes count their own (sim/memory_estimate.cpp).
+  double worker_vectors;
+  double server_vectors;
+  uint32_t fields;  // PolicyField bits: the policy.* fields that apply
+};
+const PolicyTraits& traits(PolicyType t);
+
+// ---- Learning rules (optimizer.rule): how far a step goes ------------------------------------
+
+enum class RuleType { kSgd, kSasgd, kFasgd, kBfasgd, kDcasgd };
+std::span<const EnumName<RuleType>> enum_names(RuleType);
+
+enum RuleField : uint32_t {
+  kRuleFasgd = 1u << 0,   // optimizer.gamma, beta, epsilon, variant
+  kRuleBfasgd = 1u << 1,  // optimizer.c_fetch, c_push
+  kRuleDcasgd = 1u << 2,  // optimizer.lambda, adaptive, ms_decay
+};
+
+struct RuleTraits {
+  RuleType type;
+  // The rule decides each fetch and push itself (a gate): needs a pull-mode policy.
+  bool gates_transfers;
+  // The rule reads the parameters a gradient was computed at (a snapshot per worker): workers
+  // cannot drop their copy early by deferring the gradient.
+  bool reads_params;
+  // Parameter-sized vectors the rule keeps, for the memory estimate: per worker (bfasgd: the
+  // copy it last fetched), at the server, and at the server per worker (dcasgd's backups).
+  double worker_vectors;
+  double server_vectors;
+  double server_vectors_per_worker;
+  uint32_t fields;  // RuleField bits
+};
+const RuleTraits& traits(RuleType t);
+
+// ---- Cluster order (cluster.order) ------------------------------------------------------------
+
+enum class Order { kTimed, kUniform };
+std::span<const EnumName<Order>> enum_names(Order);
+
+// ---- Names ------------------------------------------------------------------------------------
+
+inline std::string_view to_string(PolicyType t) { return enum_name(t); }
+inline std::string_view to_string(CacheMode c) { return enum_name(c); }
+inline std::string_view to_string(RuleType t) { return enum_name(t); }
+inline std::string_view to_string(Order o) { return enum_name(o); }
+
+// "ssp, essp and dssp": the policies whose PolicyTraits::fields have all of `field`'s bits, in
+// words for messages and the field reference. The same for rules.
+std::string policies_with(uint32_t field);
+std::string rules_with(uint32_t field);
+
+}  // namespace stalesim
