@@ -24,6 +24,7 @@
 #include "sim/scenario_fields.hpp"
 
 #include "models/cost_arch.hpp"
+#include "sim/text.hpp"
 
 namespace stalesim {
 
@@ -1631,23 +1632,6 @@ std::optional<Problem> check_value(const FieldInfo& f, const json& v) {
 }
 
 // ---- Did you mean --------------------------------------------------------------------------
-
-// Optimal string alignment distance (Levenshtein plus adjacent transpositions), case-insensitive.
-size_t edit_distance(std::string_view a, std::string_view b) {
-  auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) && lower(a[i - 2]) == lower(b[j - 1]))
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
-}
 
 [[noreturn]] void unknown_key(std::string_view pattern, const std::string& at, const std::string& key) {
   std::vector<std::string> allowed;  // sorted: the table's order is not the reader's concern here

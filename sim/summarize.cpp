@@ -10,6 +10,7 @@
 
 #include "sim/file_read.hpp"
 #include "sim/outputs.hpp"
+#include "sim/text.hpp"
 
 namespace stalesim {
 
@@ -102,16 +103,6 @@ std::string stat_cells(const Stats& s) {
   return fmt::format("{},{},{},{}", s.mean, s.n > 1 ? fmt::format("{}", s.std) : std::string(), s.min, s.max);
 }
 
-std::string csv_cell(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 // The result columns averaged per group (sweep.csv, sim/sweep.hpp kResultColumns).
 constexpr const char* kMetrics[] = {"quality",          "final_test_accuracy", "final_test_loss",
                                     "time_to_target_s", "virtual_time_s",      "server_updates",
@@ -173,7 +164,7 @@ SweepSummary summarize_sweep(const std::string& dir) {
 
   // sweep-summary.csv
   std::string& sc = out.summary_csv;
-  for (const auto& c : out.group_columns) sc += csv_cell(c) + ",";
+  for (const auto& c : out.group_columns) sc += csv_escape(c) + ",";
   sc += "seeds,with_result,quality_metric";
   for (const char* m : kMetrics) sc += fmt::format(",{0}_mean,{0}_std,{0}_min,{0}_max,{0}_n", m);
   sc += "\n";
@@ -187,8 +178,8 @@ SweepSummary summarize_sweep(const std::string& dir) {
         if (metric_name.empty()) metric_name = rows[r][metric_name_col];
       }
     out.points_with_result += with;
-    for (const auto& k : keys[g]) sc += csv_cell(k) + ",";
-    sc += fmt::format("{},{},{}", members[g].size(), with, csv_cell(metric_name));
+    for (const auto& k : keys[g]) sc += csv_escape(k) + ",";
+    sc += fmt::format("{},{},{}", members[g].size(), with, csv_escape(metric_name));
     for (const char* m : kMetrics) {
       const size_t c = col(m);
       std::vector<double> v;
@@ -232,7 +223,7 @@ SweepSummary summarize_sweep(const std::string& dir) {
     }
   }
   std::string& cc = out.curves_csv;
-  for (const auto& c : out.group_columns) cc += csv_cell(c) + ",";
+  for (const auto& c : out.group_columns) cc += csv_escape(c) + ",";
   cc += "virtual_time_s,seeds";
   for (const auto& m : curve_columns) cc += fmt::format(",{0}_mean,{0}_std,{0}_min,{0}_max", m);
   cc += "\n";
@@ -242,7 +233,7 @@ SweepSummary summarize_sweep(const std::string& dir) {
     std::sort(times.begin(), times.end());
     for (const auto& [t, text] : times) {
       std::string row;
-      for (const auto& k : keys[g]) row += csv_cell(k) + ",";
+      for (const auto& k : keys[g]) row += csv_escape(k) + ",";
       row += fmt::format("{},{}", text, curves[g].seeds_at[text]);
       const auto& values = curves[g].at[text].second;
       for (const auto& m : curve_columns) {

@@ -24,6 +24,7 @@
 #include "sim/run_folder.hpp"
 #include "sim/scenario_fields.hpp"
 #include "sim/simulation.hpp"
+#include "sim/text.hpp"
 
 namespace stalesim {
 
@@ -103,18 +104,6 @@ std::string pointer_to_dotted(std::string_view pointer) {
   return out;
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 // The closest field path to `dotted`, in dotted form, or "".
 std::string closest_field(std::string_view dotted) {
   const std::string pattern = pointer_to_dotted(field_chain(dotted).back());
@@ -161,16 +150,6 @@ std::vector<std::string> split_values(std::string_view text) {
   }
   out.push_back(std::move(cur));
   return out;
-}
-
-std::string csv_escape(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 // A JSON value as a flat CSV cell: numbers in shortest round-trip form (as in metrics.csv),

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/file_read.hpp"
+#include "sim/text.hpp"
 
 namespace stalesim {
 
@@ -43,24 +44,12 @@ constexpr Key kDerivedKeys[] = {
     {"comment", "free text"},
 };
 
-size_t distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 // The closest of `names` to `key`, or "".
 std::string closest(const std::string& key, const std::vector<std::string>& names) {
   std::string best;
   size_t best_d = std::max<size_t>(2, key.size() / 3) + 1;
   for (const auto& n : names)
-    if (const size_t d = distance(key, n); d < best_d) {
+    if (const size_t d = edit_distance(key, n); d < best_d) {
       best_d = d;
       best = n;
     }
