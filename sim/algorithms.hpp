@@ -1,7 +1,7 @@
 #pragma once
 // The algorithm families a scenario names, as enum classes, and one traits table per family.
 // The scenario loader parses each name once (sim/scenario.cpp); everything after it switches on
-// the enum or reads the traits, never compares names. tests/check_layers.sh fails the build's
+// the enum or reads the traits, never compares names. tests/layers/check_layers.sh fails the build's
 // tests when an algorithm name is compared as a string outside the loader.
 //
 // Adding a policy or a rule: a value here, its row in the traits table (sim/algorithms.cpp), its
