@@ -317,7 +317,7 @@ TEST_CASE("essp and lazy ssp copies of an mf model carry only the rows changed s
     CHECK(r.bytes_pull >= 4 * dense);
     CHECK(r.bytes_pull < r.messages_pull * dense / 2);
     CHECK(r.bytes_pull > r.messages_pull * 16);  // at least one changed row in most copies
-    auto dense_j = tiny_math_json();  // a dense model: every copy is the whole model
+    auto dense_j = tiny_math_json();             // a dense model: every copy is the whole model
     dense_j["policy"] = j["policy"];
     const RunResult d = run(dense_j);
     REQUIRE(d.status == RunStatus::kCompleted);

@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
-#include "sim/scenario.hpp"
 #include "base/sim_time.hpp"
+#include "sim/scenario.hpp"
 #include "sim/simulation.hpp"
 
 namespace {
