@@ -779,6 +779,29 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, siz
   return plan;
 }
 
+void check_sweep_memory(const SweepPlan& plan, const std::optional<MemoryLimit>& limit) {
+  if (!limit) return;
+  std::string listed;
+  size_t over = 0, over_points = 0;
+  for (const auto& run : plan.runs) {
+    const SweepPoint& first = plan.points[run.points.front()];
+    const std::string shortfall = memory_shortfall(*first.scenario, *limit);
+    if (shortfall.empty()) continue;
+    over_points += run.points.size();
+    if (++over > 3) continue;
+    const std::string shared =
+        run.points.size() > 1 ? fmt::format(" and {} identical point(s)", run.points.size() - 1) : "";
+    listed += fmt::format("\n  point {} ({}){}, folder {}: {}", first.index,
+                          describe_point(plan, first.index), shared, run.folder, shortfall);
+  }
+  if (over == 0) return;
+  throw ScenarioError(fmt::format(
+      "{}: {} of {} sweep points need more memory than is available; nothing was run:{}{}\n  {}",
+      plan.spec.spec_file.empty() ? plan.spec.scenario_path : plan.spec.spec_file, over_points,
+      plan.points.size(), listed,
+      over > 3 ? fmt::format("\n  and {} more folder(s)", over - 3) : std::string(), kMemoryAdvice));
+}
+
 std::string default_sweep_dir(const SweepPlan& plan) { return "results/" + plan.base.name + "-sweep"; }
 
 // ---- The sweep folder ------------------------------------------------------------------------

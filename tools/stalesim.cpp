@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -567,22 +568,27 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
                                        : !file_out.empty() ? file_out
                                                            : default_sweep_dir(plan));
 
-  // Rank 0 prepares the folder; every rank follows its verdict.
-  std::string prepare_error;
+  // Rank 0 checks that every point fits in memory (the limit `run` checks), then prepares the
+  // folder; every rank follows its verdict. A refused sweep runs and writes nothing.
+  std::exception_ptr prepare_error;
   int verdict = kExitOk;
   if (rank == 0) {
     try {
+      check_sweep_memory(plan, memory_limit());
       auto protect = output_guard(spec.scenario_path).protect;
       if (from_file) protect.emplace_back(input);
       prepare_sweep_dir(dir, plan, force, protect);
-    } catch (const IoError& e) {
-      prepare_error = e.what();
+    } catch (const ScenarioError&) {
+      prepare_error = std::current_exception();
+      verdict = kExitBadInput;
+    } catch (const IoError&) {
+      prepare_error = std::current_exception();
       verdict = kExitBadInput;
     }
   }
   if (mpi) verdict = mpi->broadcast(verdict);
   if (verdict != kExitOk) {
-    if (rank == 0) throw IoError(prepare_error);
+    if (rank == 0) std::rethrow_exception(prepare_error);
     return verdict;
   }
   if (rank == 0 && !quiet) {
