@@ -21,6 +21,7 @@
 #include "sim/build_info.hpp"
 #include "sim/file_read.hpp"
 #include "sim/outputs.hpp"
+#include "sim/run.hpp"
 #include "sim/run_folder.hpp"
 #include "sim/scenario_fields.hpp"
 #include "sim/simulation.hpp"
@@ -438,33 +439,23 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
   RunRecord rec;
   if (interrupt && interrupt->load()) return rec;  // not_run
   try {
-    OutputFiles files;
-    RunStatus status;
-    {
-      const DataCache::Ptr data = cache.acquire(sc);
-      std::unique_ptr<Simulation> sim;
-      try {
-        sim = std::make_unique<Simulation>(sc, *data);
-      } catch (const ScenarioError& e) {  // the scenario does not fit its data
-        throw ScenarioError(fmt::format("{}: {}", origin, e.what()));
-      }
-      RunOptions ro;
-      ro.interrupt = interrupt;
-      ro.threads = threads;
-      const RunResult r = sim->run(ro);
-      status = r.status;
-      files = render_outputs(sc, r);
-    }
-    use.reset();  // the data may go before the files are written
-    if (status == RunStatus::kInterrupted && holds_finished_run(folder.string())) {
+    const DataCache::Ptr data = cache.acquire(sc);
+    RunRequest request;
+    request.origin = origin;
+    request.data = data.get();
+    request.options.interrupt = interrupt;
+    request.options.threads = threads;
+    request.out = folder.string();
+    request.force = true;
+    // prepare_sweep_dir cleaned the sweep folder of killed writers' temporaries, once for all points.
+    request.guard = OutputGuard{.checkpoint = checkpoint, .clean_stale = false};
+    const RunOutcome outcome = execute_run(sc, request);
+    if (outcome.kept_finished) {
       rec.status = "interrupted";  // a --force rerun stopped: the finished run stays
       rec.wrote = true;
       return rec;
     }
-    write_outputs(
-        folder.string(), files, status != RunStatus::kInterrupted, /*force=*/true,
-        OutputGuard{.checkpoint = checkpoint, .clean_stale = false});  // prepare_sweep_dir cleaned the folder
-    return record_from_summary(json::parse(files.summary_json), /*skipped=*/false);
+    return record_from_summary(json::parse(outcome.files.summary_json), /*skipped=*/false);
   } catch (const std::exception& e) {
     rec.status = "failed";
     rec.message = e.what();
