@@ -4,8 +4,10 @@
 // the enum or reads the traits, never compares names. tests/layers/check_layers.sh fails the build's
 // tests when an algorithm name is compared as a string outside the loader.
 //
-// Adding a policy or a rule: a value here, its row in the traits table (sim/algorithms.cpp), its
-// own file(s) in sim/policies/ or sim/rules/, and its case in make_policy() / make_rule().
+// Adding a policy: a value here, its own header in sim/policies/, and its name, traits row and
+// make_policy() case in sim/policies/sync_policy.cpp (CONTRIBUTING.md shows a whole example).
+// Adding a rule: a value here, its files in sim/rules/, its name and traits row in
+// sim/algorithms.cpp and its case in make_rule().
 
 #include <cstdint>
 #include <span>
@@ -19,7 +21,7 @@ namespace stalesim {
 // ---- Policies (policy.type): when a worker may start its next clock -------------------------
 
 enum class PolicyType { kBsp, kAsp, kSsp, kEssp, kDssp, kVap, kSoftsync };
-std::span<const EnumName<PolicyType>> enum_names(PolicyType);
+std::span<const EnumName<PolicyType>> enum_names(PolicyType);  // sim/policies/sync_policy.cpp
 
 // How workers get parameters (design.md section 6). policy.cache names the first two (ssp only).
 enum class CacheMode {
@@ -55,7 +57,7 @@ struct PolicyTraits {
   double server_vectors;
   uint32_t fields;  // PolicyField bits: the policy.* fields that apply
 };
-const PolicyTraits& traits(PolicyType t);
+const PolicyTraits& traits(PolicyType t);  // defined in sim/policies/sync_policy.cpp
 
 // ---- Learning rules (optimizer.rule): how far a step goes ------------------------------------
 
@@ -90,6 +92,14 @@ enum class Order { kTimed, kUniform };
 std::span<const EnumName<Order>> enum_names(Order);
 
 // ---- Names ------------------------------------------------------------------------------------
+
+// Whether a traits table lists its family in enum order, so that traits() can index it.
+template <class Table>
+constexpr bool in_enum_order(const Table& t) {
+  for (size_t i = 0; i < t.size(); ++i)
+    if (static_cast<size_t>(t[i].type) != i) return false;
+  return true;
+}
 
 inline std::string_view to_string(PolicyType t) { return enum_name(t); }
 inline std::string_view to_string(CacheMode c) { return enum_name(c); }

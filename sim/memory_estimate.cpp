@@ -168,14 +168,18 @@ std::optional<MemoryLimit> memory_limit() {
   return std::nullopt;
 }
 
+std::string memory_shortfall(const Scenario& s, const MemoryLimit& limit) {
+  const MemoryEstimate e = estimate_memory(s);
+  if (e.total() <= limit.bytes) return "";
+  return fmt::format("needs about {}, but only {} is available ({})", e.describe(), format_bytes(limit.bytes),
+                     limit.source);
+}
+
 void check_memory(const Scenario& s, const std::string& origin, const std::optional<MemoryLimit>& limit) {
   if (!limit) return;
-  const MemoryEstimate e = estimate_memory(s);
-  if (e.total() <= limit->bytes) return;
-  throw ScenarioError(fmt::format(
-      "{}: needs about {}, but only {} is available ({}); use fewer workers (cluster.workers), a smaller "
-      "model (model.hidden) or less data, or set STALESIM_MEMORY_LIMIT to override",
-      origin, e.describe(), format_bytes(limit->bytes), limit->source));
+  const std::string shortfall = memory_shortfall(s, *limit);
+  if (shortfall.empty()) return;
+  throw ScenarioError(fmt::format("{}: {}; {}", origin, shortfall, kMemoryAdvice));
 }
 
 }  // namespace stalesim

@@ -1,7 +1,8 @@
 #pragma once
 // How much memory a scenario needs, estimated before anything is allocated, and how much the
 // machine has (issue 10). `stalesim run` refuses (exit 2) a scenario whose estimate exceeds the
-// limit, printing the estimate, instead of being killed half-way by the kernel's OOM killer.
+// limit, printing the estimate, instead of being killed half-way by the kernel's OOM killer;
+// `stalesim sweep` checks every point before running any (check_sweep_memory, sim/sweep.hpp).
 //
 // The estimate is a deliberate upper bound of the large items (parameter-sized vectors and the
 // dataset); bookkeeping below a few KiB per worker is counted as a flat 4 KiB each:
@@ -75,6 +76,14 @@ struct MemoryLimit {
 std::optional<MemoryLimit> memory_limit();
 // Parses "123", "512K", "1.5G" (binary units); nullopt when not a size.
 std::optional<double> parse_size(const std::string& text);
+
+// "needs about X (...), but only Y is available (SOURCE)" when the estimate of `s` exceeds `limit`,
+// else "".
+std::string memory_shortfall(const Scenario& s, const MemoryLimit& limit);
+// What a refused run can do instead, after a memory_shortfall.
+inline constexpr const char* kMemoryAdvice =
+    "use fewer workers (cluster.workers), a smaller model (model.hidden) or less data, or set "
+    "STALESIM_MEMORY_LIMIT to override";
 
 // Throws ScenarioError "<origin>: needs about X ... but only Y is available (SOURCE) ..." when the
 // estimate of `s` exceeds `limit`.

@@ -13,9 +13,9 @@
 #include <xxhash.h>
 
 #include "sim/build_info.hpp"
-#include "sim/explain.hpp"
 #include "sim/file_read.hpp"
 #include "sim/outputs.hpp"
+#include "sim/run.hpp"
 #include "sim/trace.hpp"
 
 namespace stalesim {
@@ -216,38 +216,23 @@ Reproduction prepare_reproduction(const std::string& path) {
 
 ReproduceResult reproduce(const Reproduction& r, const RunOptions& options) {
   ReproduceResult out;
-  OutputFiles files;
-  bool done = true;
-  {
-    const DataSplit data = load_data(r.scenario);
-    Simulation sim(r.scenario, data);
-    RunOptions opts = options;
-    // A run made with --record gradients is rerun with it, so its gradients.csv is compared too.
-    if (fs::exists(fs::path(r.dir) / "gradients.csv")) opts.record_gradients = true;
-    // Likewise --trace (with the window and limit recorded in trace.json) and --explain.
-    std::optional<TraceRecorder> tracer;
-    std::optional<ExplainRecorder> explainer;
-    ObserverList observers;
-    observers.add(options.observer);
-    if (fs::exists(fs::path(r.dir) / "trace.json"))
-      observers.add(
-          &tracer.emplace(r.scenario.name, trace_options_of(read_text(fs::path(r.dir) / "trace.json"))));
-    if (fs::exists(fs::path(r.dir) / "explain.txt")) observers.add(&explainer.emplace(r.scenario.name));
-    if (!observers.empty()) opts.observer = &observers;
-    const RunResult res = sim.run(opts);
-    out.status = res.status;
-    done = res.status != RunStatus::kInterrupted;
-    files = render_outputs(r.scenario, res);
-    if (tracer) files.trace_json = tracer->json();
-    if (explainer) files.explain_txt = explainer->text();
-  }
-  out.result_hash = files.result_hash;
-  if (!done) return out;
-
-  // The rerun's files exactly as a run writes them.
+  // The rerun writes its files exactly as a run writes them, into a temporary folder.
   const TempDir tmp;
   const fs::path run = tmp.path() / "run";
-  write_outputs(run.string(), files, done, /*force=*/false);
+  RunRequest request;
+  request.options = options;
+  // A run made with --record gradients is rerun with it, so its gradients.csv is compared too.
+  if (fs::exists(fs::path(r.dir) / "gradients.csv")) request.options.record_gradients = true;
+  // Likewise --trace (with the window and limit recorded in trace.json) and --explain.
+  if (fs::exists(fs::path(r.dir) / "trace.json"))
+    request.trace = trace_options_of(read_text(fs::path(r.dir) / "trace.json"));
+  request.explain = fs::exists(fs::path(r.dir) / "explain.txt");
+  request.out = run.string();
+  const RunOutcome outcome = execute_run(r.scenario, request);
+  out.status = outcome.result.status;
+  out.result_hash = outcome.files.result_hash;
+  if (out.status == RunStatus::kInterrupted) return out;
+
   std::map<std::string, std::string> written;
   for (const auto& entry : fs::directory_iterator(run))
     if (entry.is_regular_file()) written[entry.path().filename().string()] = read_text(entry.path());

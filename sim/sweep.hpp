@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/memory_estimate.hpp"
 #include "sim/scenario.hpp"
 #include "sim/sweep_expr.hpp"
 
@@ -139,6 +140,13 @@ struct SweepPlan {
 // resolve (a value out of range) is not an error here: it keeps its message in `error`.
 // `on_progress(resolved, total)`, when set, is called every 1000 points while resolving.
 SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, size_t)>& on_progress = {});
+
+// Estimates the memory of every folder of the plan (sim/memory_estimate.hpp: the estimate `stalesim
+// run` checks) and throws ScenarioError when any exceeds `limit`, before anything runs or is
+// written: the message names the sweep file (or the scenario file of a sweep given by flags), how
+// many points exceed, and the first three (index, values, folder, estimate against the limit).
+// Nothing is checked when `limit` is nullopt.
+void check_sweep_memory(const SweepPlan& plan, const std::optional<MemoryLimit>& limit);
 
 // "results/<base name>-sweep".
 std::string default_sweep_dir(const SweepPlan& plan);

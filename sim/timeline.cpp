@@ -8,8 +8,6 @@
 
 #include "sim/explain.hpp"
 #include "sim/policies/sync_policy.hpp"
-#include "sim/scenario.hpp"
-#include "sim/simulation.hpp"
 
 namespace stalesim {
 
@@ -155,17 +153,6 @@ std::string TimelineRecorder::render(const std::string& title, int width, bool c
   if (end_ < until_) out += fmt::format("  (the run ended at {:g} s)", end_.seconds());
   out += "\n";
   return out;
-}
-
-std::string timeline_of(const Scenario& scenario, SimTime until, int width, bool color) {
-  Scenario s = scenario;
-  if (!s.stop.virtual_time_s || *s.stop.virtual_time_s > until.seconds())
-    s.stop.virtual_time_s = until.seconds();
-  TimelineRecorder rec(until);
-  RunOptions ro;
-  ro.observer = &rec;
-  run_scenario(s, ro);
-  return rec.render(s.name, width, color);
 }
 
 SimTime parse_duration(const std::string& text) {

@@ -56,11 +56,7 @@ class TimelineRecorder final : public RunObserver {
   std::vector<Row> rows_;
 };
 
-struct Scenario;
-
-// Runs `scenario` up to `until` (its own stop conditions still apply) and renders its timeline.
-// Throws what loading the data and running throw (DataError, ScenarioError).
-std::string timeline_of(const Scenario& scenario, SimTime until, int width, bool color);
+// Running a scenario and rendering its timeline: timeline_of (sim/run.hpp).
 
 // Parses a duration: "5s", "250ms", "2.5" (seconds). > 0. Throws std::invalid_argument.
 SimTime parse_duration(const std::string& text);

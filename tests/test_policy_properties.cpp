@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
+#include <vector>
 
+#include "base/rng.hpp"
 #include "sim/policies/dssp.hpp"
 #include "tests/sim_test_util.hpp"
 
@@ -241,4 +244,76 @@ TEST_CASE("VAP with a bound no update reaches behaves exactly as ASP") {
   CHECK(a.final_params == b.final_params);
   CHECK(a.metrics == b.metrics);
   CHECK(b.policy_facts.at("holds") == 0);
+}
+
+// ---- The worked example of CONTRIBUTING.md ----------------------------------------------------
+// tests/contrib/constant-delay.patch adds the toy policy constant-delay to the simulator (three
+// source files). The class below is the patch's own, kept in step with it by the CTest
+// contrib_example_patch (tests/contrib/check_patch.sh), so its defining property is checked here
+// through the SyncPolicy interface whether or not the patch is applied.
+
+namespace {
+
+class ConstantDelayPolicy final : public SyncPolicy {
+ public:
+  // REQUIRES: delay >= 0, workers >= 1.
+  ConstantDelayPolicy(int64_t delay, int32_t workers)
+      : d_(std::min<int64_t>(delay, workers - 1)), free_at_(static_cast<size_t>(workers), 0) {}
+  std::string name() const override { return "constant-delay"; }
+  bool may_start(int32_t w, const ClockTable&) override {
+    return updates_ >= free_at_[static_cast<size_t>(w)];
+  }
+  void on_push(int32_t w, SimTime, const ClockTable&) override {
+    free_at_[static_cast<size_t>(w)] = ++updates_ + d_;
+  }
+  bool recheck_every_push() const override { return true; }  // any push may release a waiting worker
+  std::optional<int64_t> clock_bound() const override { return std::nullopt; }
+  std::string bound_text() const override { return "d = " + std::to_string(d_) + " updates"; }
+
+ private:
+  int64_t d_;
+  int64_t updates_ = 0;           // updates applied so far
+  std::vector<int64_t> free_at_;  // worker w may start again once updates_ >= free_at_[w]
+};
+
+}  // namespace
+
+TEST_CASE("constant-delay (CONTRIBUTING.md's example): d updates of others between two of a worker's") {
+  // Workers push in a random order among those the policy lets go; as in the simulation, the
+  // pusher asks first, then every waiting worker is re-checked (recheck_every_push).
+  for (int32_t n : {1, 2, 3, 5})
+    for (int64_t d : {0, 1, 2, 4, 9}) {
+      CAPTURE(n);
+      CAPTURE(d);
+      ConstantDelayPolicy p(d, n);
+      REQUIRE(p.recheck_every_push());
+      const int64_t bound = std::min<int64_t>(d, n - 1);  // capped at workers - 1
+      ClockTable clocks(n);
+      Rng rng(static_cast<uint64_t>(100 * n + d));
+      std::vector<bool> running(static_cast<size_t>(n), true);
+      std::vector<int64_t> last(static_cast<size_t>(n), -1);  // the index of w's latest update
+      int64_t updates = 0, min_gap = std::numeric_limits<int64_t>::max(), refused = 0;
+      for (int step = 0; step < 3000; ++step) {
+        std::vector<int32_t> can;
+        for (int32_t w = 0; w < n; ++w)
+          if (running[static_cast<size_t>(w)]) can.push_back(w);
+        REQUIRE_FALSE(can.empty());  // never every worker waiting: no deadlock
+        const int32_t w = can[static_cast<size_t>(rng.below(can.size()))];
+        if (last[static_cast<size_t>(w)] >= 0)
+          min_gap = std::min(min_gap, updates - last[static_cast<size_t>(w)] - 1);
+        last[static_cast<size_t>(w)] = updates++;
+        clocks.advance(w);
+        p.on_push(w, SimTime::from_ns(step), clocks);
+        running[static_cast<size_t>(w)] = p.may_start(w, clocks);
+        if (!running[static_cast<size_t>(w)]) ++refused;
+        for (int32_t v = 0; v < n; ++v)
+          if (v != w && !running[static_cast<size_t>(v)])
+            running[static_cast<size_t>(v)] = p.may_start(v, clocks);
+      }
+      // Between two updates of one worker, at least `bound` updates of the others; and the bound
+      // is met exactly somewhere (the worker released by the d-th update is often the next to push).
+      CHECK(min_gap >= bound);
+      if (n > 1) CHECK(min_gap == bound);
+      CHECK((refused > 0) == (bound > 0));  // d = 0 (or one worker) is ASP: never a wait
+    }
 }

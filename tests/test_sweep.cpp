@@ -293,6 +293,49 @@ TEST_CASE("a grid value that makes a point invalid is bad input: exit 2 before a
   CHECK_FALSE(fs::exists(d));
 }
 
+TEST_CASE("a sweep whose last point exceeds the memory limit is refused before any point runs") {
+  const fs::path d = fresh_dir("memory");
+  // Points 0 and 1 (about 8 MiB each) fit in 20 MiB; point 2 (two layers of 2000: 4 million
+  // parameters, a 16 MB snapshot per worker and the server's) does not.
+  const std::string sweep =
+      "sweep " + kTiny +
+      " --grid 'model.hidden=[8],[16],[2000,2000]' --set stop.max_updates=6 --quiet --out " + d.string();
+  const auto r = shell("STALESIM_MEMORY_LIMIT=20M ", sweep);
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(
+      r.err.find(kTiny + ": 1 of 3 sweep points need more memory than is available; nothing was run") !=
+          std::string::npos,
+      r.err);
+  CHECK(r.err.find("point 2 (model.hidden=[2000,2000], seed=1), folder hidden=2000-2000-") !=
+        std::string::npos);
+  CHECK(r.err.find("needs about ") != std::string::npos);
+  CHECK(r.err.find("but only 20 MiB is available (STALESIM_MEMORY_LIMIT)") != std::string::npos);
+  CHECK(r.err.find("point 0") == std::string::npos);
+  CHECK(r.err.find("point 1") == std::string::npos);
+  CHECK_FALSE(fs::exists(d));  // no sweep.json, no point folder
+  // The same sweep with every point under the limit runs; a bad limit is bad input.
+  const auto fits = shell("STALESIM_MEMORY_LIMIT=1G ", sweep);
+  CHECK_MESSAGE(fits.code == 0, fits.err);
+  CHECK(fs::exists(d / "sweep.csv"));
+  fs::remove_all(d);
+  const auto bad = shell("STALESIM_MEMORY_LIMIT=lots ", sweep);
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("STALESIM_MEMORY_LIMIT='lots': expected a size in bytes") != std::string::npos);
+  CHECK_FALSE(fs::exists(d));
+#ifdef STALESIM_MPIEXEC
+  if (mpi_built()) {  // under mpirun: rank 0 refuses, every rank exits 2, nothing is written
+    const std::string mpirun =
+        "STALESIM_MEMORY_LIMIT=20M OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+        "timeout 300 '"s +
+        STALESIM_MPIEXEC + "' --oversubscribe -n 2 ";
+    const auto m = shell(mpirun, sweep);
+    CHECK(m.code == 2);
+    CHECK(m.err.find("1 of 3 sweep points need more memory than is available") != std::string::npos);
+    CHECK_FALSE(fs::exists(d));
+  }
+#endif
+}
+
 TEST_CASE(
     "a failed point does not stop the others: it is reported, its row says failed, and the sweep exits 3") {
   const fs::path d = fresh_dir("failed");

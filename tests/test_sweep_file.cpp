@@ -254,6 +254,27 @@ TEST_CASE("sweep file errors name the file, the JSON path and what is allowed, a
   CHECK(both.err.find("--grid: " + kFile + " is a sweep file") != std::string::npos);
 }
 
+TEST_CASE("a sweep file with an oversized last point is refused, naming the file, point and folder") {
+  Scratch s("file-memory");
+  const fs::path f =
+      s.write("big.sweep.json", "{\"scenario\": \"" + std::string(STALESIM_SOURCE_DIR) +
+                                    "/scenarios/sweep-tiny.json\", \"grid\": "
+                                    "{\"model.hidden\": [[8], [2000, 2000]]}, \"seeds\": [1, 2]}");
+  const Outcome o = run_cli("sweep " + q(f.string()) + " --quiet --out " + q((s.path / "out").string()),
+                            "STALESIM_MEMORY_LIMIT=20M ");
+  INFO(o.err);
+  CHECK(o.code == 2);
+  CHECK(
+      o.err.find(f.string() + ": 2 of 4 sweep points need more memory than is available; nothing was run") !=
+      std::string::npos);
+  CHECK(o.err.find("point 2 (model.hidden=[2000,2000], seed=1), folder hidden=2000-2000_seed=1-") !=
+        std::string::npos);
+  CHECK(o.err.find("point 3 (model.hidden=[2000,2000], seed=2), folder hidden=2000-2000_seed=2-") !=
+        std::string::npos);
+  CHECK(o.err.find("but only 20 MiB is available (STALESIM_MEMORY_LIMIT)") != std::string::npos);
+  CHECK_FALSE(fs::exists(s.path / "out"));
+}
+
 TEST_CASE("--set is checked after the grid: a field that applies only to some swept values") {
   Scratch s("set-after");
   // policy.range applies to dssp only: on the ssp file alone the --set is invalid, on the dssp point

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -42,6 +43,7 @@
 #include "sim/memory_estimate.hpp"
 #include "sim/outputs.hpp"
 #include "sim/reproduce.hpp"
+#include "sim/run.hpp"
 #include "sim/scenario.hpp"
 #include "sim/scenario_fields.hpp"
 #include "sim/scenario_schema.hpp"
@@ -261,16 +263,17 @@ int cmd_run(const std::vector<std::string>& args) {
   catch_signals();
   const auto wall0 = std::chrono::steady_clock::now();
   const bool tty = !quiet && ::isatty(STDERR_FILENO);
-  RunOptions ro;
+  RunRequest request;
+  request.origin = p.vm["scenario"].as<std::string>();
+  request.out = out;
+  request.force = force;
+  request.guard = guard;
+  if (p.vm.count("trace")) request.trace = trace_options;
+  request.explain = p.vm.count("explain") > 0;
+  RunOptions& ro = request.options;
   ro.interrupt = &g_interrupt;
   ro.record_gradients = record_gradients;
   ro.threads = threads_option(p.vm, 1);
-  std::optional<TraceRecorder> tracer;
-  std::optional<ExplainRecorder> explainer;
-  ObserverList observers;
-  if (p.vm.count("trace")) observers.add(&tracer.emplace(sc.name, trace_options));
-  if (p.vm.count("explain")) observers.add(&explainer.emplace(sc.name));
-  if (!observers.empty()) ro.observer = &observers;
   if (const char* f = std::getenv("STALESIM_INJECT_DEADLOCK_AT_CLOCK"); f != nullptr && *f != '\0') {
     char* end = nullptr;
     const long long c = std::strtoll(f, &end, 10);
@@ -291,34 +294,23 @@ int cmd_run(const std::vector<std::string>& args) {
       std::fflush(stderr);
     };
   }
-  const DataSplit data = load_data(sc);
-  std::unique_ptr<Simulation> sim;
+  RunOutcome outcome;
   try {
-    sim = std::make_unique<Simulation>(sc, data);
-  } catch (const ScenarioError& e) {  // the scenario does not fit its data
-    throw ScenarioError(fmt::format("{}: {}", p.vm["scenario"].as<std::string>(), e.what()));
-  }
-  RunResult r;
-  try {
-    r = sim->run(ro);
-  } catch (const TimeRangeError& e) {
+    outcome = execute_run(sc, request);
+  } catch (const ScenarioError&) {
     if (tty) fmt::print(stderr, "\r\033[K");
-    throw ScenarioError(fmt::format("{}: {}; nothing written", p.vm["scenario"].as<std::string>(), e.what()));
+    throw;
   }
   if (tty) fmt::print(stderr, "\r\033[K");
-  OutputFiles files = render_outputs(sc, r);
-  if (tracer) files.trace_json = tracer->json();
-  if (explainer) files.explain_txt = explainer->text();
-  if (r.status == RunStatus::kInterrupted && holds_finished_run(out)) {
+  const RunResult& r = outcome.result;
+  const OutputFiles& files = outcome.files;
+  if (outcome.kept_finished) {
     // Ctrl-C during a --force rerun: the finished run stays; the interrupted one is dropped.
-    if (tty) fmt::print(stderr, "\r\033[K");
     fmt::print(stderr, "stalesim: interrupted at t={:g} s; kept the finished run in {}/ (nothing written)\n",
                r.end_time.seconds(), out);
     return kExitInterrupted;
   }
-  write_outputs(out, files, r.status != RunStatus::kInterrupted, force, guard);
-  if (tracer && tracer->truncated())
-    fmt::print(stderr, "stalesim: warning: {}\n", tracer->truncation_message());
+  if (!outcome.trace_warning.empty()) fmt::print(stderr, "stalesim: warning: {}\n", outcome.trace_warning);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
   const MetricsRow* last = r.metrics.empty() ? nullptr : &r.metrics.back();
@@ -567,22 +559,27 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
                                        : !file_out.empty() ? file_out
                                                            : default_sweep_dir(plan));
 
-  // Rank 0 prepares the folder; every rank follows its verdict.
-  std::string prepare_error;
+  // Rank 0 checks that every point fits in memory (the limit `run` checks), then prepares the
+  // folder; every rank follows its verdict. A refused sweep runs and writes nothing.
+  std::exception_ptr prepare_error;
   int verdict = kExitOk;
   if (rank == 0) {
     try {
+      check_sweep_memory(plan, memory_limit());
       auto protect = output_guard(spec.scenario_path).protect;
       if (from_file) protect.emplace_back(input);
       prepare_sweep_dir(dir, plan, force, protect);
-    } catch (const IoError& e) {
-      prepare_error = e.what();
+    } catch (const ScenarioError&) {
+      prepare_error = std::current_exception();
+      verdict = kExitBadInput;
+    } catch (const IoError&) {
+      prepare_error = std::current_exception();
       verdict = kExitBadInput;
     }
   }
   if (mpi) verdict = mpi->broadcast(verdict);
   if (verdict != kExitOk) {
-    if (rank == 0) throw IoError(prepare_error);
+    if (rank == 0) std::rethrow_exception(prepare_error);
     return verdict;
   }
   if (rank == 0 && !quiet) {
@@ -1165,7 +1162,7 @@ policy blocked it. Colours only when stdout is a terminal and NO_COLOR is unset.
   pin_eigen_cache_sizes();
   const char* no_color = std::getenv("NO_COLOR");
   const bool color = ::isatty(STDOUT_FILENO) && !(no_color && *no_color);
-  std::cout << timeline_of(sc, until, width, color);
+  std::cout << timeline_of(sc, until, width, color, p.vm["scenario"].as<std::string>());
   return kExitOk;
 }
 

@@ -1,6 +1,7 @@
 #include "sim/policies/sync_policy.hpp"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "sim/policies/asp.hpp"
@@ -95,6 +96,42 @@ std::string SyncPolicy::bound_text() const {
   if (const auto b = clock_bound()) return "s = " + std::to_string(*b);
   return "policy " + name();
 }
+
+// ---- Registered policies: names, traits (sim/algorithms.hpp) and make_policy ------------------
+
+namespace {
+
+constexpr auto kPolicyNames = std::to_array<EnumName<PolicyType>>({
+    {PolicyType::kBsp, "bsp"},
+    {PolicyType::kAsp, "asp"},
+    {PolicyType::kSsp, "ssp"},
+    {PolicyType::kEssp, "essp"},
+    {PolicyType::kDssp, "dssp"},
+    {PolicyType::kVap, "vap"},
+    {PolicyType::kSoftsync, "softsync"},
+});
+
+// One row per policy, in PolicyType order. Pull mode: every policy that fetches at every clock.
+// softsync is one (its workers never wait and pull with each push); earlier versions kept two
+// lists here, and the crash-event check left softsync out while uniform order and bfasgd let it
+// in: crash events now accept softsync as they accept asp.
+constexpr auto kPolicyTraits = std::to_array<PolicyTraits>({
+    // type            cache mode                     pull  averages  worker server  fields
+    {PolicyType::kBsp, CacheMode::kPullEveryIteration, true, false, 0, 0, 0},
+    {PolicyType::kAsp, CacheMode::kPullEveryIteration, true, false, 0, 0, 0},
+    {PolicyType::kSsp, CacheMode::kPullEveryIteration, true, false, 0, 0, kPolicyStaleness | kPolicyCache},
+    {PolicyType::kEssp, CacheMode::kEager, false, false, 0, 0, kPolicyStaleness},
+    {PolicyType::kDssp, CacheMode::kPullEveryIteration, true, false, 0, 0, kPolicyStaleness | kPolicyRange},
+    {PolicyType::kVap, CacheMode::kPullEveryIteration, false, false, 3, 0, kPolicyValueBound},
+    {PolicyType::kSoftsync, CacheMode::kPullEveryIteration, true, true, 0, 1, kPolicyN},
+});
+
+static_assert(in_enum_order(kPolicyTraits));
+
+}  // namespace
+
+std::span<const EnumName<PolicyType>> enum_names(PolicyType) { return kPolicyNames; }
+const PolicyTraits& traits(PolicyType t) { return kPolicyTraits[static_cast<size_t>(t)]; }
 
 std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers) {
   switch (spec.type) {
