@@ -112,7 +112,7 @@ struct Simulation::Impl {
     if (const Event* next = core.engine.peek(); next && next->target < core.workers.size()) {
       const Worker& n = core.workers[next->target];
       const char* hot = reinterpret_cast<const char*>(&n);
-      const char* hot_end = reinterpret_cast<const char*>(&n.stats + 1);
+      const char* hot_end = reinterpret_cast<const char*>(&n + 1);
       for (const char* line = hot; line < hot_end; line += 64) __builtin_prefetch(line);
     }
     if (e.kind == kOrderStep) return protocol->on_message(e);
@@ -152,7 +152,7 @@ struct Simulation::Impl {
     core.obs = events.empty() ? nullptr : &events;
     if (core.obs) {
       std::vector<std::string> profiles;
-      for (const auto& w : core.workers) profiles.push_back(w.profile);
+      for (const auto& wc : core.cold) profiles.push_back(wc.profile);
       core.obs->start(core.clocks, *core.policy, profiles);
     }
     decisions.start(core.clocks, *core.policy, {});
@@ -243,7 +243,8 @@ struct Simulation::Impl {
       WorkerCore::close_interval(w, end);
       w.state_since = end;
       w.params.reset();
-      result.workers.push_back(w.stats);
+      result.workers.push_back(
+          WorkerStats{w.id, c.cold_of(w).profile, w.iterations, w.compute_ns, w.wait_ns, w.communicate_ns});
     }
     result.end_time = end;
     // A final evaluation at the end, unless the last row already describes this state.

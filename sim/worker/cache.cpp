@@ -42,53 +42,58 @@ class CacheProtocol final : public WorkerProtocol {
 
 // The server sends the current parameters to w, stamped with the server clock.
 void CacheProtocol::send_snapshot(Worker& w) {
+  WorkerCold& wc = c_.cold_of(w);
   InFlight m{c_.store->read(), c_.clocks.min_clock(), c_.clocks.clock(w.id)};
   const int64_t bytes = c_.changed_rows.copy_bytes(w.id, c_.store->version(), c_.message_bytes);
   const SimTime sent = c_.server_transfer(c_.engine.now(), bytes, w.id, WireKind::kPull);
   c_.result.bytes_pull += bytes;
   ++c_.result.messages_pull;
-  w.inbox.push_back(std::move(m));
+  wc.inbox.push_back(std::move(m));
   c_.engine.schedule(sent + c_.latency_of(w) + c_.worker_link(w, bytes), kSnapshotArrives,
                      static_cast<uint32_t>(w.id), w.gen);
 }
 
 void CacheProtocol::on_params(Worker& w) {
-  InFlight m = std::move(w.inbox.front());
-  w.inbox.pop_front();
-  if (m.clock < w.cache_clock) return;  // an older copy overtaken by a newer one
-  w.cache = std::move(m.params);
-  w.cache_clock = m.clock;
-  while (!w.own.empty() && w.own.front().index < m.included) {
-    c_.free_grads.push_back(std::move(w.own.front().grad));
-    w.own.pop_front();
+  WorkerCold& wc = c_.cold_of(w);
+  InFlight m = std::move(wc.inbox.front());
+  wc.inbox.pop_front();
+  if (m.clock < wc.cache_clock) return;  // an older copy overtaken by a newer one
+  wc.cache = std::move(m.params);
+  wc.cache_clock = m.clock;
+  while (!wc.own.empty() && wc.own.front().index < m.included) {
+    c_.free_grads.push_back(std::move(wc.own.front().grad));
+    wc.own.pop_front();
   }
-  w.has_local = c_.math && !w.own.empty();
-  if (w.has_local) {  // own updates the server had not applied when it sent this copy
-    const auto v = w.cache.values();
-    w.local.assign(v.begin(), v.end());
-    for (const auto& o : w.own) apply_own(w, o.grad);
+  wc.has_local = c_.math && !wc.own.empty();
+  if (wc.has_local) {  // own updates the server had not applied when it sent this copy
+    const auto v = wc.cache.values();
+    wc.local.assign(v.begin(), v.end());
+    for (const auto& o : wc.own) apply_own(w, o.grad);
   }
-  if (w.blocked && w.cache_clock >= w.sent - staleness_bound()) start_cached(w);
+  if (wc.blocked && wc.cache_clock >= wc.sent - staleness_bound()) start_cached(w);
 }
 
 void CacheProtocol::apply_own(Worker& w, const std::vector<float>& g) {
+  WorkerCold& wc = c_.cold_of(w);
   const auto step = static_cast<float>(c_.opt->own_step());
-  for (size_t i = 0; i < g.size(); ++i) w.local[i] -= step * g[i];
+  for (size_t i = 0; i < g.size(); ++i) wc.local[i] -= step * g[i];
 }
 
 void CacheProtocol::start_cached(Worker& w) {
-  w.blocked = false;
-  const int64_t gap = w.sent - c_.clocks.min_clock();
+  WorkerCold& wc = c_.cold_of(w);
+  wc.blocked = false;
+  const int64_t gap = wc.sent - c_.clocks.min_clock();
   c_.result.max_clock_gap = std::max(c_.result.max_clock_gap, gap);
-  w.read_staleness = w.sent - w.cache_clock;
-  w.read_version = w.cache.version();
+  w.read_staleness = wc.sent - wc.cache_clock;
+  w.read_version = wc.cache.version();
   c_.set_state(w, WorkerState::kComputing);
   c_.schedule_compute(w);
 }
 
 void CacheProtocol::on_compute_done(Worker& w) {
+  WorkerCold& wc = c_.cold_of(w);
   OwnPush o;
-  o.index = w.sent;
+  o.index = wc.sent;
   o.read_version = w.read_version;
   o.read_staleness = w.read_staleness;
   if (c_.math) {
@@ -97,45 +102,46 @@ void CacheProtocol::on_compute_done(Worker& w) {
       c_.free_grads.pop_back();
     }
     o.grad.resize(c_.grad.size());
-    const std::span<const float> view = w.has_local ? std::span<const float>(w.local) : w.cache.values();
+    const std::span<const float> view = wc.has_local ? std::span<const float>(wc.local) : wc.cache.values();
     const auto batch = w.sampler->next(c_.sc.optimizer.batch_size);
     o.loss = c_.model->loss_and_gradient(view, c_.data.train, batch, o.grad);
     o.bytes = c_.push_bytes_for(batch);
     if (c_.changed_rows.enabled()) c_.model->changed_rows(c_.data.train, batch, o.rows);
     if (!std::isfinite(o.loss)) return c_.diverge(w, o.loss);
     c_.result.last_finite_loss = o.loss;
-    if (!w.has_local) {
-      w.local.assign(view.begin(), view.end());
-      w.has_local = true;
+    if (!wc.has_local) {
+      wc.local.assign(view.begin(), view.end());
+      wc.has_local = true;
     }
     apply_own(w, o.grad);
   }
-  w.own.push_back(std::move(o));
-  ++w.sent;
+  wc.own.push_back(std::move(o));
+  ++wc.sent;
   // The push leaves on the worker's own link, behind any push still being sent.
-  const int64_t bytes = c_.math ? w.own.back().bytes : c_.message_bytes;
-  const SimTime start = max(c_.engine.now(), w.link_free);
-  w.link_free = start + c_.worker_link(w, bytes);
+  const int64_t bytes = c_.math ? wc.own.back().bytes : c_.message_bytes;
+  const SimTime start = max(c_.engine.now(), wc.link_free);
+  wc.link_free = start + c_.worker_link(w, bytes);
   c_.result.bytes_push += bytes;
   ++c_.result.messages_push;
   w.push_bytes.push_back(bytes);
-  c_.engine.schedule(w.link_free + c_.latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
-  if (w.cache_clock >= w.sent - staleness_bound()) return start_cached(w);
-  w.blocked = true;
-  w.fetch_wanted = !eager_;
+  c_.engine.schedule(wc.link_free + c_.latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
+  if (wc.cache_clock >= wc.sent - staleness_bound()) return start_cached(w);
+  wc.blocked = true;
+  wc.fetch_wanted = !eager_;
   c_.set_state(w, WorkerState::kWaiting);
-  if (c_.obs) c_.obs->blocked(c_.engine.now(), w.id, WaitCause::kStaleCache, w.sent, w.cache_clock);
+  if (c_.obs) c_.obs->blocked(c_.engine.now(), w.id, WaitCause::kStaleCache, wc.sent, wc.cache_clock);
 }
 
 void CacheProtocol::on_push_applied(Worker& w) {
+  WorkerCold& wc = c_.cold_of(w);
   const int64_t index = c_.clocks.clock(w.id);
-  OwnPush& o = w.own[static_cast<size_t>(index - w.own.front().index)];
+  OwnPush& o = wc.own[static_cast<size_t>(index - wc.own.front().index)];
   GradientInfo info{w.id, o.read_version, c_.store->version(), o.read_staleness};
   if (c_.math) {
     c_.loss_sum += o.loss;
     ++c_.loss_count;
   }
-  c_.note_gradient(info, c_.opt->add(*c_.store, o.grad, info, c_.read_params(w.cache)));
+  c_.note_gradient(info, c_.opt->add(*c_.store, o.grad, info, c_.read_params(wc.cache)));
   c_.changed_rows.note_update(o.rows, c_.store->version());
   const bool min_rose = c_.book_applied(w, info);
   if (c_.sc.stop.max_updates && c_.result.server_updates >= *c_.sc.stop.max_updates) {
@@ -149,7 +155,8 @@ void CacheProtocol::on_push_applied(Worker& w) {
       size_t keep = 0;
       for (int32_t id : parked_) {
         Worker& p = c_.workers[static_cast<size_t>(id)];
-        if (c_.clocks.min_clock() >= p.sent - staleness_bound())
+        WorkerCold& pc = c_.cold_of(p);
+        if (c_.clocks.min_clock() >= pc.sent - staleness_bound())
           send_snapshot(p);
         else
           parked_[keep++] = id;
@@ -158,9 +165,9 @@ void CacheProtocol::on_push_applied(Worker& w) {
     }
   }
   // A lazy fetch rides on the worker's last push: the server answers once it is fresh enough.
-  if (w.fetch_wanted && index + 1 == w.sent) {
-    w.fetch_wanted = false;
-    if (c_.clocks.min_clock() >= w.sent - staleness_bound())
+  if (wc.fetch_wanted && index + 1 == wc.sent) {
+    wc.fetch_wanted = false;
+    if (c_.clocks.min_clock() >= wc.sent - staleness_bound())
       send_snapshot(w);
     else
       parked_.insert(std::upper_bound(parked_.begin(), parked_.end(), w.id), w.id);

@@ -87,18 +87,20 @@ void WorkerCore::init_workers(const Scenario& s, const DataSplit& d) {
   }
   const double flops_per_batch = flops_per_sample * s.optimizer.batch_size;
   workers.resize(static_cast<size_t>(n));
+  cold.resize(static_cast<size_t>(n));
   int32_t id = 0;
   for (size_t g = 0; g < s.cluster.workers.size(); ++g) {
     const auto& group = s.cluster.workers[g];
     const DeviceProfile profile = group_profile(group, g);
     for (int32_t k = 0; k < group.count; ++k, ++id) {
       Worker& w = workers[static_cast<size_t>(id)];
+      WorkerCold& wc = cold[static_cast<size_t>(id)];
       w.id = id;
       w.group = static_cast<int32_t>(g);
-      w.profile = profile.name;
+      wc.profile = profile.name;
       w.base_compute_ns = base_iteration_ns(group, g, profile, flops_per_batch);
       w.jitter_rng = Rng(s.seed, Purpose::kJitter, static_cast<uint64_t>(id));
-      w.transmit_rng = Rng(s.seed, Purpose::kTransmit, static_cast<uint64_t>(id));
+      wc.transmit_rng = Rng(s.seed, Purpose::kTransmit, static_cast<uint64_t>(id));
       if (math && shared_data) {
         if (d.train.size() < s.optimizer.batch_size)
           throw ScenarioError(fmt::format("/optimizer/batch_size: {} is larger than the {} training samples",
@@ -114,8 +116,6 @@ void WorkerCore::init_workers(const Scenario& s, const DataSplit& d) {
                           s.optimizer.batch_size, id, shard.size(), d.train.size(), n));
         w.sampler = std::make_unique<BatchSampler>(std::move(shard), s.seed, static_cast<uint32_t>(id));
       }
-      w.stats.id = id;
-      w.stats.profile = w.profile;
     }
   }
 }
@@ -126,13 +126,13 @@ void WorkerCore::close_interval(Worker& w, SimTime end) {
   const int64_t dt = (end - w.state_since).ns();
   switch (w.state) {
     case WorkerState::kComputing:
-      w.stats.compute_ns += dt;
+      w.compute_ns += dt;
       break;
     case WorkerState::kWaiting:
-      w.stats.wait_ns += dt;
+      w.wait_ns += dt;
       break;
     case WorkerState::kCommunicating:
-      w.stats.communicate_ns += dt;
+      w.communicate_ns += dt;
       break;
   }
 }
@@ -151,6 +151,7 @@ void WorkerCore::set_state(Worker& w, WorkerState s, Activity a) {
 // ---- Pull modes: grant, push, release -------------------------------------------------------
 
 void WorkerCore::grant(Worker& w) {
+  WorkerCold& wc = cold_of(w);
   const int64_t gap = clocks.clock(w.id) - clocks.min_clock();
   result.max_clock_gap = std::max(result.max_clock_gap, gap);
   if (w.skip_fetch && w.params) {  // B-FASGD: keep computing on the old copy
@@ -172,7 +173,8 @@ void WorkerCore::grant(Worker& w) {
     if (defer) w.params.reset();  // the pin keeps them for the pool (not a live version)
   } else if (defer) {
     // Same batch the push will draw; the parameters are let go at once.
-    model->begin_gradient(w.params.values(), data.train, w.sampler->peek(sc.optimizer.batch_size), w.pending);
+    model->begin_gradient(w.params.values(), data.train, w.sampler->peek(sc.optimizer.batch_size),
+                          wc.pending);
     w.params.reset();
   }
   set_state(w, WorkerState::kCommunicating);
@@ -185,10 +187,11 @@ void WorkerCore::grant(Worker& w) {
 }
 
 void WorkerCore::send_push(Worker& w) {
+  WorkerCold& wc = cold_of(w);
   if (gate) {  // both draws every time, in a fixed order, from the worker's own stream
-    const bool push_now = w.transmit_rng.uniform() < gate->push_probability();
-    const bool fetch = w.transmit_rng.uniform() < gate->fetch_probability();
-    w.skip_push = !push_now && w.has_last_grad;
+    const bool push_now = wc.transmit_rng.uniform() < gate->push_probability();
+    const bool fetch = wc.transmit_rng.uniform() < gate->fetch_probability();
+    w.skip_push = !push_now && wc.has_last_grad;
     w.skip_fetch = !fetch;
     if (w.skip_push) {  // only a notice goes: the server re-applies the last gradient
       ++result.skipped_push;
@@ -284,11 +287,12 @@ void WorkerCore::release_task(Worker& w) {
 }
 
 double WorkerCore::finish_deferred(Worker& w, std::span<const int32_t> batch) {
-  if (!w.pending.pending || !std::ranges::equal(batch, w.pending.batch))
+  WorkerCold& wc = cold_of(w);
+  if (!wc.pending.pending || !std::ranges::equal(batch, wc.pending.batch))
     throw std::logic_error(
         fmt::format("worker {}: its deferred gradient is not for the batch it pushes", w.id));
-  model->finish_gradient(w.pending, data.train, grad);
-  return w.pending.loss;
+  model->finish_gradient(wc.pending, data.train, grad);
+  return wc.pending.loss;
 }
 
 std::vector<float> WorkerCore::take_grad_buffer() {
@@ -305,7 +309,7 @@ std::vector<float> WorkerCore::take_grad_buffer() {
 
 bool WorkerCore::book_applied(Worker& w, const GradientInfo& info) {
   ++result.server_updates;
-  ++w.stats.iterations;
+  ++w.iterations;
   result.clock_staleness.add(info.clock_staleness);
   result.step_staleness.add(info.step_staleness());
   staleness_sum += info.clock_staleness;

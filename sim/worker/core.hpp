@@ -43,6 +43,7 @@ struct WorkerCore {
   std::unique_ptr<ParamStore> store;
   ClockTable clocks;
   std::vector<Worker> workers;
+  std::vector<WorkerCold> cold;  // by worker id: the state the pull modes do not touch per event
   std::vector<int32_t> waiting;  // workers held by the policy
   std::vector<float> grad;
   bool math = false;
@@ -85,6 +86,8 @@ struct WorkerCore {
   int64_t begun = 0;  // gradients begun (parameters read), not applied
   // Declared last: destroyed first, before the workers whose tasks it may still hold.
   std::unique_ptr<GradientPool> pool;
+
+  WorkerCold& cold_of(const Worker& w) { return cold[static_cast<size_t>(w.id)]; }
 
   // ---- Links and compute ----
   SimTime worker_link(const Worker& w, int64_t bytes) const { return network.worker_link(w.group, bytes); }

@@ -16,12 +16,13 @@ void PullProtocol::on_message(const Event& e) {
 }
 
 std::optional<double> PullProtocol::apply_gradient(Worker& w, GradientInfo& info) {
+  WorkerCold& wc = c_.cold_of(w);
   if (!c_.math) return c_.opt->add(*c_.store, {}, info, {});
   const int32_t batch_size = c_.sc.optimizer.batch_size;
   if (w.skip_push) {              // B-FASGD: the server re-applies the last gradient
     w.sampler->next(batch_size);  // the batch the worker used, sent nowhere
-    info.version_read = w.last_grad_version;
-    return c_.opt->add(*c_.store, w.last_grad, info, {});
+    info.version_read = wc.last_grad_version;
+    return c_.opt->add(*c_.store, wc.last_grad, info, {});
   }
   const auto batch = w.sampler->next(batch_size);
   const double loss = w.task ? c_.collect_task(w, batch)
@@ -40,9 +41,9 @@ std::optional<double> PullProtocol::apply_gradient(Worker& w, GradientInfo& info
   const double step = c_.opt->add(*c_.store, g, info, c_.read_params(w.params));
   c_.release_task(w);
   if (c_.gate) {
-    w.last_grad = c_.grad;
-    w.has_last_grad = true;
-    w.last_grad_version = w.read_version;
+    wc.last_grad = c_.grad;
+    wc.has_last_grad = true;
+    wc.last_grad_version = w.read_version;
   }
   return step;
 }

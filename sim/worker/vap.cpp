@@ -41,6 +41,7 @@ class VapProtocol final : public PullProtocol {
 };
 
 void VapProtocol::on_compute_done(Worker& w) {
+  WorkerCold& wc = c_.cold_of(w);
   OwnPush o;
   o.index = c_.clocks.clock(w.id);
   o.read_version = w.read_version;
@@ -50,14 +51,14 @@ void VapProtocol::on_compute_done(Worker& w) {
   o.loss = c_.model->loss_and_gradient(w.params.values(), c_.data.train, batch, o.grad);
   if (!std::isfinite(o.loss)) return c_.diverge(w, o.loss);
   c_.result.last_finite_loss = o.loss;
-  w.vap_push_bytes = c_.push_bytes_for(batch);
+  wc.vap_push_bytes = c_.push_bytes_for(batch);
   if (!c_.opt->rule().needs_read_params()) w.params.reset();  // else kept for the apply
-  w.held = std::move(o);
-  w.holding = true;
+  wc.held = std::move(o);
+  wc.holding = true;
   if (try_send(w)) return;
   vap_.note_hold();
   c_.set_state(w, WorkerState::kWaiting);
-  if (c_.obs) c_.obs->blocked(c_.engine.now(), w.id, WaitCause::kValueBound, w.held.index, 0);
+  if (c_.obs) c_.obs->blocked(c_.engine.now(), w.id, WaitCause::kValueBound, wc.held.index, 0);
   holders_.insert(std::upper_bound(holders_.begin(), holders_.end(), w.id), w.id);
   request_refresh(w);
   if (static_cast<int32_t>(holders_.size()) == c_.clocks.workers()) {
@@ -69,7 +70,8 @@ void VapProtocol::on_compute_done(Worker& w) {
 
 // The gradient was computed when the compute ended, to judge its size.
 std::optional<double> VapProtocol::apply_gradient(Worker& w, GradientInfo& info) {
-  OwnPush& o = w.own.back();
+  WorkerCold& wc = c_.cold_of(w);
+  OwnPush& o = wc.own.back();
   info.version_read = o.read_version;
   info.clock_staleness = o.read_staleness;
   o.applied_version = c_.store->version();
@@ -81,37 +83,40 @@ std::optional<double> VapProtocol::apply_gradient(Worker& w, GradientInfo& info)
 // Retires w's updates that every other worker has received, then recomputes their sum in a
 // fixed order (no drift from repeated subtraction).
 void VapProtocol::retire_received(Worker& w) {
+  WorkerCold& wc = c_.cold_of(w);
   int64_t min_seen = std::numeric_limits<int64_t>::max();
   for (const auto& q : c_.workers)
     if (q.id != w.id) min_seen = std::min(min_seen, q.seen_version);
   bool retired = false;
-  while (!w.own.empty() && w.own.front().applied_version >= 0 && w.own.front().applied_version < min_seen) {
-    c_.free_grads.push_back(std::move(w.own.front().grad));
-    w.own.pop_front();
+  while (!wc.own.empty() && wc.own.front().applied_version >= 0 &&
+         wc.own.front().applied_version < min_seen) {
+    c_.free_grads.push_back(std::move(wc.own.front().grad));
+    wc.own.pop_front();
     retired = true;
   }
-  if (!retired && !w.in_transit.empty()) return;
+  if (!retired && !wc.in_transit.empty()) return;
   const auto step = static_cast<float>(c_.opt->own_step());
   const size_t n = c_.grad.size();
-  w.in_transit.assign(n, 0.0f);
-  for (const auto& o : w.own)
-    for (size_t i = 0; i < n; ++i) w.in_transit[i] -= step * o.grad[i];
+  wc.in_transit.assign(n, 0.0f);
+  for (const auto& o : wc.own)
+    for (size_t i = 0; i < n; ++i) wc.in_transit[i] -= step * o.grad[i];
 }
 
 bool VapProtocol::try_send(Worker& w) {
+  WorkerCold& wc = c_.cold_of(w);
   retire_received(w);
   const auto step = static_cast<float>(c_.opt->own_step());
-  const auto& g = w.held.grad;
+  const auto& g = wc.held.grad;
   double norm = 0.0;
   for (size_t i = 0; i < g.size(); ++i)
-    norm = std::max(norm, static_cast<double>(std::fabs(w.in_transit[i] - step * g[i])));
-  const bool alone = w.own.empty();
+    norm = std::max(norm, static_cast<double>(std::fabs(wc.in_transit[i] - step * g[i])));
+  const bool alone = wc.own.empty();
   if (!alone && norm > vap_.value_bound()) return false;
   vap_.note_send(norm, norm > vap_.value_bound());
-  for (size_t i = 0; i < g.size(); ++i) w.in_transit[i] -= step * g[i];
-  w.own.push_back(std::move(w.held));
-  w.holding = false;
-  c_.push(w, w.vap_push_bytes);
+  for (size_t i = 0; i < g.size(); ++i) wc.in_transit[i] -= step * g[i];
+  wc.own.push_back(std::move(wc.held));
+  wc.holding = false;
+  c_.push(w, wc.vap_push_bytes);
   return true;
 }
 
@@ -123,12 +128,13 @@ void VapProtocol::recheck_holders() {
 }
 
 void VapProtocol::request_refresh(Worker& w) {
-  if (w.refresh_in_flight) return;
-  w.refresh_in_flight = true;
+  WorkerCold& wc = c_.cold_of(w);
+  if (wc.refresh_in_flight) return;
+  wc.refresh_in_flight = true;
   // The copy holds at least what the server has now (counted conservatively: updates applied
   // while the request travels are not counted as received). The request takes the latency;
   // the reply queues on the server link like any copy.
-  w.refresh_version = c_.store->version();
+  wc.refresh_version = c_.store->version();
   const SimTime at_server = c_.engine.now() + c_.latency_of(w);
   const SimTime sent = c_.server_transfer(at_server, c_.message_bytes, w.id, WireKind::kPull);
   c_.result.bytes_pull += c_.message_bytes;
@@ -138,8 +144,9 @@ void VapProtocol::request_refresh(Worker& w) {
 }
 
 void VapProtocol::on_refresh_arrives(Worker& w) {
-  w.refresh_in_flight = false;
-  w.seen_version = std::max(w.seen_version, w.refresh_version);
+  WorkerCold& wc = c_.cold_of(w);
+  wc.refresh_in_flight = false;
+  w.seen_version = std::max(w.seen_version, wc.refresh_version);
   recheck_holders();
 }
 

@@ -54,9 +54,10 @@ struct InFlight {
   int64_t included = 0;  // the worker's own pushes they include
 };
 
-struct Worker {
-  // Hot: what the pull modes touch at every event, first and together (at 100,000 workers the
-  // workers do not fit in the caches; issue 21: a handful of cache lines per event, not a dozen).
+struct alignas(64) Worker {
+  // What the pull modes touch at every event, packed together (at 100,000 workers the workers do
+  // not fit in the caches; issue 21: a handful of cache lines per event, not a dozen). The rest
+  // of a worker's state is in WorkerCold. Three cache lines, aligned (sizeof is 192 bytes).
   int32_t id = 0;
   int32_t group = 0;  // index into cluster.workers
   // Crash handling: events for this worker carry its generation; a crash bumps it, so whatever the
@@ -78,8 +79,17 @@ struct Worker {
   std::unique_ptr<GradientTask> task;
   std::unique_ptr<BatchSampler> sampler;  // null for the time-only model
   LazyDeque<int64_t> push_bytes;          // sizes of the pushes on their way to the server, oldest first
-  WorkerStats stats;
-  // Cold: the other modes' state.
+  // Its time split and pushes applied (WorkerStats without the id and profile, which are cold).
+  int64_t iterations = 0;
+  int64_t compute_ns = 0;
+  int64_t wait_ns = 0;
+  int64_t communicate_ns = 0;
+};
+
+// The rest of a worker's state: what the cache modes, VAP, B-FASGD and deferred gradients use, and
+// its profile. Kept apart from Worker (WorkerCore::cold, by worker id) so that the fields the pull
+// modes touch at every event are packed together (issue 21: per-event cost at 100,000 workers).
+struct WorkerCold {
   std::string profile;
   // Deferred mode: the gradient begun on the parameters when they were read, which are then let go.
   DeferredGradient pending;
