@@ -6,6 +6,7 @@
 
 #include "sim/csv_observers.hpp"
 #include "sim/engine.hpp"
+#include "sim/evaluation.hpp"
 #include "sim/worker/core.hpp"
 #include "sim/worker/faults.hpp"
 #include "sim/worker/protocol.hpp"
@@ -50,6 +51,10 @@ struct Simulation::Impl {
   ObserverList events;         // what sees the run as it happens (RunOptions::observer, gradients)
   GradientRecorder gradients;  // --record gradients
   DecisionRecorder decisions;  // the policy's decision log
+  // The metrics rows' evaluations (math only), in the background on the pool where nothing waits
+  // for them (start_pool; sim/evaluation.hpp). Declared after the core and its pool: destroyed
+  // before them.
+  std::unique_ptr<Evaluations> evals;
 
   Impl(const Scenario& s, const DataSplit& d) : core(s, d), protocol(make_protocol(core)) {
     if (core.math) {
@@ -66,13 +71,7 @@ struct Simulation::Impl {
     MetricsRow row;
     row.time = now;
     row.server_version = c.store->version();
-    if (c.math) {
-      const Evaluation e = c.model->evaluate(c.store->peek(), c.data.test, eval_indices);
-      if (e.has_loss) row.test_loss = e.loss;
-      if (e.has_accuracy) row.test_accuracy = e.accuracy;
-      row.metric = e.metric;
-      if (c.loss_count) row.train_loss = c.loss_sum / static_cast<double>(c.loss_count);
-    }
+    if (c.math && c.loss_count) row.train_loss = c.loss_sum / static_cast<double>(c.loss_count);
     if (c.staleness_count)
       row.mean_staleness = static_cast<double>(c.staleness_sum) / static_cast<double>(c.staleness_count);
     row.bytes = result.bytes_push + result.bytes_pull;
@@ -80,6 +79,14 @@ struct Simulation::Impl {
     c.loss_count = 0;
     c.staleness_sum = 0;
     c.staleness_count = 0;
+    if (c.math) return evals->add(std::move(row), c.store->peek());  // complete_metrics, now or later
+    complete_metrics(row);
+  }
+
+  // A metrics row with its evaluation, in the order of record_metrics.
+  void complete_metrics(MetricsRow& row) {
+    WorkerCore& c = core;
+    RunResult& result = c.result;
     if (c.obs) c.obs->evaluation(row);
     result.metrics.push_back(row);
     if (row.test_accuracy && c.sc.stop.target_accuracy && !result.time_to_target_s &&
@@ -164,7 +171,10 @@ struct Simulation::Impl {
     c.refuse_from_clock = opt.refuse_from_clock;
     c.defer = c.defer && opt.defer_gradients;
     c.result.deferred_gradients = c.defer;
-    start_pool(opt.threads);
+    if (c.math)
+      evals = std::make_unique<Evaluations>(*c.model, c.data.test, eval_indices,
+                                            [this](MetricsRow& row) { complete_metrics(row); });
+    start_pool(opt.threads, opt.observer);
     const SimTime limit =
         c.sc.stop.virtual_time_s ? SimTime::from_seconds(*c.sc.stop.virtual_time_s) : SimTime::max();
     protocol->start();
@@ -174,6 +184,7 @@ struct Simulation::Impl {
     progress.max_updates = c.sc.stop.max_updates.value_or(0);
     auto report = [&] {
       if (!opt.on_progress) return;
+      if (evals) evals->deliver_ready();
       progress.virtual_time_s = c.engine.now().seconds();
       progress.server_updates = c.result.server_updates;
       if (!c.result.metrics.empty()) progress.last_accuracy = c.result.metrics.back().test_accuracy;
@@ -212,7 +223,8 @@ struct Simulation::Impl {
   // worker's own copy when the compute ends), a model that computes on other threads
   // (Model::clone), on the CPU, with simulated times (measured times follow the order in which
   // gradients are computed), without B-FASGD's skipped pushes.
-  void start_pool(int threads) {
+  // `observer`: RunOptions::observer (it sees rows as they happen).
+  void start_pool(int threads, const RunObserver* observer) {
     WorkerCore& c = core;
     if (threads < 1) throw std::invalid_argument(fmt::format("threads: expected >= 1, got {}", threads));
     if (threads == 1 || !c.math || !protocol->pool_allowed() || c.compute.measured() ||
@@ -226,6 +238,9 @@ struct Simulation::Impl {
     }
     c.max_ahead = 4 * static_cast<int64_t>(threads);
     c.pool = std::make_unique<GradientPool>(*c.model, std::move(helpers), c.data.train);
+    // Unless a row's evaluation decides what happens next (the target stops the run) or an
+    // observer sees rows as they happen: at most 2 (their parameter copies) waiting at once.
+    if (!observer && !(c.sc.stop.at_target && c.sc.stop.target_accuracy)) evals->use_pool(c.pool.get(), 2);
   }
 
   void finish(SimTime end, bool record_gradients) {
@@ -234,6 +249,10 @@ struct Simulation::Impl {
     if (c.obs) c.obs->finish(end);
     decisions.finish(end);
     for (auto& w : c.workers) c.release_task(w);
+    if (evals) {
+      evals->use_pool(nullptr, 1);  // the rows still in flight, before the pool goes
+      result.background_evaluations = evals->background_count();
+    }
     c.pool.reset();
     if (c.in_flight_count)
       result.gradients_in_flight =
