@@ -1,3 +1,5 @@
+// gradients.csv and decisions.csv as observers (sim/csv_observers.hpp).
+
 #include "sim/csv_observers.hpp"
 
 #include <fmt/format.h>

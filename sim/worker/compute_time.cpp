@@ -1,3 +1,6 @@
+// The compute-time model (sim/worker/compute_time.hpp): modelled, jittered, scheduled or measured iteration
+// times.
+
 #include "sim/worker/compute_time.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The worker core (sim/worker/core.hpp): building the run's state, and the bookkeeping every protocol shares.
+
 #include "sim/worker/core.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// Crashes and rejoins of the cluster schedule (sim/worker/faults.hpp).
+
 #include "sim/worker/faults.hpp"
 
 #include <algorithm>

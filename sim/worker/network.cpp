@@ -1,3 +1,5 @@
+// The network model (sim/worker/network.hpp): link transfer times, latency jitter, the server's shard FIFOs.
+
 #include "sim/worker/network.hpp"
 
 #include <fmt/format.h>

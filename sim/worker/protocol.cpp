@@ -1,3 +1,6 @@
+// WorkerProtocol's default start and make_protocol(): which protocol a scenario runs
+// (sim/worker/protocol.hpp).
+
 #include "sim/worker/protocol.hpp"
 
 #include "sim/worker/faults.hpp"

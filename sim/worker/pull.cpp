@@ -1,3 +1,5 @@
+// Pull every iteration (sim/worker/pull.hpp): BSP, SSP, DSSP, ASP and n-softsync, with B-FASGD's gate.
+
 #include "sim/worker/pull.hpp"
 
 #include <algorithm>
