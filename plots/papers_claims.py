@@ -114,19 +114,28 @@ def essp_raw(root, name):
         return None
     final = sweep.summary(rows[0]).get("final", {})
     metric = next((k for k in ("test_rmse", "loglik_per_token") if k in final), "test_loss")
-    out = {}
+    out, targets = {}, set()
     for r in rows:
         s, kind = sweep.cell(r, "policy.staleness"), sweep.cell(r, "policy.type")
         series = [v for v in metric_series(sweep, r, metric) if sr.finite(v[2])]
         t_end = num(sweep, r, "virtual_time_s")
         early = next((v[2] for v in series if v[0] >= t_end / 6), None)
         v10k = next((v[2] for v in series if v[1] >= 10000), None)
-        slot = out.setdefault(s, {}).setdefault(kind, {"stale": [], "early": [], "v10k": [], "updates": []})
+        slot = out.setdefault(s, {}).setdefault(kind, {"stale": [], "early": [], "v10k": [], "updates": [],
+                                                        "t_target": [], "v_target": []})
+        if metric == "test_rmse":  # time and updates to an RMSE of 1.5 x the data's noise; never: the run's
+            target = 1.5 * num(sweep, r, "data.ratings.noise")  # length and its updates (censored)
+            hit = next((v for v in series if v[2] <= target), None)
+            slot["t_target"].append(hit[0] if hit else t_end)
+            slot["v_target"].append(hit[1] if hit else num(sweep, r, "server_updates"))
+            targets.add(target)
         slot["stale"].append(num(sweep, r, "staleness_mean"))
         slot["updates"].append(num(sweep, r, "server_updates"))
+        slot["lr"] = sweep.cell(r, "optimizer.lr")
         slot["early"].append(early)
         slot["v10k"].append(v10k)
-    return {"metric": metric, "higher_is_better": metric == "loglik_per_token", "by_s": out}
+    return {"metric": metric, "higher_is_better": metric == "loglik_per_token", "by_s": out,
+            "rmse_target": min(targets) if targets else None}
 
 
 def vap_raw(root):
@@ -140,9 +149,15 @@ def vap_raw(root):
             continue
         series = [v for v in metric_series(sweep, r, "test_rmse") if sr.finite(v[2])]
         t_end = num(sweep, r, "virtual_time_s")
-        slot = out.setdefault(sweep.cell(r, "policy.value_bound"), {"early": [], "updates": [], "holds": []})
+        target = 1.5 * num(sweep, r, "data.ratings.noise")
+        slot = out.setdefault(sweep.cell(r, "policy.value_bound"), {"early": [], "updates": [], "holds": [],
+                                                                      "t_target": []})
+        hit = next((v for v in series if v[2] <= target), None)
+        slot["t_target"].append(hit[0] if hit else t_end)
+        slot["lr"] = sweep.cell(r, "optimizer.lr")
         slot["early"].append(next((v[2] for v in series if v[0] >= t_end / 6), None))
         slot["updates"].append(num(sweep, r, "server_updates"))
+        slot["lr"] = sweep.cell(r, "optimizer.lr")
         slot["holds"].append(sweep.summary(r).get("policy", {}).get("holds"))
     return {"metric": "test_rmse", "by_v": out} if out else None
 
@@ -220,11 +235,16 @@ def faster(a, b, max_ratio=None):
     return verdict, ours, f"sd {sd(ta):.3g} s and {sd(tb):.3g} s ({len(ta)} seeds)"
 
 
+def fnum(x):
+    """4 decimals, or whole numbers from 100 up (counts of updates)."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.4f}"
+
+
 def lower(xa, xb, what, higher=False):
     """(verdict, ours, spread) for 'xa lower than xb' (or higher)."""
     ma, mb = mean(xa), mean(xb)
     d = (ma - mb) if higher else (mb - ma)
-    return direction(d, se_diff(xa, xb)), f"{what} {ma:.4f} vs {mb:.4f}", \
+    return direction(d, se_diff(xa, xb)), f"{what} {fnum(ma)} vs {fnum(mb)}", \
         f"sd {sd(xa):.2g} and {sd(xb):.2g} ({len(xa)} seeds)"
 
 
@@ -233,7 +253,7 @@ def not_worse(xa, xb, what, higher=True):
     ma, mb = mean(xa), mean(xb)
     worse = (mb - ma) if higher else (ma - mb)
     ok = worse <= 2 * se_diff(xa, xb)
-    return ("reproduced" if ok else "contradicted"), f"{what} {ma:.4f} vs {mb:.4f}", \
+    return ("reproduced" if ok else "contradicted"), f"{what} {fnum(ma)} vs {fnum(mb)}", \
         f"sd {sd(xa):.2g} and {sd(xb):.2g} ({len(xa)} seeds)"
 
 
@@ -357,13 +377,15 @@ def essp_claims(raw):
             b = [x for x in p["ssp"][field] if x is not None]
             if not a or not b:
                 return UNTESTED
-            higher = not better_lower if field == "stale" else (d["higher_is_better"])
+            higher = d["higher_is_better"] if field in ("early", "v10k") else not better_lower
             if at_least_as_good:
                 v, o, sp = not_worse(a, b, f"s={s}:", higher=higher)
             else:
                 v, o, sp = lower(a, b, f"s={s}:", higher=higher)
             verdicts.append(v)
-            parts.append(o.replace(" vs ", " (ESSP) vs ") + " (SSP)")
+            lrs = [p[k].get("lr") for k in ("essp", "ssp")]
+            tags = [f", lr {x}" if x and not d["higher_is_better"] else "" for x in lrs]  # LDA: no step size
+            parts.append(o.replace(" vs ", f" (ESSP{tags[0]}) vs ") + f" (SSP{tags[1]})")
             spreads.append(f"s={s}: {sp}")
         if not verdicts:
             return UNTESTED
@@ -371,19 +393,22 @@ def essp_claims(raw):
              "contradicted" if "contradicted" in verdicts else "inconclusive")
         return v, f"{what}: " + "; ".join(parts), "; ".join(spreads)
 
+    target = (ess.get("mf") or {}).get("rmse_target")
     add("MF: ESSP converges faster per second than SSP", "faster (figure)",
-        every_s("mf", "early", "test RMSE at a sixth of the run"), "mf")
+        every_s("mf", "t_target", f"virtual seconds to a test RMSE of {target:g} (1.5 x the noise)")
+        if target else UNTESTED, "mf")
     add("MF: ESSP's reads are fresher than SSP's (mixed GPUs, 30% jitter)", "lower staleness (histograms)",
         every_s("mf", "stale", "mean read staleness (clocks)"), "mf")
     add("MF, paper-like cluster (identical GPUs, 20 ms clocks, 3% jitter): ESSP's reads are fresher than SSP's",
         "lower staleness (histograms)", every_s("mf-paperlike", "stale", "mean read staleness (clocks)"),
         "mf-paperlike")
     add("MF: ESSP converges at least as well per iteration", "better per iteration (figure)",
-        every_s("mf", "v10k", "test RMSE at version 10,000", at_least_as_good=True), "mf")
+        every_s("mf", "v_target", f"updates to a test RMSE of {target:g}", at_least_as_good=True)
+        if target else UNTESTED, "mf")
     add("LDA: ESSP converges faster per second than SSP", "faster (figure)",
         every_s("lda", "early", "log-likelihood per token at a sixth of the run"), "lda")
     add("VAP (value-bounded) guarantees convergence but is costly to run: at its best value bound it "
-        "converges more slowly per second than ESSP at its best s", "costly (qualitative)", vap_vs_essp(raw), "mf-vap",
+        "reaches the target RMSE later than ESSP at its best s", "costly (qualitative)", vap_vs_essp(raw), "mf-vap",
         "an idealized VAP: the simulator knows for free which updates each worker has received; a real "
         "VAP also pays for that bookkeeping")
     return out
@@ -391,20 +416,23 @@ def essp_claims(raw):
 
 def vap_vs_essp(raw):
     """'VAP converges more slowly per second than ESSP': each at its best parameter (the value bound
-    v, the staleness s) by the mean test RMSE at a sixth of the run, over the same seeds."""
+    v, the staleness s) by the mean time to a test RMSE of 1.5 x the noise, over the same seeds."""
     vap, mf = raw.get("vap"), (raw.get("essp") or {}).get("mf")
     if not vap or not mf:
         return UNTESTED
     complete = lambda xs: xs and all(x is not None for x in xs)  # noqa: E731
-    vs = {v: d for v, d in vap["by_v"].items() if complete(d["early"])}
-    ss = {s: p["essp"] for s, p in mf["by_s"].items() if "essp" in p and complete(p["essp"]["early"])}
+    field = "t_target"
+    vs = {v: d for v, d in vap["by_v"].items() if complete(d.get(field))}
+    ss = {s: p["essp"] for s, p in mf["by_s"].items() if "essp" in p and complete(p["essp"].get(field))}
     if not vs or not ss:
         return UNTESTED
-    v = min(vs, key=lambda k: mean(vs[k]["early"]))
-    s = min(ss, key=lambda k: mean(ss[k]["early"]))
-    verdict, ours, spread_ = lower(ss[s]["early"], vs[v]["early"], "test RMSE at a sixth of the run:")
+    v = min(vs, key=lambda k: mean(vs[k][field]))
+    s = min(ss, key=lambda k: mean(ss[k][field]))
+    verdict, ours, spread_ = lower(ss[s][field], vs[v][field],
+                                   f"virtual seconds to a test RMSE of {mf['rmse_target']:g}:")
     holds = [h for h in vs[v]["holds"] if h is not None]
-    ours = (ours.replace(" vs ", f" (ESSP, best s={s}) vs ") + f" (VAP, best v={v}); VAP(v={v}) "
+    lr = lambda d: f", lr {d['lr']}" if d.get("lr") else ""  # noqa: E731
+    ours = (ours.replace(" vs ", f" (ESSP, best s={s}{lr(ss[s])}) vs ") + f" (VAP, best v={v}{lr(vs[v])}); VAP(v={v}) "
             f"{mean(vs[v]['updates']):.0f} updates, {mean(holds):.0f} holds a run; ESSP(s={s}) "
             f"{mean(ss[s]['updates']):.0f} updates" if holds and ss[s].get("updates") else ours)
     return verdict, ours, spread_

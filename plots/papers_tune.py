@@ -11,12 +11,14 @@ distinct values of the --group columns, in sweep order) and each value of --para
                it counts as never, so a value must reach it on every seed to compete;
   criterion 2 (no value reached it on every seed): the highest mean final validation accuracy.
 
-Prints one line per group to stdout, "GROUPVALUES... VALUE" (space separated, the chosen value
-last), and a table of every value's scores to stderr. Exits 1 when a group has no finished point.
+With --criterion rmse (MF): the same two criteria on the validation RMSE: the smallest mean time
+to an RMSE of 1.5 times the ratings' noise level (data.ratings.noise: the best RMSE any model can
+reach is about the noise), read from each point's metrics.csv, else the lowest mean final RMSE.
 """
 
 import argparse
 import math
+import os
 import sys
 
 sys.dont_write_bytecode = True  # keep plots/ free of __pycache__
@@ -27,14 +29,69 @@ def mean(xs):
     return sum(xs) / len(xs) if xs else None
 
 
+def rmse_target(sweep, row):
+    """1.5 x the noise level of a ratings point's data: the RMSE the ESSP comparisons time."""
+    return 1.5 * sr.number(sweep.cell(row, "data.ratings.noise"))
+
+
+def time_to_rmse(sweep, row, target):
+    """(first virtual time with test_rmse <= target or inf, final test_rmse) of one finished point."""
+    rows = sr.read_csv(os.path.join(sweep.dir, row["folder"], "metrics.csv"))
+    t, last = math.inf, math.inf
+    for r in rows:
+        v = sr.number(r.get("test_rmse"))
+        if sr.finite(v):
+            last = v
+            if v <= target and not math.isfinite(t):
+                t = sr.number(r["virtual_time_s"])
+    return t, last
+
+
+def pick_rmse(sweep, keys, param):
+    table = {}  # group -> value -> [(time to the target RMSE, final RMSE)]
+    target = None
+    for row in sweep.rows:
+        group = tuple(sweep.cell(row, k) or "-" for k in keys)
+        slot = table.setdefault(group, {}).setdefault(sweep.cell(row, param), [])
+        if not sweep.ok(row):
+            slot.append((math.inf, math.inf))
+            continue
+        target = rmse_target(sweep, row)
+        slot.append(time_to_rmse(sweep, row, target))
+    print(f"tuning {sweep.name}: {param} per {','.join(keys)} (validation split; min mean time to RMSE "
+          f"{target}, else min mean final RMSE)", file=sys.stderr)
+    status = 0
+    for group, values in table.items():
+        scored = []
+        for value, runs in values.items():
+            t, r = mean([x[0] for x in runs]), mean([x[1] for x in runs])
+            scored.append((value, t, r))
+            shown = "never" if not math.isfinite(t) else f"{t:.3f} s"
+            print(f"  {' '.join(group)} {param}={value}: time {shown}, final RMSE {r:.4f} ({len(runs)} seeds)",
+                  file=sys.stderr)
+        reached = [x for x in scored if math.isfinite(x[1])]
+        best = min(reached, key=lambda x: (x[1], x[2])) if reached else min(scored, key=lambda x: x[2])
+        if not math.isfinite(best[2]):
+            print(f"papers_tune.py: {sweep.name}: {' '.join(group)}: no finished point", file=sys.stderr)
+            status = 1
+            continue
+        why = "fastest to the RMSE" if reached else "none reached it: lowest final RMSE"
+        print(f"  -> {' '.join(group)}: {param}={best[0]} ({why})", file=sys.stderr)
+        print(" ".join(group + (best[0],)))
+    return status
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sweep")
     ap.add_argument("--group", required=True, help="comma-separated key columns, e.g. policy.type,policy.staleness")
     ap.add_argument("--param", default="optimizer.lr")
+    ap.add_argument("--criterion", choices=("target", "rmse"), default="target")
     args = ap.parse_args()
     sweep = sr.Sweep(args.sweep)
     keys = args.group.split(",")
+    if args.criterion == "rmse":
+        sys.exit(pick_rmse(sweep, keys, args.param))
     table = {}  # group -> value -> [(time, accuracy)]
     for row in sweep.rows:
         group = tuple(sweep.cell(row, k) or "-" for k in keys)

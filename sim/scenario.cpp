@@ -389,14 +389,16 @@ std::vector<FieldInfo> build_fields() {
        .maximum = kMaxInt32,
        .maximum_is_limit = true,
        .default_value = d.data.validation_samples,
-       .applies_to = "the fashion-mnist and blobs datasets",
+       .applies_to = "the fashion-mnist, blobs and ratings datasets",
        .applies_key = "/data/dataset",
        .doc = "A validation split for tuning: N > 0 holds out the last N training samples (after "
               "train_samples), trains on the rest and evaluates on them instead of the test set "
               "(metrics keep their names); must leave at least one training sample. 0 = train on all "
               "and evaluate on the test set.",
        .applies =
-           [](const Scenario& s) { return s.data.dataset == "fashion-mnist" || s.data.dataset == "blobs"; },
+           [](const Scenario& s) {
+             return s.data.dataset == "fashion-mnist" || s.data.dataset == "blobs" || s.data.dataset == "ratings";
+           },
        .set = set_m<&Scenario::data, &DataSpec::validation_samples>,
        .get = get_m<&Scenario::data, &DataSpec::validation_samples>},
       {.path = "/data/partition",

@@ -12,6 +12,7 @@
 #include "models/lda.hpp"
 #include "models/mf.hpp"
 #include "sim/changed_rows.hpp"
+#include "sim/simulation.hpp"
 #include "sim/workloads.hpp"
 #include "tests/sim_test_util.hpp"
 
@@ -228,6 +229,24 @@ TEST_CASE("an mf run sends sparse pushes and lowers the test RMSE") {
   CHECK(*r.metrics.back().metric < 0.8 * *r.metrics.front().metric);
   CHECK_FALSE(r.metrics.back().test_accuracy.has_value());
   CHECK(hash_of(mf_json()) == hash_of(mf_json()));
+}
+
+TEST_CASE("an mf validation split holds out the last training ratings and evaluates on them") {
+  auto j = mf_json();
+  const DataSplit all = load_data(testing::scenario(j));
+  j["data"]["validation_samples"] = 300;
+  const DataSplit held = load_data(testing::scenario(j));
+  // Train: the first 3,700 ratings; "test": the last 300 training ratings, never the test set.
+  REQUIRE(held.train.size() == 3700);
+  REQUIRE(held.test.size() == 300);
+  CHECK(std::equal(held.train.x.begin(), held.train.x.end(), all.train.x.begin()));
+  CHECK(std::equal(held.test.x.begin(), held.test.x.end(), all.train.x.begin() + 3700 * 3));
+  const RunResult r = run(j);
+  REQUIRE(r.status == RunStatus::kCompleted);
+  CHECK(r.metric_name == "test_rmse");
+  CHECK(*r.metrics.back().metric != *run(mf_json()).metrics.back().metric);
+  j["data"]["validation_samples"] = 4000;  // nothing left to train on
+  CHECK_THROWS_WITH_AS(run(j), doctest::Contains("/data/validation_samples"), ScenarioError);
 }
 
 TEST_CASE("mf pushes are sized by their batch in every cache mode") {
