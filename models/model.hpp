@@ -99,7 +99,7 @@ class Model {
   // loss_and_gradient(params, data, indices, grad) would have written, from `pending` and `data`
   // alone. Lets a worker drop its parameter copy as soon as it has read it (design.md section 1:
   // memory grows with live versions, and under ASP every worker reads a different version).
-  // Simulation decides where to use it (sim/simulation.cpp, `defer`).
+  // Simulation decides where to use it (sim/worker/core.hpp, `defer`).
   // Models that cannot split (the default) return false and throw std::logic_error from both.
   virtual bool can_defer_gradient() const { return false; }
   virtual double begin_gradient(std::span<const float> params, const Dataset& data,

@@ -23,6 +23,7 @@ namespace stalesim {
 
 class ClockTable;
 class SyncPolicy;
+struct GradientInfo;
 
 enum class Activity { kCompute, kWait, kPush, kPull };
 const char* to_string(Activity a);
@@ -62,6 +63,11 @@ class RunObserver {
                       int64_t step_staleness) {
     (void)now, (void)worker, (void)version, (void)clock_staleness, (void)step_staleness;
   }
+  // The server applied a gradient (`info`: what it was computed on; `step`: the rule's step
+  // factor); called before update() for the same push.
+  virtual void gradient(SimTime now, const GradientInfo& info, double step) {
+    (void)now, (void)info, (void)step;
+  }
   virtual void evaluation(const MetricsRow& row) { (void)row; }
   // The run ended at `end`: close open activities.
   virtual void finish(SimTime end) { (void)end; }
@@ -88,6 +94,9 @@ class ObserverList final : public RunObserver {
   }
   void update(SimTime now, int32_t w, int64_t version, int64_t cs, int64_t ss) override {
     for (auto* o : list_) o->update(now, w, version, cs, ss);
+  }
+  void gradient(SimTime now, const GradientInfo& info, double step) override {
+    for (auto* o : list_) o->gradient(now, info, step);
   }
   void evaluation(const MetricsRow& row) override {
     for (auto* o : list_) o->evaluation(row);

@@ -26,6 +26,16 @@ struct GradientInfo {
   int64_t step_staleness() const { return version_apply - version_read; }  // tau
 };
 
+// A rule that decides each transfer itself (B-FASGD): the probability that a worker makes its
+// next push and its next fetch. The simulation draws both, push first, from the worker's own
+// stream (Purpose::kTransmit) and skips what the draws refuse.
+class TransferGate {
+ public:
+  virtual ~TransferGate() = default;
+  virtual double push_probability() const = 0;
+  virtual double fetch_probability() const = 0;
+};
+
 class LearningRule {
  public:
   virtual ~LearningRule() = default;
@@ -49,6 +59,8 @@ class LearningRule {
   // (the mean aggregate's lr / workers for SGD). Exact for SGD; for the staleness- and
   // statistics-aware rules the worker cannot know the server's scaling, and uses lr.
   virtual double worker_step() const = 0;
+  // The rule's transfer gate when it decides each push and fetch (B-FASGD); null otherwise.
+  virtual const TransferGate* transfer_gate() const { return nullptr; }
 };
 
 // `workers` is the cluster size (for the mean aggregate); `parameters` sizes any state.

@@ -5,8 +5,9 @@
 #     sim/scenario.cpp (and the CLI's own --model option via enum_from_name); everything else
 #     switches on the enum or reads the traits (sim/algorithms.hpp, models/model.hpp).
 #  2. base/ includes nothing from sim/ or models/; models/ includes nothing from sim/.
-#  3. No dynamic_cast to a policy outside sim/policies/ (explain.cpp and the recorders ask the
-#     SyncPolicy interface), but for simulation.cpp's VAP flow (below).
+#  3. No dynamic_cast to a policy or a learning rule outside their own folders: explain.cpp and the
+#     recorders ask the SyncPolicy interface, the worker protocols (sim/worker/) get the VAP policy
+#     from the factory that builds it and B-FASGD's gate from LearningRule::transfer_gate().
 # data.dataset is a family of data, not of algorithms, and stays a string ("lstsq" names both a
 # dataset and a model): comparisons of a dataset are left to rule 1's exception.
 # Prints each offending line; exits 1 when there is one, 0 when there is none.
@@ -33,12 +34,10 @@ if [[ -n "$up" ]]; then
   fail=1
 fi
 
-# sim/simulation.cpp still casts to VapPolicy for VAP's data flow: issue 17's worker protocols
-# (point 1 of the issue, not done yet) move it into its own file behind an interface.
-casts=$(grep -rnE 'dynamic_cast<[^>]*(Policy)[^>]*>' sim models tools | grep -v '^sim/policies/' \
-  | grep -v '^sim/simulation\.cpp:')
+casts=$(grep -rnE 'dynamic_cast<[^>]*(Policy|Rule)[^>]*>' sim models tools | grep -vE '^sim/(policies|rules)/')
 if [[ -n "$casts" ]]; then
-  echo "check_layers: a policy cast outside sim/policies/ (add what is needed to SyncPolicy):"
+  echo "check_layers: a policy or rule cast outside sim/policies/ and sim/rules/ (add what is needed to"
+  echo "SyncPolicy or LearningRule):"
   echo "$casts"
   fail=1
 fi

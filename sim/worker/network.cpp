@@ -1,0 +1,63 @@
+// The network model (sim/worker/network.hpp): link transfer times, latency jitter, the server's shard FIFOs.
+
+#include "sim/worker/network.hpp"
+
+#include <fmt/format.h>
+#include <cmath>
+
+namespace stalesim {
+
+SimTime transfer_time(int64_t bytes, double gbps) {
+  const double ns = static_cast<double>(bytes) * 8.0 / gbps;
+  if (!(ns <= SimTime::kMaxNs))
+    return SimTime::from_ns_checked(
+        ns, fmt::format("a {}-byte message over a {:g} Gbit/s link (cluster.network.bandwidth_gbps, "
+                        "server_bandwidth_gbps or cluster.workers.*.bandwidth_gbps) takes too long",
+                        bytes, gbps));
+  return SimTime::from_ns(static_cast<int64_t>(std::llround(ns)));
+}
+
+Network::Network(const Scenario& s)
+    : shard_free_(static_cast<size_t>(s.cluster.servers), SimTime::zero()),
+      message_overhead_(SimTime::from_us(s.cluster.network.message_overhead_us)),
+      server_gbps_(s.cluster.network.server_bandwidth_gbps) {
+  bool link_jitter = false;
+  const auto& net = s.cluster.network;
+  for (const auto& grp : s.cluster.workers) {
+    GroupLink link{SimTime::from_us(grp.latency_us.value_or(net.latency_us)),
+                   grp.bandwidth_gbps.value_or(net.bandwidth_gbps),
+                   grp.latency_sigma.value_or(net.latency_sigma)};
+    link_jitter = link_jitter || link.latency_sigma > 0;
+    groups_.push_back(link);
+  }
+  if (link_jitter)
+    for (int32_t i = 0; i < s.cluster.worker_count(); ++i)
+      rngs_.emplace_back(s.seed, Purpose::kNetwork, static_cast<uint64_t>(i));
+}
+
+SimTime Network::latency(int32_t id, int32_t group) {
+  const GroupLink& g = groups_[static_cast<size_t>(group)];
+  if (!(g.latency_sigma > 0)) return g.latency;
+  const double s = g.latency_sigma;
+  const double f = rngs_[static_cast<size_t>(id)].lognormal(-0.5 * s * s, s);
+  return SimTime::from_ns_checked(
+      static_cast<double>(g.latency.ns()) * f,
+      fmt::format("worker {}'s link latency (cluster.network.latency_us and latency_sigma)", id));
+}
+
+SimTime Network::server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind,
+                                 RunObserver* obs) {
+  const auto shards = static_cast<int64_t>(shard_free_.size());
+  SimTime done = arrive;
+  for (int64_t k = 0; k < shards; ++k) {
+    const int64_t part = bytes / shards + (k < bytes % shards ? 1 : 0);
+    SimTime& free = shard_free_[static_cast<size_t>(k)];
+    const SimTime start = max(arrive, free);
+    free = start + server_link(part) + message_overhead_;
+    if (k == 0 && obs) obs->wire(start, free, worker, kind, part);
+    done = max(done, free);
+  }
+  return done;
+}
+
+}  // namespace stalesim

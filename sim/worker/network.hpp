@@ -1,0 +1,49 @@
+#pragma once
+// The network model (design.md section 3): each worker's link (bandwidth, latency with optional
+// lognormal jitter) and the server's links, one FIFO per shard shared by pushes and pulls.
+
+#include <cstdint>
+#include <vector>
+
+#include "base/rng.hpp"
+#include "base/sim_time.hpp"
+#include "sim/observer.hpp"
+#include "sim/scenario.hpp"
+
+namespace stalesim {
+
+// Transfer time of `bytes` over a link of `gbps` gigabits per second (1 Gbit/s = 1 bit/ns).
+SimTime transfer_time(int64_t bytes, double gbps);
+
+class Network {
+ public:
+  // Resolves each worker group's link from the group and the cluster defaults.
+  explicit Network(const Scenario& s);
+  // Time for `bytes` to leave or enter a worker of `group` on its own link.
+  SimTime worker_link(int32_t group, int64_t bytes) const {
+    return transfer_time(bytes, groups_[static_cast<size_t>(group)].bandwidth_gbps);
+  }
+  SimTime server_link(int64_t bytes) const { return transfer_time(bytes, server_gbps_); }
+  // One-way latency of worker `id`'s link for one message (lognormal jitter of mean 1 when
+  // configured; one draw from the worker's network stream).
+  SimTime latency(int32_t id, int32_t group);
+  // A message of `bytes` that reaches the server side at `arrive`: each shard's part (the bytes
+  // split evenly, the first shards taking the remainder) queues on that shard's link in arrival
+  // order. Returns when the last part is through.
+  // Observers see shard 0's link (the trace's link track), one span per message.
+  SimTime server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind, RunObserver* obs);
+
+ private:
+  struct GroupLink {
+    SimTime latency;
+    double bandwidth_gbps = 0;
+    double latency_sigma = 0;
+  };
+  std::vector<GroupLink> groups_;
+  std::vector<Rng> rngs_;            // per worker link, only when some latency jitters
+  std::vector<SimTime> shard_free_;  // when each server shard's link is next idle
+  SimTime message_overhead_;         // per message and shard on the server link
+  double server_gbps_ = 0;
+};
+
+}  // namespace stalesim

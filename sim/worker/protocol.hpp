@@ -1,0 +1,39 @@
+#pragma once
+// WorkerProtocol: how a worker's data flows between it and the server, one implementation per
+// flow: pull every iteration (sim/worker/pull.*), lazy cache and ESSP (cache.cpp), VAP (vap.cpp),
+// uniform order (uniform.cpp). The simulation routes each worker event to the run's protocol.
+
+#include <memory>
+
+#include "sim/engine.hpp"
+#include "sim/worker/core.hpp"
+
+namespace stalesim {
+
+class WorkerProtocol {
+ public:
+  explicit WorkerProtocol(WorkerCore& c) : c_(c) {}
+  virtual ~WorkerProtocol() = default;
+  // At time 0: the first requests for parameters (and the schedule's crashes).
+  virtual void start();
+  // Parameters reach w (kParamsArrive, or kSnapshotArrives in the cache modes).
+  virtual void on_params(Worker& w) = 0;
+  // w finished computing its gradient.
+  virtual void on_compute_done(Worker& w) = 0;
+  // The server has received w's whole push: apply it.
+  virtual void on_push_applied(Worker& w) = 0;
+  // Any other event of the protocol's (a request reaching the server, VAP's refresh, the uniform
+  // order's step). Worker events come here only when their generation is current.
+  virtual void on_message(const Event& e) = 0;
+  // Whether gradients may be computed ahead on a pool (pull modes: the parameters are fixed when
+  // the server reads them).
+  virtual bool pool_allowed() const { return false; }
+
+ protected:
+  WorkerCore& c_;
+};
+
+// Sets c.policy and returns the protocol for the scenario's policy, cache mode and order.
+std::unique_ptr<WorkerProtocol> make_protocol(WorkerCore& c);
+
+}  // namespace stalesim
