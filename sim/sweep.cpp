@@ -22,7 +22,9 @@
 #include "sim/file_read.hpp"
 #include "sim/outputs.hpp"
 #include "sim/run_folder.hpp"
-#include "sim/scenario_fields.hpp"
+#include "sim/scenario/fields.hpp"
+#include "sim/scenario/load.hpp"
+#include "sim/scenario/to_json.hpp"
 #include "sim/simulation.hpp"
 #include "sim/text.hpp"
 

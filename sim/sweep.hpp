@@ -32,7 +32,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/overrides.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/sweep_expr.hpp"
 
 namespace stalesim {

@@ -8,7 +8,7 @@
 
 #include "sim/explain.hpp"
 #include "sim/policies/sync_policy.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/simulation.hpp"
 
 namespace stalesim {
