@@ -9,7 +9,6 @@
 
 #include "sim/file_read.hpp"
 #include "sim/scenario/paths.hpp"
-#include "sim/text.hpp"
 
 namespace stalesim {
 
