@@ -82,51 +82,31 @@ template <auto... Ms>
 json get_m(const Scenario& s, size_t) {
   return to_json_value(member<Ms...>(s));
 }
-template <auto M>
-void set_worker(Scenario& s, size_t i, const json& v) {
-  auto& m = s.cluster.workers[i].*M;
+// A member of item i of a cluster list: Items is &ClusterSpec::workers or &ClusterSpec::schedule.
+template <auto Items, auto M>
+void set_item(Scenario& s, size_t i, const json& v) {
+  auto& m = (s.cluster.*Items)[i].*M;
   m = from_json_value<std::remove_cvref_t<decltype(m)>>(v);
 }
-template <auto M>
-json get_worker(const Scenario& s, size_t i) {
-  return to_json_value(s.cluster.workers[i].*M);
+template <auto Items, auto M>
+json get_item(const Scenario& s, size_t i) {
+  return to_json_value((s.cluster.*Items)[i].*M);
 }
 
-// A group's own jitter object (cluster.workers[i].jitter): absent unless given, so its keys are
-// written back only for groups that have one (a discarded JSON value means "omit").
-template <auto M>
-void set_group_jitter(Scenario& s, size_t i, const json& v) {
-  auto& g = s.cluster.workers[i];
-  if (!g.jitter) g.jitter = JitterSpec{};
-  auto& m = (*g.jitter).*M;
+// A group's optional object: its own jitter (cluster.workers[i].jitter) or its profile file's
+// figures (cluster.workers[i].device). Absent unless given, so its keys are written back only for
+// groups that have one (a discarded JSON value means "omit").
+template <auto Part, auto M>
+void set_group_part(Scenario& s, size_t i, const json& v) {
+  auto& part = s.cluster.workers[i].*Part;
+  if (!part) part.emplace();
+  auto& m = (*part).*M;
   m = from_json_value<std::remove_cvref_t<decltype(m)>>(v);
 }
-template <auto M>
-json get_group_jitter(const Scenario& s, size_t i) {
-  const auto& g = s.cluster.workers[i];
-  return g.jitter ? to_json_value((*g.jitter).*M) : json(json::value_t::discarded);
-}
-// A group's profile-file figures (cluster.workers[i].device): absent unless given, as the jitter.
-template <auto M>
-void set_group_device(Scenario& s, size_t i, const json& v) {
-  auto& g = s.cluster.workers[i];
-  if (!g.device) g.device = DeviceProfile{};
-  auto& m = (*g.device).*M;
-  m = from_json_value<std::remove_cvref_t<decltype(m)>>(v);
-}
-template <auto M>
-json get_group_device(const Scenario& s, size_t i) {
-  const auto& g = s.cluster.workers[i];
-  return g.device ? to_json_value((*g.device).*M) : json(json::value_t::discarded);
-}
-template <auto M>
-void set_event(Scenario& s, size_t i, const json& v) {
-  auto& m = s.cluster.schedule[i].*M;
-  m = from_json_value<std::remove_cvref_t<decltype(m)>>(v);
-}
-template <auto M>
-json get_event(const Scenario& s, size_t i) {
-  return to_json_value(s.cluster.schedule[i].*M);
+template <auto Part, auto M>
+json get_group_part(const Scenario& s, size_t i) {
+  const auto& part = s.cluster.workers[i].*Part;
+  return part ? to_json_value((*part).*M) : json(json::value_t::discarded);
 }
 
 // ---- The table's sections, in documentation order ------------------------------------------
