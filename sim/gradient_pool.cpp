@@ -28,7 +28,10 @@ GradientPool::~GradientPool() {
 
 void GradientPool::run(GradientTask& t, Model& m) {
   try {
-    t.loss = m.loss_and_gradient(t.params, data_, t.batch, t.grad);
+    if (t.work)
+      t.work(m);
+    else
+      t.loss = m.loss_and_gradient(t.params, data_, t.batch, t.grad);
   } catch (...) {
     t.error = std::current_exception();
   }
@@ -71,6 +74,19 @@ bool GradientPool::unqueue(GradientTask& t) {
   return true;
 }
 
+GradientTask* GradientPool::oldest_gradient() {
+  const auto it = std::find_if(queue_.begin(), queue_.end(), [](const GradientTask* q) { return !q->work; });
+  if (it == queue_.end()) return nullptr;
+  GradientTask* t = *it;
+  queue_.erase(it);
+  return t;
+}
+
+bool GradientPool::done(const GradientTask& t) {
+  std::lock_guard lock(mu_);
+  return t.state == GradientTask::State::kDone;
+}
+
 void GradientPool::wait(GradientTask& t) {
   std::unique_lock lock(mu_);
   while (t.state != GradientTask::State::kDone) {
@@ -80,9 +96,7 @@ void GradientPool::wait(GradientTask& t) {
       lock.unlock();
       run(t, caller_model_);
       lock.lock();
-    } else if (!queue_.empty()) {  // a helper runs it: help with the oldest queued task meanwhile
-      GradientTask* other = queue_.front();
-      queue_.pop_front();
+    } else if (GradientTask* other = oldest_gradient()) {  // a helper runs it: help meanwhile
       other->state = GradientTask::State::kRunning;
       lock.unlock();
       run(*other, caller_model_);

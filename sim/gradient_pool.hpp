@@ -15,11 +15,18 @@
 // Tasks are owned by the caller, submitted, then either waited for or cancelled, each exactly
 // once, from the caller's thread. The parameters a task reads must stay unchanged until then
 // (ParamStore::pin).
+//
+// Background tasks (GradientTask::work set: the test-set evaluations of sim/evaluation.hpp) run
+// `work` with the thread's model instead of a gradient. Helpers take them in submission order
+// like gradients, but the caller, while it waits for a gradient, never helps with one: a
+// background task is long (a whole evaluation) and nothing on the event loop waits for it, so
+// the caller taking one would hold up the gradients it needs next while the helpers ran dry.
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -39,6 +46,9 @@ struct GradientTask {
   double loss = 0.0;              // out: the batch's mean loss
   std::exception_ptr error;       // out: what loss_and_gradient threw, rethrown by wait
   const void* pin = nullptr;      // the caller's: what keeps `params` valid (ParamStore::pin)
+  // Set: a background task, which runs work(model) instead of a gradient (params, batch, grad and
+  // loss unused); what it computes stays in what `work` captured.
+  std::function<void(Model&)> work;
   enum class State { kIdle, kQueued, kRunning, kDone } state = State::kIdle;  // guarded by the pool
 };
 
@@ -59,11 +69,14 @@ class GradientPool {
   void wait(GradientTask& t);
   // Drops `t`: unqueued if no helper has taken it, else waited for. Never throws its error.
   void cancel(GradientTask& t);
+  // Whether `t` (submitted, not yet waited for) is computed: wait(t) would return at once.
+  bool done(const GradientTask& t);
 
  private:
   void helper_loop(size_t index);
   void run(GradientTask& t, Model& m);  // computes t (no lock held), then marks it done
   bool unqueue(GradientTask& t);        // under the lock: removes t from the queue if there
+  GradientTask* oldest_gradient();      // under the lock: unqueues the oldest non-background task
 
   Model& caller_model_;
   std::vector<std::unique_ptr<Model>> helper_models_;

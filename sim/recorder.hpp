@@ -103,6 +103,9 @@ struct RunResult {
   // Gradients computed on a gradient pool (RunOptions::threads > 1), of server_updates. Written to
   // no output (the outputs are the same with or without a pool).
   int64_t pooled_gradients = 0;
+  // Metrics rows whose test-set evaluation ran in the background on the pool (sim/evaluation.hpp),
+  // of metrics.size(). Written to no output, likewise.
+  int64_t background_evaluations = 0;
   uint64_t events = 0;
   // Divergence: when, which worker, and the last finite training loss seen.
   std::optional<double> diverged_at_s;

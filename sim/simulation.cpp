@@ -16,6 +16,7 @@
 #include "sim/cluster_schedule.hpp"
 #include "sim/engine.hpp"
 #include "sim/estimate.hpp"
+#include "sim/evaluation.hpp"
 #include "sim/gradient_pool.hpp"
 #include "sim/jitter.hpp"
 #include "sim/lazy_deque.hpp"
@@ -232,6 +233,9 @@ struct Simulation::Impl {
   int64_t begun = 0;  // gradients begun (parameters read), not applied
   // Declared last: destroyed first, before the workers whose tasks it may still hold.
   std::unique_ptr<GradientPool> pool;
+  // The metrics rows' evaluations (math only), in the background on the pool where nothing waits
+  // for them (start_pool; sim/evaluation.hpp). Declared after the pool: destroyed before it.
+  std::unique_ptr<Evaluations> evals;
 
   Impl(const Scenario& s, const DataSplit& d)
       : sc(s), data(d), clocks(s.cluster.worker_count()), schedule(s.cluster) {
@@ -1034,13 +1038,7 @@ struct Simulation::Impl {
     MetricsRow row;
     row.time = now;
     row.server_version = store->version();
-    if (math) {
-      const Evaluation e = model->evaluate(store->peek(), data.test, eval_indices);
-      if (e.has_loss) row.test_loss = e.loss;
-      if (e.has_accuracy) row.test_accuracy = e.accuracy;
-      row.metric = e.metric;
-      if (loss_count) row.train_loss = loss_sum / static_cast<double>(loss_count);
-    }
+    if (math && loss_count) row.train_loss = loss_sum / static_cast<double>(loss_count);
     if (staleness_count)
       row.mean_staleness = static_cast<double>(staleness_sum) / static_cast<double>(staleness_count);
     row.bytes = result.bytes_push + result.bytes_pull;
@@ -1048,6 +1046,12 @@ struct Simulation::Impl {
     loss_count = 0;
     staleness_sum = 0;
     staleness_count = 0;
+    if (math) return evals->add(std::move(row), store->peek());  // complete_metrics, now or later
+    complete_metrics(row);
+  }
+
+  // A metrics row with its evaluation, in the order of record_metrics.
+  void complete_metrics(MetricsRow& row) {
     if (obs) obs->evaluation(row);
     result.metrics.push_back(row);
     if (row.test_accuracy && sc.stop.target_accuracy && !result.time_to_target_s &&
@@ -1131,6 +1135,9 @@ struct Simulation::Impl {
     refuse_from_clock = opt.refuse_from_clock;
     defer = defer && opt.defer_gradients;
     result.deferred_gradients = defer;
+    if (math)
+      evals = std::make_unique<Evaluations>(*model, data.test, eval_indices,
+                                            [this](MetricsRow& row) { complete_metrics(row); });
     start_pool(opt.threads);
     if (record_gradients)
       result.gradients_csv = "virtual_time_s,worker,version_read,version_apply,tau,step\n";
@@ -1163,6 +1170,7 @@ struct Simulation::Impl {
     progress.max_updates = sc.stop.max_updates.value_or(0);
     auto report = [&] {
       if (!opt.on_progress) return;
+      if (evals) evals->deliver_ready();
       progress.virtual_time_s = engine.now().seconds();
       progress.server_updates = result.server_updates;
       if (!result.metrics.empty()) progress.last_accuracy = result.metrics.back().test_accuracy;
@@ -1212,11 +1220,18 @@ struct Simulation::Impl {
     }
     max_ahead = 4 * static_cast<int64_t>(threads);
     pool = std::make_unique<GradientPool>(*model, std::move(helpers), data.train);
+    // Unless a row's evaluation decides what happens next (the target stops the run) or an
+    // observer sees rows as they happen: at most 2 (their parameter copies) waiting at once.
+    if (!obs && !(sc.stop.at_target && sc.stop.target_accuracy)) evals->use_pool(pool.get(), 2);
   }
 
   void finish(SimTime end) {
     if (obs) obs->finish(end);
     for (auto& w : workers) release_task(w);
+    if (evals) {
+      evals->use_pool(nullptr, 1);  // the rows still in flight, before the pool goes
+      result.background_evaluations = evals->background_count();
+    }
     pool.reset();
     if (in_flight_count)
       result.gradients_in_flight = static_cast<double>(in_flight_sum) / static_cast<double>(in_flight_count);

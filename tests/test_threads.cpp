@@ -12,6 +12,7 @@
 #include "cli_test_util.hpp"
 #include "models/dataset.hpp"
 #include "sim/build_info.hpp"
+#include "sim/observer.hpp"
 #include "sim/outputs.hpp"
 #include "sim/param_store.hpp"
 #include "sim/scenario/load.hpp"
@@ -132,6 +133,83 @@ TEST_CASE(
   const RunResult r = sim.run(held);
   CHECK(render_outputs(s, r).metrics_csv == one.metrics);
   CHECK(r.pooled_gradients > 0);
+}
+
+namespace {
+
+// Sees the metrics rows as they happen (an observer keeps the evaluations on the event loop).
+struct RowObserver final : RunObserver {
+  std::vector<MetricsRow> rows;
+  void evaluation(const MetricsRow& row) override { rows.push_back(row); }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "test-set evaluations at every step, in the background or waited for at stop.at_target, are the same at "
+    "1, 2 and 8 threads") {
+  pin_eigen_cache_sizes();
+  auto j = tiny_math_json();
+  j["eval"]["every_s"] = 0.00001;  // 10 us: a row per update or more
+  j["stop"]["target_accuracy"] = 0.9;
+  SUBCASE("the target is recorded, the run goes on: evaluations in the background") {
+    const Scenario s = scenario(j);
+    const DataSplit data = load_data(s);
+    const Outputs one = run_with(s, data, 1);
+    for (int threads : {2, 8}) {
+      CAPTURE(threads);
+      Simulation sim(s, data);
+      RunOptions ro;
+      ro.threads = threads;
+      ro.record_gradients = true;
+      const RunResult r = sim.run(ro);
+      const OutputFiles f = render_outputs(s, r);
+      CHECK(f.summary_json == one.summary);
+      CHECK(f.metrics_csv == one.metrics);
+      CHECK(r.gradients_csv == one.gradients);
+      CHECK(r.time_to_target_s.has_value());
+      CHECK(r.metrics.size() >= static_cast<size_t>(r.server_updates));
+      // Every row but the final one (evaluated after the pool has gone) on the pool.
+      CHECK(r.background_evaluations == static_cast<int64_t>(r.metrics.size()) - 1);
+    }
+  }
+  SUBCASE("the target stops the run: each evaluation waited for before the next event") {
+    j["stop"]["at_target"] = true;
+    const Scenario s = scenario(j);
+    const DataSplit data = load_data(s);
+    const Outputs one = run_with(s, data, 1);
+    for (int threads : {2, 8}) {
+      CAPTURE(threads);
+      Simulation sim(s, data);
+      RunOptions ro;
+      ro.threads = threads;
+      ro.record_gradients = true;
+      const RunResult r = sim.run(ro);
+      const OutputFiles f = render_outputs(s, r);
+      CHECK(f.summary_json == one.summary);
+      CHECK(f.metrics_csv == one.metrics);
+      CHECK(r.gradients_csv == one.gradients);
+      CHECK(r.stop_reason == "target_accuracy");
+      CHECK(r.server_updates < 400);  // stopped before stop.max_updates
+      CHECK(r.pooled_gradients > 0);
+      CHECK(r.background_evaluations == 0);
+    }
+  }
+  SUBCASE("an observer sees the rows as they happen: evaluations on the event loop") {
+    const Scenario s = scenario(j);
+    const DataSplit data = load_data(s);
+    const Outputs one = run_with(s, data, 1);
+    RowObserver seen;
+    Simulation sim(s, data);
+    RunOptions ro;
+    ro.threads = 2;
+    ro.observer = &seen;
+    const RunResult r = sim.run(ro);
+    CHECK(render_outputs(s, r).metrics_csv == one.metrics);
+    CHECK(r.pooled_gradients > 0);
+    CHECK(r.background_evaluations == 0);
+    CHECK(seen.rows == r.metrics);
+  }
 }
 
 TEST_CASE("a pinned version stays readable and unchanged, and pins change no live-version count") {

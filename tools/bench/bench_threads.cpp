@@ -5,8 +5,12 @@
 //   parallelism  the available parallelism (RunResult::gradients_in_flight: gradients begun and
 //                not yet applied, per applied gradient), the share f of the 1-thread run spent in
 //                gradients (updates x the time of one gradient, timed alone / the run's CPU
-//                time), and the projected speed-up at T threads, 1 / ((1 - f) + f / min(T, A))
-//                (Amdahl's law with the parallel part capped by the gradients in flight)
+//                time), the share e in test-set evaluations (metrics rows x the time of one,
+//                likewise), and the projected speed-up at T threads,
+//                1 / ((1 - p) + p / min(T, A)) with p = f + e, the evaluations being computed in
+//                the background on the pool (sim/evaluation.hpp; p = f where the run waits for
+//                them: stop.at_target) (Amdahl's law with the parallel part capped by the
+//                gradients in flight)
 //   cnn          the CNN's gradient rate (GFLOP/s from Model::flops_per_sample) at batch 32 and
 //                128 against the SGEMM rate of an Eigen float32 GEMM measured in the same run
 //                (both per CPU second of the calling thread)
@@ -96,6 +100,25 @@ Timed run_once(const Scenario& s, const DataSplit& data, int threads) {
 }
 
 // CPU seconds of one gradient of `s`'s model on a batch of its batch size, best of `reps` x 20 calls.
+// CPU seconds of one test-set evaluation of `s` (its eval.test_samples), best of `reps`.
+double evaluation_seconds(const Scenario& s, const DataSplit& data, int reps) {
+  auto model = make_model(s.model, data.train.features, data.train.classes);
+  std::vector<float> params(static_cast<size_t>(model->parameter_count()));
+  Rng rng(1, Purpose::kInit, 0);
+  model->init(params, rng);
+  const int64_t m =
+      s.eval.test_samples > 0 ? std::min(s.eval.test_samples, data.test.size()) : data.test.size();
+  std::vector<int32_t> indices(static_cast<size_t>(m));
+  std::iota(indices.begin(), indices.end(), 0);
+  double best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = thread_cpu();
+    model->evaluate(params, data.test, indices);
+    best = std::min(best, thread_cpu() - t0);
+  }
+  return best;
+}
+
 double gradient_seconds(const Scenario& s, const DataSplit& data, int reps) {
   auto model = make_model(s.model, data.train.features, data.train.classes);
   std::vector<float> params(static_cast<size_t>(model->parameter_count())), grad(params.size());
@@ -128,6 +151,9 @@ void section_threads(const std::vector<std::pair<std::string, Scenario>>& cases,
     const double g = gradient_seconds(s, data, reps);
     // Against the run's CPU seconds, not its wall time, which a shared machine stretches.
     const double f = std::min(1.0, static_cast<double>(one.result.server_updates) * g / one.cpu);
+    const double ev = evaluation_seconds(s, data, reps);
+    const double e = std::min(1.0 - f, static_cast<double>(one.result.metrics.size()) * ev / one.cpu);
+    const bool background = !(s.stop.at_target && s.stop.target_accuracy);
     fmt::print("{:<34} {:>9} {:>9.3f} {:>9.3f} {:>7.2f}x {:>10} {:>10.2f} {:>8.2f} {:>12}\n", name,
                one.result.server_updates, one.wall, two.wall, one.wall / two.wall,
                two.result.pooled_gradients, one.result.gradients_in_flight, f,
@@ -140,13 +166,18 @@ void section_threads(const std::vector<std::pair<std::string, Scenario>>& cases,
         "thread; on 2 idle cores at best {:.2f}x\n",
         one.cpu, two.cpu, 100 * (two.cpu / one.cpu - 1), two.main_cpu,
         one.cpu / std::max(two.main_cpu, two.cpu / 2));
+    fmt::print("  test-set evaluations: {} rows x {:.1f} ms = e = {:.2f} of the 1-thread CPU time ({})\n",
+               one.result.metrics.size(), ev * 1e3, e,
+               background ? "in the background at 2 threads" : "waited for: stop.at_target");
     const double a = one.result.gradients_in_flight;
+    const double par = background ? f + e : f;
     std::string proj;
     for (int t : {2, 4, 8, 16}) {
-      const double p = 1.0 / ((1.0 - f) + f / std::min(static_cast<double>(t), a));
+      const double p = 1.0 / ((1.0 - par) + par / std::min(static_cast<double>(t), a));
       proj += fmt::format("  T={}: {:.2f}x", t, p);
     }
-    fmt::print("  projected speed-up (A = {:.2f} gradients in flight, f = {:.2f}):{}\n", a, f, proj);
+    fmt::print("  projected speed-up (A = {:.2f} gradients in flight, parallel share {:.2f}):{}\n", a, par,
+               proj);
   }
 }
 
