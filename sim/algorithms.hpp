@@ -1,6 +1,6 @@
 #pragma once
 // The algorithm families a scenario names, as enum classes, and one traits table per family.
-// The scenario loader parses each name once (sim/scenario.cpp); everything after it switches on
+// The scenario loader parses each name once (sim/scenario/); everything after it switches on
 // the enum or reads the traits, never compares names. tests/layers/check_layers.sh fails the build's
 // tests when an algorithm name is compared as a string outside the loader.
 //

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/sim_time.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/spec.hpp"
 
 namespace stalesim {
 

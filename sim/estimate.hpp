@@ -29,7 +29,7 @@
 
 #include "models/model.hpp"
 #include "sim/memory_estimate.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
 

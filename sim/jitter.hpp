@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/rng.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/spec.hpp"
 
 namespace stalesim {
 

@@ -29,7 +29,7 @@
 #include <optional>
 #include <string>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
 

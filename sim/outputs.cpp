@@ -14,6 +14,7 @@
 #include "models/cuda/cuda_model.hpp"
 #include "sim/build_info.hpp"
 #include "sim/run_folder.hpp"
+#include "sim/scenario/to_json.hpp"
 
 namespace stalesim {
 

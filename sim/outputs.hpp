@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/recorder.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
 

@@ -16,6 +16,7 @@
 #include "sim/file_read.hpp"
 #include "sim/outputs.hpp"
 #include "sim/run.hpp"
+#include "sim/scenario/load.hpp"
 #include "sim/trace.hpp"
 
 namespace stalesim {

@@ -15,7 +15,7 @@
 #include "base/sim_time.hpp"
 #include "models/dataset.hpp"
 #include "sim/outputs.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/simulation.hpp"
 #include "sim/trace.hpp"
 

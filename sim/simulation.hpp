@@ -23,7 +23,7 @@
 #include "models/dataset.hpp"
 #include "sim/observer.hpp"
 #include "sim/recorder.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
 

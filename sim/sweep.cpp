@@ -15,7 +15,10 @@
 
 #include "sim/file_read.hpp"
 #include "sim/outputs.hpp"
-#include "sim/scenario_fields.hpp"
+#include "sim/scenario/fields.hpp"
+#include "sim/scenario/load.hpp"
+#include "sim/scenario/paths.hpp"
+#include "sim/scenario/to_json.hpp"
 #include "sim/sweep_detail.hpp"
 #include "sim/text.hpp"
 
@@ -28,17 +31,6 @@ namespace sweep_detail {
 
 // ---- Paths and fields ------------------------------------------------------------------------
 
-std::vector<std::string> split_dotted(std::string_view path) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t dot = path.find('.', start);
-    parts.emplace_back(path.substr(start, dot == std::string_view::npos ? path.npos : dot - start));
-    if (dot == std::string_view::npos) return parts;
-    start = dot + 1;
-  }
-}
-
 bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
@@ -46,7 +38,7 @@ bool all_digits(std::string_view s) {
 // "cluster.workers.0.count" -> "/cluster/workers/0/count".
 std::string dotted_pointer(std::string_view dotted) {
   std::string p;
-  for (const auto& part : split_dotted(dotted)) p += "/" + escape_token(part);
+  for (const auto& part : split_field_path(dotted)) p += "/" + escape_token(part);
   return p;
 }
 
@@ -56,7 +48,7 @@ std::string dotted_pointer(std::string_view dotted) {
 std::vector<std::string> field_chain(std::string_view dotted) {
   std::vector<std::string> chain;
   std::string p;
-  for (const auto& part : split_dotted(dotted)) {
+  for (const auto& part : split_field_path(dotted)) {
     p += "/" + (all_digits(part) ? std::string("*") : escape_token(part));
     chain.push_back(p);
   }
@@ -100,17 +92,10 @@ std::string pointer_to_dotted(std::string_view pointer) {
 // The closest field path to `dotted`, in dotted form, or "".
 std::string closest_field(std::string_view dotted) {
   const std::string pattern = pointer_to_dotted(field_chain(dotted).back());
-  std::string best;
-  size_t best_d = std::max<size_t>(2, pattern.size() / 3) + 1;
-  for (const auto& f : scenario_fields()) {
-    const std::string candidate = pointer_to_dotted(f.path);
-    const size_t d = edit_distance(pattern, candidate);
-    if (d < best_d) {
-      best_d = d;
-      best = candidate;
-    }
-  }
-  return best;
+  std::vector<std::string> candidates;
+  for (const auto& f : scenario_fields()) candidates.push_back(pointer_to_dotted(f.path));
+  const auto close = closest_names(pattern, candidates, std::max<size_t>(2, pattern.size() / 3));
+  return close.empty() ? "" : close.front();
 }
 
 // "applies to ssp only (policy.type)".
@@ -263,7 +248,7 @@ SweepKey parse_sweep_key(std::string_view arg, std::string_view option) {
   if (eq == std::string_view::npos || eq == 0)
     throw bad(fmt::format("expected PATH=V1,V2,... (e.g. {} policy.staleness=0,1,2)", option));
   SweepKey k{std::string(arg.substr(0, eq)), split_values(arg.substr(eq + 1))};
-  for (const auto& part : split_dotted(k.path))
+  for (const auto& part : split_field_path(k.path))
     if (part.empty()) throw bad(fmt::format("expected PATH=V1,V2,... (empty key in path '{}')", k.path));
   if (k.path == "seed") throw bad("sweep seeds with --seeds (e.g. --seeds 1..5 or --seeds 1,3,9)");
   if (!field_of(k.path)) {

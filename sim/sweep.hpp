@@ -33,7 +33,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/memory_estimate.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/overrides.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/sweep_expr.hpp"
 
 namespace stalesim {

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "sim/build_info.hpp"
-#include "sim/scenario_fields.hpp"
+#include "sim/scenario/fields.hpp"
 #include "sim/sweep_detail.hpp"
 
 namespace stalesim {

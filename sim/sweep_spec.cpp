@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/file_read.hpp"
-#include "sim/text.hpp"
+#include "sim/scenario/paths.hpp"
 
 namespace stalesim {
 
@@ -46,14 +46,8 @@ constexpr Key kDerivedKeys[] = {
 
 // The closest of `names` to `key`, or "".
 std::string closest(const std::string& key, const std::vector<std::string>& names) {
-  std::string best;
-  size_t best_d = std::max<size_t>(2, key.size() / 3) + 1;
-  for (const auto& n : names)
-    if (const size_t d = edit_distance(key, n); d < best_d) {
-      best_d = d;
-      best = n;
-    }
-  return best;
+  const auto close = closest_names(key, names, std::max<size_t>(2, key.size() / 3));
+  return close.empty() ? "" : close.front();
 }
 
 class Reader {

@@ -7,7 +7,7 @@
 
 #include "models/dataset.hpp"
 #include "models/model.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/outputs.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/load.hpp"
 #include "sim/simulation.hpp"
 
 namespace stalesim::testing {
@@ -37,7 +37,8 @@ inline nlohmann::json time_only_json(int workers_1060, int workers_1080ti) {
     "stop": { "max_updates": 5000 },
     "eval": { "every_s": 1 } })");
   if (workers_1060) j["cluster"]["workers"].push_back({{"profile", "gtx1060"}, {"count", workers_1060}});
-  if (workers_1080ti) j["cluster"]["workers"].push_back({{"profile", "gtx1080ti"}, {"count", workers_1080ti}});
+  if (workers_1080ti)
+    j["cluster"]["workers"].push_back({{"profile", "gtx1080ti"}, {"count", workers_1080ti}});
   return j;
 }
 

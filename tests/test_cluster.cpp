@@ -12,6 +12,7 @@
 #include "sim/cluster_schedule.hpp"
 #include "sim/jitter.hpp"
 #include "sim/policies/sync_policy.hpp"
+#include "sim/scenario/to_json.hpp"
 #include "tests/sim_test_util.hpp"
 
 using namespace stalesim;

@@ -21,7 +21,8 @@
 #include "models/model.hpp"
 #include "sim/outputs.hpp"
 #include "sim/recorder.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/to_json.hpp"
 #include "sim_test_util.hpp"
 
 namespace stalesim {

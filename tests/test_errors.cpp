@@ -23,9 +23,10 @@
 
 #include "models/model.hpp"
 #include "sim/memory_estimate.hpp"
-#include "sim/scenario.hpp"
-#include "sim/scenario_fields.hpp"
-#include "sim/scenario_schema.hpp"
+#include "sim/scenario/fields.hpp"
+#include "sim/scenario/load.hpp"
+#include "sim/scenario/schema.hpp"
+#include "sim/scenario/to_json.hpp"
 #include "sim/sweep_spec.hpp"
 #include "tests/cli_test_util.hpp"
 

@@ -19,7 +19,7 @@
 #include "models/model.hpp"
 #include "sim/estimate.hpp"
 #include "sim/memory_estimate.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/load.hpp"
 #include "sim/workloads.hpp"
 #include "sim_test_util.hpp"
 

@@ -6,8 +6,8 @@
 
 #include "sim/build_info.hpp"
 #include "sim/outputs.hpp"
-#include "sim/scenario.hpp"
-#include "sim/scenario_fields.hpp"
+#include "sim/scenario/fields.hpp"
+#include "sim/scenario/load.hpp"
 #include "sim/simulation.hpp"
 
 using namespace stalesim;

@@ -12,7 +12,8 @@
 
 #include "cli_test_util.hpp"
 #include "models/device_profile.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/load.hpp"
+#include "sim/scenario/to_json.hpp"
 
 using namespace stalesim;
 using stalesim::testing::run_cli;

@@ -1,4 +1,4 @@
-// Scenario loading (sim/scenario.hpp, sim/scenario_fields.hpp): strict parsing with errors that
+// Scenario loading (sim/scenario/: load.hpp, fields.hpp): strict parsing with errors that
 // name the file, the JSON path, the value and what is allowed; --set overrides; the resolved
 // scenario written back; the field table that drives all of it.
 
@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario.hpp"
-#include "sim/scenario_fields.hpp"
+#include "sim/scenario/fields.hpp"
+#include "sim/scenario/load.hpp"
+#include "sim/scenario/to_json.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/overrides.hpp"
 #include "sim/sweep.hpp"
 #include "sim/sweep_mpi.hpp"
 #include "tests/cli_test_util.hpp"

@@ -15,7 +15,7 @@
 #include "sim/observer.hpp"
 #include "sim/outputs.hpp"
 #include "sim/param_store.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/load.hpp"
 #include "sim/simulation.hpp"
 #include "sim_test_util.hpp"
 

@@ -12,7 +12,7 @@
 
 #include "sim/explain.hpp"
 #include "sim/outputs.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/load.hpp"
 #include "sim/simulation.hpp"
 #include "sim/timeline.hpp"
 #include "sim/trace.hpp"

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/sim_time.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/spec.hpp"
 
 namespace stalesim {
 

@@ -13,7 +13,7 @@
 #include <span>
 #include <string>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/spec.hpp"
 
 namespace stalesim {
 

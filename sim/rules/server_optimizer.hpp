@@ -14,6 +14,7 @@
 #include "models/model.hpp"
 #include "sim/param_store.hpp"
 #include "sim/rules/learning_rule.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
 

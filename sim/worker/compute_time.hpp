@@ -10,7 +10,7 @@
 #include "models/model.hpp"
 #include "sim/cluster_schedule.hpp"
 #include "sim/jitter.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/worker/worker.hpp"
 
 namespace stalesim {

@@ -20,7 +20,7 @@
 #include "sim/policies/sync_policy.hpp"
 #include "sim/recorder.hpp"
 #include "sim/rules/server_optimizer.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/worker/compute_time.hpp"
 #include "sim/worker/network.hpp"
 #include "sim/worker/worker.hpp"

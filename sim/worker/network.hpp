@@ -8,7 +8,7 @@
 #include "base/rng.hpp"
 #include "base/sim_time.hpp"
 #include "sim/observer.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
 

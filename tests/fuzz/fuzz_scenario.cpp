@@ -7,7 +7,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/load.hpp"
+#include "sim/scenario/to_json.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

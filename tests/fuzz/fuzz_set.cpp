@@ -8,7 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/load.hpp"
+#include "sim/scenario/to_json.hpp"
 
 namespace {
 constexpr const char* kBase = R"({

@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "base/sim_time.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/load.hpp"
 #include "sim/simulation.hpp"
 
 namespace {

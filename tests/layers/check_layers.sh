@@ -2,12 +2,15 @@
 # tests/layers/check_layers.sh SOURCE_DIR: the layering rules a grep can check (issue 17).
 #  1. No algorithm name compared as a string outside the scenario loader: a policy, learning
 #     rule, model type, cache mode or cluster order is parsed into its enum once, in
-#     sim/scenario.cpp (and the CLI's own --model option via enum_from_name); everything else
+#     sim/scenario/ (and the CLI's own --model option via enum_from_name); everything else
 #     switches on the enum or reads the traits (sim/algorithms.hpp, models/model.hpp).
 #  2. base/ includes nothing from sim/ or models/; models/ includes nothing from sim/.
 #  3. No dynamic_cast to a policy or a learning rule outside their own folders: explain.cpp and the
 #     recorders ask the SyncPolicy interface, the worker protocols (sim/worker/) get the VAP policy
 #     from the factory that builds it and B-FASGD's gate from LearningRule::transfer_gate().
+#  4. Policies and learning rules see the scenario through sim/scenario/spec.hpp only: nothing in
+#     sim/policies/ or sim/rules/ includes models/ or another sim/scenario/ header, but
+#     sim/rules/server_optimizer.*, which applies updates to a model's parameters.
 # data.dataset is a family of data, not of algorithms, and stays a string ("lstsq" names both a
 # dataset and a model): comparisons of a dataset are left to rule 1's exception.
 # Prints each offending line; exits 1 when there is one, 0 when there is none.
@@ -20,7 +23,7 @@ fail=0
 # A string literal holding one of the names, next to == or != (either side).
 compares=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' \
   "([!=]=[[:space:]]*\"($names)\")|(\"($names)\"[[:space:]]*[!=]=)" sim models base tools \
-  | grep -v '^sim/scenario\.cpp:' | grep -v '^tools/bench/' | grep -vE 'dataset[[:space:]]*[!=]=')
+  | grep -v '^sim/scenario/' | grep -v '^tools/bench/' | grep -vE 'dataset[[:space:]]*[!=]=')
 if [[ -n "$compares" ]]; then
   echo "check_layers: algorithm names compared as strings outside the scenario loader (switch on the enum):"
   echo "$compares"
@@ -39,6 +42,14 @@ if [[ -n "$casts" ]]; then
   echo "check_layers: a policy or rule cast outside sim/policies/ and sim/rules/ (add what is needed to"
   echo "SyncPolicy or LearningRule):"
   echo "$casts"
+  fail=1
+fi
+
+heavy=$(grep -rnE '#include "(models/|sim/scenario/)' sim/policies sim/rules \
+  | grep -v '#include "sim/scenario/spec\.hpp"' | grep -v '^sim/rules/server_optimizer\.')
+if [[ -n "$heavy" ]]; then
+  echo "check_layers: a policy or rule includes the model interface or more than sim/scenario/spec.hpp:"
+  echo "$heavy"
   fail=1
 fi
 

@@ -53,7 +53,7 @@
 #include "models/model.hpp"
 #include "sim/build_info.hpp"
 #include "sim/param_store.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/load.hpp"
 #include "sim/simulation.hpp"
 
 namespace {

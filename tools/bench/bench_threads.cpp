@@ -43,7 +43,7 @@
 #include "models/model.hpp"
 #include "sim/build_info.hpp"
 #include "sim/outputs.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/load.hpp"
 #include "sim/simulation.hpp"
 
 namespace {

@@ -1,11 +1,11 @@
-#include "sim/scenario_schema.hpp"
+#include "sim/scenario/schema.hpp"
 
 #include <string>
 #include <string_view>
 
 #include <fmt/format.h>
 
-#include "sim/scenario_fields.hpp"
+#include "sim/scenario/fields.hpp"
 
 namespace stalesim {
 namespace {

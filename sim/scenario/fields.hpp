@@ -3,7 +3,9 @@
 // row here: its JSON path, type, unit, bounds, allowed values, default and a one-line doc, plus
 // the functions that move its value between JSON and `Scenario`. The loader (parse_scenario),
 // scenario_to_json, the Markdown field reference and `stalesim schema` are all driven by this
-// table; there is no second list of fields.
+// table; there is no second list of fields. The rows live in sim/scenario/fields_*.cpp, one file
+// per section (data, model, optimizer, policy, cluster; fields_run.cpp: the top level, compute,
+// stop and eval), joined in documentation order by fields.cpp.
 //
 // Paths are JSON pointers; "*" stands for every index of an array ("/cluster/workers/*/count").
 // A field "applies" when its `applies` predicate (and that of every enclosing object) holds for
@@ -16,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
 

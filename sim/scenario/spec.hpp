@@ -1,10 +1,9 @@
 #pragma once
-// Scenario: the plain values of one run, every default resolved (design.md section 1; style.md
-// habits 5-7). Loading parses strictly, once: unknown keys are errors with a "did you mean", every
-// value is range-checked, and errors name the file, the JSON path, the value and what is allowed.
-// After loading nothing touches JSON; scenario_to_json() writes the resolved scenario back for the
-// manifest, and loading that JSON again yields an equal Scenario.
+// The spec structs of a scenario that need no model: errors, optimizer, policy, cluster, compute,
+// stop and eval (design.md section 1). Policies and rules include this header, not the model
+// interface; the whole Scenario (with its data and model specs) is sim/scenario/scenario.hpp.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -13,14 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "models/dataset.hpp"
 #include "models/device_profile.hpp"
-#include "models/lda.hpp"
-#include "models/lstsq.hpp"
-#include "models/mf.hpp"
-#include "models/model.hpp"
 #include "sim/algorithms.hpp"
 
 namespace stalesim {
@@ -32,25 +24,9 @@ class ScenarioError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct DataSpec {
-  std::string dataset =
-      "fashion-mnist";  // "fashion-mnist" | "blobs" | "ratings" | "corpus" | "lstsq" | "none"
-  std::string path = kFashionMnistDefaultDir;  // fashion-mnist: folder with the IDX files
-  int64_t train_samples = 0;                   // use the first N training samples; 0 = all
-  int64_t validation_samples = 0;              // > 0: hold out the last N training samples and evaluate on
-                                               // them instead of the test set (for tuning); 0 = test set
-  std::string partition =
-      "iid";            // "iid" | "shared" (all draw from all) | "label-skew" (models/partition.hpp)
-  BlobsSpec blobs;      // dataset "blobs" only
-  RatingsSpec ratings;  // dataset "ratings" only (model mf)
-  CorpusSpec corpus;    // dataset "corpus" only (model lda)
-  LstsqSpec lstsq;      // dataset "lstsq" only (model lstsq)
-  double alpha = 0.5;   // label-skew: Dirichlet concentration, > 0; small = few labels per worker
-  bool operator==(const DataSpec&) const = default;
-};
-
 enum class Aggregate { kSum, kMean };
 std::span<const EnumName<Aggregate>> enum_names(Aggregate);
+std::string_view to_string(Aggregate a);
 
 struct OptimizerSpec {
   RuleType rule = RuleType::kSgd;  // sgd | sasgd | fasgd | bfasgd | dcasgd (sim/algorithms.hpp)
@@ -210,52 +186,5 @@ struct EvalSpec {
   int64_t test_samples = 0;  // evaluate on the first N test samples; 0 = all
   bool operator==(const EvalSpec&) const = default;
 };
-
-struct Scenario {
-  std::string name;  // default: the file name without .json
-  uint64_t seed = 1;
-  std::string comment;  // free text (paper, figure, what is scaled down)
-  DataSpec data;
-  ModelSpec model;
-  OptimizerSpec optimizer;
-  PolicySpec policy;
-  ClusterSpec cluster;
-  ComputeSpec compute;
-  StopSpec stop;
-  EvalSpec eval;
-  bool operator==(const Scenario&) const = default;
-};
-
-// One --set override: a dotted path into the scenario ("policy.staleness", "cluster.workers.0.count")
-// and the value text. The value is read as JSON when it parses as JSON, else as a string.
-struct Override {
-  std::string path;
-  std::string value;
-  bool operator==(const Override&) const = default;
-};
-// Parses "a.b=v". Throws ScenarioError ("--set 'x': expected PATH=VALUE") when there is no '='
-// or the path is empty.
-Override parse_override(std::string_view arg);
-
-// Reads, applies overrides (then `seed` if given), validates. Throws ScenarioError for bad JSON
-// (with line:column), unknown keys, wrong types, out-of-range values, contradictions, and bad
-// overrides (naming the --set argument); throws ScenarioError naming the file when unreadable.
-Scenario load_scenario_file(const std::string& path, std::span<const Override> sets = {},
-                            std::optional<uint64_t> seed = std::nullopt);
-// As load_scenario_file, on text already read; `path` names it in messages and gives the default
-// name. Used by the fuzzers (tests/fuzz/).
-Scenario load_scenario_text(const std::string& text, const std::string& path,
-                            std::span<const Override> sets = {}, std::optional<uint64_t> seed = std::nullopt);
-// Validates a JSON document; `origin` prefixes messages (usually the file path); `default_name`
-// is used when "name" is absent.
-Scenario parse_scenario(const nlohmann::json& doc, const std::string& origin,
-                        const std::string& default_name = "scenario");
-// Applies overrides to a JSON document in place (creating missing object keys; array indices
-// must exist). Throws ScenarioError naming the --set argument.
-void apply_overrides(nlohmann::json& doc, std::span<const Override> sets);
-// The resolved scenario: every field present with its value or default.
-nlohmann::json scenario_to_json(const Scenario& s);
-
-std::string_view to_string(Aggregate a);
 
 }  // namespace stalesim

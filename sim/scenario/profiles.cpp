@@ -1,0 +1,67 @@
+// Device profiles named by a scenario: a profile file's path, reading profile files into the
+// groups' `device` when a scenario file is loaded, and the profile of a group.
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "models/device_profile.hpp"
+#include "sim/scenario/detail.hpp"
+
+namespace stalesim {
+
+using scenario_detail::json;
+
+// Profiles as data (issue 20): each group whose profile names a file and that carries no `device`
+// yet gets the file's figures as `device`, and its profile the path as resolved, so that the
+// manifest shows which file ran and reproduces without it. Errors name the scenario, the group's
+// profile key, the profile file and its key.
+void scenario_detail::read_profile_files(json& doc, const std::string& scenario_path) {
+  if (!doc.is_object() || !doc.contains("cluster") || !doc["cluster"].is_object()) return;
+  json& cluster = doc["cluster"];
+  if (!cluster.contains("workers") || !cluster["workers"].is_array()) return;
+  const std::string dir = std::filesystem::path(scenario_path).parent_path().string();
+  for (size_t g = 0; g < cluster["workers"].size(); ++g) {
+    json& group = cluster["workers"][g];
+    if (!group.is_object() || group.contains("device") || !group.contains("profile") ||
+        !group["profile"].is_string())
+      continue;
+    const auto file = profile_file_path(group["profile"].get<std::string>(), dir);
+    if (!file) continue;  // a built-in name, or unknown (the loader says so)
+    try {
+      group["device"] = json(profile_to_json(load_profile_file(*file)));
+    } catch (const ProfileError& e) {
+      throw ScenarioError(fmt::format("{}: /cluster/workers/{}/profile: {}", scenario_path, g, e.what()));
+    }
+    group["profile"] = *file;
+  }
+}
+
+std::optional<std::string> profile_file_path(const std::string& value, const std::string& scenario_dir) {
+  namespace fs = std::filesystem;
+  if (value.ends_with(".json")) {
+    const fs::path p(value);
+    return (p.is_absolute() || scenario_dir.empty() ? p : fs::path(scenario_dir) / p)
+        .lexically_normal()
+        .string();
+  }
+  if (find_profile(value)) return std::nullopt;
+  const char* dir = std::getenv("STALESIM_PROFILE_DIR");
+  if (dir == nullptr || *dir == '\0' || value.find('/') != std::string::npos) return std::nullopt;
+  const fs::path p = fs::path(dir) / (value + ".json");
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return std::nullopt;
+  return p.lexically_normal().string();
+}
+
+DeviceProfile group_profile(const WorkerGroup& g, size_t index) {
+  if (g.device) return *g.device;
+  if (auto p = find_profile(g.profile)) return *p;
+  throw ScenarioError(
+      fmt::format("/cluster/workers/{}/profile: unknown device profile \"{}\"", index, g.profile));
+}
+
+}  // namespace stalesim
