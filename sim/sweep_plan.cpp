@@ -10,6 +10,8 @@
 
 #include "sim/build_info.hpp"
 #include "sim/scenario/fields.hpp"
+#include "sim/scenario/load.hpp"
+#include "sim/scenario/to_json.hpp"
 #include "sim/sweep_detail.hpp"
 
 namespace stalesim {

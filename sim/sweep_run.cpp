@@ -18,6 +18,7 @@
 #include "sim/outputs.hpp"
 #include "sim/run.hpp"
 #include "sim/run_folder.hpp"
+#include "sim/scenario/to_json.hpp"
 #include "sim/simulation.hpp"
 #include "sim/sweep_detail.hpp"
 
