@@ -68,8 +68,10 @@ ModelShape scenario_model_shape(const Scenario& s) {
 
 ModelSize scenario_model_size(const Scenario& s) { return model_size(s.model, scenario_model_shape(s)); }
 
-RunEstimate estimate_run(const Scenario& s) {
-  RunEstimate e;
+namespace {
+
+// The flops of one sample and the sizes of a push and a pull message.
+void estimate_messages(const Scenario& s, RunEstimate& e) {
   const ModelSize size = scenario_model_size(s);
   const ModelShape shape = scenario_model_shape(s);
   const auto cost = find_cost_architecture(s.model.cost);
@@ -86,20 +88,21 @@ RunEstimate estimate_run(const Scenario& s) {
     e.push_bytes = std::min(batch * shape.mean_length, static_cast<double>(shape.vocabulary)) *
                        (s.model.topics * 4.0 + 4) +
                    s.model.topics * 4.0;
+}
 
+// Each group's unloaded iteration time (compute, its own link, the server link) into `unloaded`
+// and its time on the wire into `wire_s`; returns the server link's time per iteration.
+double estimate_groups(const Scenario& s, RunEstimate& e, std::vector<double>& unloaded,
+                       std::vector<double>& wire_s) {
   const auto& c = s.cluster;
   const auto& net = c.network;
-  const double n = c.worker_count();
   const double shards = c.servers;
-  e.transfers_timed = c.order != Order::kUniform;
-  e.bounded = s.policy.uses_staleness();
-  e.lockstep = s.policy.lockstep();
+  const double batch = s.optimizer.batch_size;
   const double server_s = e.transfers_timed
                               ? transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) +
                                     transfer_s(e.pull_bytes / shards, net.server_bandwidth_gbps) +
                                     2 * net.message_overhead_us * 1e-6
                               : 0.0;
-  std::vector<double> unloaded, wire_s;
   for (size_t g = 0; g < c.workers.size(); ++g) {
     const auto& grp = c.workers[g];
     const DeviceProfile p = group_profile(grp, g);
@@ -119,11 +122,18 @@ RunEstimate estimate_run(const Scenario& s) {
     unloaded.push_back(ge.compute_s + ge.worker_link_s + server_s);
     e.groups.push_back(ge);
   }
+  return server_s;
+}
 
-  // The pace: each group's iteration time.
-  double offered = 0;
-  for (size_t g = 0; g < e.groups.size(); ++g) offered += e.groups[g].count * server_s / unloaded[g];
-  e.server_offered = offered;
+// Sets each group's iteration time (lock-step clock, shared pace of a saturated server link, or
+// unloaded; a staleness bound holds all to the slowest); returns the bounded workers' head start
+// in iterations.
+double estimate_pace(const Scenario& s, RunEstimate& e, const std::vector<double>& unloaded,
+                     double server_s) {
+  const auto& net = s.cluster.network;
+  const double n = s.cluster.worker_count();
+  const double shards = s.cluster.servers;
+  const double offered = e.server_offered;
   if (e.lockstep) {
     // Every clock: the pulls leave the server one after the other (in worker order, each S/2 on
     // the link), each worker computes and pushes; the clock ends with the last push through.
@@ -163,9 +173,13 @@ RunEstimate estimate_run(const Scenario& s) {
       ge.iteration_s = slowest;
     }
   }
+  return head_start;
+}
 
-  // Shares of an average worker's time: computing, on its own link, and at the server (queueing
-  // included; lock-step: the clock's serial transfers).
+// Shares of an average worker's time: computing, on its own link, and at the server (queueing
+// included; lock-step: the clock's serial transfers).
+void estimate_shares(RunEstimate& e, const std::vector<double>& wire_s, double server_s, double n) {
+  const double offered = e.server_offered;
   double computing = 0, worker_part = 0, server_part = 0;
   for (size_t g = 0; g < e.groups.size(); ++g) {
     auto& ge = e.groups[g];
@@ -185,6 +199,30 @@ RunEstimate estimate_run(const Scenario& s) {
     e.bottleneck = "server link";
   else
     e.bottleneck = "worker link";
+}
+
+}  // namespace
+
+RunEstimate estimate_run(const Scenario& s) {
+  RunEstimate e;
+  estimate_messages(s, e);
+  const bool math = traits(s.model.type).has_math;
+  const double batch = s.optimizer.batch_size;
+
+  const auto& c = s.cluster;
+  const double n = c.worker_count();
+  e.transfers_timed = c.order != Order::kUniform;
+  e.bounded = s.policy.uses_staleness();
+  e.lockstep = s.policy.lockstep();
+  std::vector<double> unloaded, wire_s;
+  const double server_s = estimate_groups(s, e, unloaded, wire_s);
+
+  // The pace: each group's iteration time.
+  double offered = 0;
+  for (size_t g = 0; g < e.groups.size(); ++g) offered += e.groups[g].count * server_s / unloaded[g];
+  e.server_offered = offered;
+  const double head_start = estimate_pace(s, e, unloaded, server_s);
+  estimate_shares(e, wire_s, server_s, n);
 
   const double per_update = traits(s.policy.type).averages_pushes
                                 ? std::max(1.0, std::floor(n / static_cast<double>(s.policy.n)))

@@ -115,76 +115,88 @@ std::string short_number(const Stats& s) {
   return fmt::format("{:.4g} ± {:.2g}", s.mean, s.std);
 }
 
-}  // namespace
+// A sweep folder's sweep.csv: its rows and the groups of points (rows that differ only in the
+// seed and after it).
+struct SweepRows {
+  fs::path csv_path;
+  std::vector<std::vector<std::string>> rows;
+  size_t seed_col = 0, folder_col = 0, status_col = 0, metric_name_col = 0;
+  // Groups in order of first appearance.
+  std::vector<std::vector<std::string>> keys;
+  std::vector<std::vector<size_t>> members;  // row indices
 
-SweepSummary summarize_sweep(const std::string& dir) {
-  const fs::path root(dir);
-  const fs::path csv_path = root / "sweep.csv";
-  std::error_code ec;
-  if (!fs::is_regular_file(csv_path, ec))
-    throw IoError(fmt::format(
-        "{}: no sweep.csv: not a finished sweep folder (run 'stalesim sweep' into it first)", dir));
-  const auto rows = parse_csv(read(csv_path));
-  if (rows.empty()) throw IoError(fmt::format("{}: empty", csv_path.string()));
-  const auto& header = rows[0];
-  const auto col = [&](const std::string& name) -> size_t {
+  size_t col(const std::string& name) const {
+    const auto& header = rows[0];
     const auto it = std::find(header.begin(), header.end(), name);
     if (it == header.end())
       throw IoError(fmt::format("{}: no column '{}' (written by another stalesim version? rerun the sweep)",
                                 csv_path.string(), name));
     return static_cast<size_t>(it - header.begin());
-  };
-  SweepSummary out;
-  const size_t seed_col = col("seed"), folder_col = col("folder"), status_col = col("status");
-  const size_t metric_name_col = col("quality_metric");
-  for (size_t c = 0; c < seed_col; ++c) out.group_columns.push_back(header[c]);
-
-  // Groups in order of first appearance.
-  std::vector<std::vector<std::string>> keys;
-  std::vector<std::vector<size_t>> members;  // row indices
-  std::map<std::vector<std::string>, size_t> index;
-  for (size_t r = 1; r < rows.size(); ++r) {
-    if (rows[r].size() != header.size())
-      throw IoError(fmt::format("{}: line {} has {} cells, the header {}", csv_path.string(), r + 1,
-                                rows[r].size(), header.size()));
-    std::vector<std::string> key(rows[r].begin(), rows[r].begin() + static_cast<long>(seed_col));
-    auto [it, fresh] = index.emplace(key, keys.size());
-    if (fresh) {
-      keys.push_back(key);
-      members.emplace_back();
-    }
-    members[it->second].push_back(r);
   }
-  out.groups = keys.size();
-  out.points = rows.size() - 1;
-  const auto ok = [&](size_t r) {
+  // Whether row r has a result to summarize.
+  bool ok(size_t r) const {
     const std::string& s = rows[r][status_col];
     return (s == "completed" || s == "diverged") && !rows[r][folder_col].empty();
-  };
+  }
+};
 
-  // sweep-summary.csv
+SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
+  SweepRows t;
+  t.csv_path = root / "sweep.csv";
+  std::error_code ec;
+  if (!fs::is_regular_file(t.csv_path, ec))
+    throw IoError(fmt::format(
+        "{}: no sweep.csv: not a finished sweep folder (run 'stalesim sweep' into it first)", dir));
+  t.rows = parse_csv(read(t.csv_path));
+  if (t.rows.empty()) throw IoError(fmt::format("{}: empty", t.csv_path.string()));
+  const auto& header = t.rows[0];
+  t.seed_col = t.col("seed");
+  t.folder_col = t.col("folder");
+  t.status_col = t.col("status");
+  t.metric_name_col = t.col("quality_metric");
+
+  std::map<std::vector<std::string>, size_t> index;
+  for (size_t r = 1; r < t.rows.size(); ++r) {
+    if (t.rows[r].size() != header.size())
+      throw IoError(fmt::format("{}: line {} has {} cells, the header {}", t.csv_path.string(), r + 1,
+                                t.rows[r].size(), header.size()));
+    std::vector<std::string> key(t.rows[r].begin(), t.rows[r].begin() + static_cast<long>(t.seed_col));
+    auto [it, fresh] = index.emplace(key, t.keys.size());
+    if (fresh) {
+      t.keys.push_back(key);
+      t.members.emplace_back();
+    }
+    t.members[it->second].push_back(r);
+  }
+  return t;
+}
+
+// sweep-summary.csv: a line per group with the statistics of every result column; returns those
+// statistics per group and metric.
+std::vector<std::map<std::string, Stats>> write_summary_csv(const SweepRows& t, SweepSummary& out) {
+  const auto& rows = t.rows;
   std::string& sc = out.summary_csv;
   for (const auto& c : out.group_columns) sc += csv_escape(c) + ",";
   sc += "seeds,with_result,quality_metric";
   for (const char* m : kMetrics) sc += fmt::format(",{0}_mean,{0}_std,{0}_min,{0}_max,{0}_n", m);
   sc += "\n";
-  std::vector<std::map<std::string, Stats>> group_stats(keys.size());
-  for (size_t g = 0; g < keys.size(); ++g) {
+  std::vector<std::map<std::string, Stats>> group_stats(t.keys.size());
+  for (size_t g = 0; g < t.keys.size(); ++g) {
     size_t with = 0;
     std::string metric_name;
-    for (size_t r : members[g])
-      if (ok(r)) {
+    for (size_t r : t.members[g])
+      if (t.ok(r)) {
         ++with;
-        if (metric_name.empty()) metric_name = rows[r][metric_name_col];
+        if (metric_name.empty()) metric_name = rows[r][t.metric_name_col];
       }
     out.points_with_result += with;
-    for (const auto& k : keys[g]) sc += csv_escape(k) + ",";
-    sc += fmt::format("{},{},{}", members[g].size(), with, csv_escape(metric_name));
+    for (const auto& k : t.keys[g]) sc += csv_escape(k) + ",";
+    sc += fmt::format("{},{},{}", t.members[g].size(), with, csv_escape(metric_name));
     for (const char* m : kMetrics) {
-      const size_t c = col(m);
+      const size_t c = t.col(m);
       std::vector<double> v;
-      for (size_t r : members[g])
-        if (ok(r))
+      for (size_t r : t.members[g])
+        if (t.ok(r))
           if (auto x = number(rows[r][c])) v.push_back(*x);
       const Stats s = stats_of(v);
       group_stats[g][m] = s;
@@ -192,19 +204,23 @@ SweepSummary summarize_sweep(const std::string& dir) {
     }
     sc += "\n";
   }
+  return group_stats;
+}
 
-  // curves.csv: every metrics.csv column but the time, per group and evaluation time.
+// curves.csv: every metrics.csv column but the time, per group and evaluation time.
+void write_curves_csv(const fs::path& root, const SweepRows& t, SweepSummary& out) {
+  const auto& rows = t.rows;
   std::vector<std::string> curve_columns;
   struct Curve {
     // time text -> (time, column -> values in seed order)
     std::map<std::string, std::pair<double, std::map<std::string, std::vector<double>>>> at;
     std::map<std::string, size_t> seeds_at;
   };
-  std::vector<Curve> curves(keys.size());
-  for (size_t g = 0; g < keys.size(); ++g) {
-    for (size_t r : members[g]) {
-      if (!ok(r)) continue;
-      const fs::path m = root / rows[r][folder_col] / "metrics.csv";
+  std::vector<Curve> curves(t.keys.size());
+  for (size_t g = 0; g < t.keys.size(); ++g) {
+    for (size_t r : t.members[g]) {
+      if (!t.ok(r)) continue;
+      const fs::path m = root / rows[r][t.folder_col] / "metrics.csv";
       const auto mrows = parse_csv(read(m));
       if (mrows.empty() || mrows[0].empty() || mrows[0][0] != "virtual_time_s")
         throw IoError(fmt::format("{}: not a stalesim metrics.csv", m.string()));
@@ -212,10 +228,10 @@ SweepSummary summarize_sweep(const std::string& dir) {
         if (std::find(curve_columns.begin(), curve_columns.end(), mrows[0][c]) == curve_columns.end())
           curve_columns.push_back(mrows[0][c]);
       for (size_t i = 1; i < mrows.size(); ++i) {
-        const auto t = number(mrows[i][0]);
-        if (!t) continue;
+        const auto when = number(mrows[i][0]);
+        if (!when) continue;
         auto& slot = curves[g].at[mrows[i][0]];
-        slot.first = *t;
+        slot.first = *when;
         ++curves[g].seeds_at[mrows[i][0]];
         for (size_t c = 1; c < mrows[i].size() && c < mrows[0].size(); ++c)
           if (auto x = number(mrows[i][c])) slot.second[mrows[0][c]].push_back(*x);
@@ -227,13 +243,13 @@ SweepSummary summarize_sweep(const std::string& dir) {
   cc += "virtual_time_s,seeds";
   for (const auto& m : curve_columns) cc += fmt::format(",{0}_mean,{0}_std,{0}_min,{0}_max", m);
   cc += "\n";
-  for (size_t g = 0; g < keys.size(); ++g) {
+  for (size_t g = 0; g < t.keys.size(); ++g) {
     std::vector<std::pair<double, std::string>> times;
     for (const auto& [text, slot] : curves[g].at) times.emplace_back(slot.first, text);
     std::sort(times.begin(), times.end());
-    for (const auto& [t, text] : times) {
+    for (const auto& [when, text] : times) {
       std::string row;
-      for (const auto& k : keys[g]) row += csv_escape(k) + ",";
+      for (const auto& k : t.keys[g]) row += csv_escape(k) + ",";
       row += fmt::format("{},{}", text, curves[g].seeds_at[text]);
       const auto& values = curves[g].at[text].second;
       for (const auto& m : curve_columns) {
@@ -243,21 +259,24 @@ SweepSummary summarize_sweep(const std::string& dir) {
       cc += row + "\n";
     }
   }
+}
 
-  // The table: a line per group.
+// The table: a line per group, columns padded to their widest cell.
+void write_table(const SweepRows& t, std::vector<std::map<std::string, Stats>>& group_stats,
+                 SweepSummary& out) {
   std::vector<std::vector<std::string>> table;
   std::vector<std::string> head = out.group_columns;
   for (const char* h : {"n", "quality (mean ± std)", "min", "max", "final_test_loss", "time_to_target_s"})
     head.emplace_back(h);
   table.push_back(head);
-  for (size_t g = 0; g < keys.size(); ++g) {
+  for (size_t g = 0; g < t.keys.size(); ++g) {
     std::vector<std::string> line;
-    for (const auto& k : keys[g]) line.push_back(k.empty() ? "-" : k);
+    for (const auto& k : t.keys[g]) line.push_back(k.empty() ? "-" : k);
     const Stats& q = group_stats[g]["quality"];
     std::string metric_name;
-    for (size_t r : members[g])
-      if (ok(r) && metric_name.empty()) metric_name = rows[r][metric_name_col];
-    line.push_back(fmt::format("{}/{}", q.n, members[g].size()));
+    for (size_t r : t.members[g])
+      if (t.ok(r) && metric_name.empty()) metric_name = t.rows[r][t.metric_name_col];
+    line.push_back(fmt::format("{}/{}", q.n, t.members[g].size()));
     line.push_back(q.n ? fmt::format("{} {}", metric_name, short_number(q)) : "-");
     line.push_back(q.n ? fmt::format("{:.4g}", q.min) : "-");
     line.push_back(q.n ? fmt::format("{:.4g}", q.max) : "-");
@@ -281,6 +300,20 @@ SweepSummary summarize_sweep(const std::string& dir) {
     }
     out.table += text + "\n";
   }
+}
+
+}  // namespace
+
+SweepSummary summarize_sweep(const std::string& dir) {
+  const fs::path root(dir);
+  const SweepRows t = read_sweep_rows(dir, root);
+  SweepSummary out;
+  for (size_t c = 0; c < t.seed_col; ++c) out.group_columns.push_back(t.rows[0][c]);
+  out.groups = t.keys.size();
+  out.points = t.rows.size() - 1;
+  auto group_stats = write_summary_csv(t, out);
+  write_curves_csv(root, t, out);
+  write_table(t, group_stats, out);
   return out;
 }
 

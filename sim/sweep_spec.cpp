@@ -118,10 +118,8 @@ std::string value_text(const ordered_json& v) {
   return v.dump();
 }
 
-}  // namespace
-
-SweepSpec load_sweep_file(const std::string& path, std::string* out) {
-  const Reader r(path);
+// The sweep file's text as JSON; a syntax error names its line and column.
+ordered_json parse_sweep_json(const std::string& path) {
   std::string error;
   const auto text = read_regular_file(path, kMaxScenarioBytes, error);
   if (!text) throw ScenarioError(fmt::format("{}: cannot read the sweep file: {}", path, error));
@@ -142,25 +140,12 @@ SweepSpec load_sweep_file(const std::string& path, std::string* out) {
     }
     throw ScenarioError(fmt::format("{}:{}:{}: not valid JSON: {}", path, line, col, e.what()));
   }
-  if (!doc.is_object())
-    r.fail("", "expected a JSON object (a sweep file: {\"scenario\": ..., \"grid\": {...}})");
-  r.check_keys(doc, "", kKeys);
+  return doc;
+}
 
-  SweepSpec spec;
-  spec.spec_file = path;
-  spec.spec_json = json::parse(doc.dump());
-  if (doc.contains("comment") && !doc["comment"].is_string()) r.fail("/comment", "expected a string");
-  if (!doc.contains("scenario"))
-    r.fail("/scenario", "missing: the base scenario file, e.g. \"scenario\": \"quickstart.json\"");
-  if (!doc["scenario"].is_string() || doc["scenario"].get<std::string>().empty())
-    r.fail("/scenario", fmt::format("expected a file name (a string), got {}", doc["scenario"].dump()));
-  {
-    const fs::path s(doc["scenario"].get<std::string>());
-    spec.scenario_path =
-        s.is_absolute() ? s.string() : (fs::path(path).parent_path() / s).lexically_normal().string();
-  }
-
-  std::set<std::string> given;  // field paths set or swept
+// "set", "grid" and "zip": the fields set for every point and the swept ones, each given once.
+void read_sets_and_axes(const Reader& r, const ordered_json& doc, std::set<std::string>& given,
+                        SweepSpec& spec) {
   const auto object_at = [&](const char* key) -> const ordered_json* {
     if (!doc.contains(key)) return nullptr;
     const ordered_json& o = doc[key];
@@ -213,85 +198,119 @@ SweepSpec load_sweep_file(const std::string& path, std::string* out) {
       }
     }
   }
-  if (doc.contains("seeds")) {
-    const ordered_json& s = doc["seeds"];
-    const auto bad_seeds = [&](const std::string& why) {
-      r.fail("/seeds", fmt::format("{}; expected [1, 2, 3] (integers >= 0, each once) or \"1..3\"", why));
-    };
-    if (s.is_string()) {
-      try {
-        spec.seeds = parse_seeds(s.get<std::string>());
-      } catch (const SweepError& e) {
-        bad_seeds(e.what());
-      }
-    } else if (s.is_array() && !s.empty()) {
-      std::set<uint64_t> seen;
-      for (const auto& x : s) {
-        if (!x.is_number_unsigned()) bad_seeds(fmt::format("{} is not an integer >= 0", x.dump()));
-        if (!seen.insert(x.get<uint64_t>()).second)
-          bad_seeds(fmt::format("seed {} is listed twice", x.dump()));
-        spec.seeds.push_back(x.get<uint64_t>());
-      }
-      if (spec.seeds.size() > kMaxSweepPoints) bad_seeds(fmt::format("more than {} seeds", kMaxSweepPoints));
-    } else {
-      bad_seeds(fmt::format("got {}", s.dump()));
+}
+
+// "seeds": an array of distinct integers >= 0 or a range text such as "1..3".
+void read_seeds(const Reader& r, const ordered_json& s, SweepSpec& spec) {
+  const auto bad_seeds = [&](const std::string& why) {
+    r.fail("/seeds", fmt::format("{}; expected [1, 2, 3] (integers >= 0, each once) or \"1..3\"", why));
+  };
+  if (s.is_string()) {
+    try {
+      spec.seeds = parse_seeds(s.get<std::string>());
+    } catch (const SweepError& e) {
+      bad_seeds(e.what());
     }
+  } else if (s.is_array() && !s.empty()) {
+    std::set<uint64_t> seen;
+    for (const auto& x : s) {
+      if (!x.is_number_unsigned()) bad_seeds(fmt::format("{} is not an integer >= 0", x.dump()));
+      if (!seen.insert(x.get<uint64_t>()).second) bad_seeds(fmt::format("seed {} is listed twice", x.dump()));
+      spec.seeds.push_back(x.get<uint64_t>());
+    }
+    if (spec.seeds.size() > kMaxSweepPoints) bad_seeds(fmt::format("more than {} seeds", kMaxSweepPoints));
+  } else {
+    bad_seeds(fmt::format("got {}", s.dump()));
   }
+}
+
+// "derived": named expressions, each reading only seed, scenario fields and the names before it;
+// appends their names to `derived_names`.
+void read_derived(const Reader& r, const std::string& path, const ordered_json& d,
+                  std::set<std::string>& given, std::vector<std::string>& derived_names, SweepSpec& spec) {
+  if (!d.is_object())
+    r.fail("/derived", fmt::format("expected an object, e.g. {{\"global_batch\": {{\"expr\": \"3 * "
+                                   "optimizer.batch_size\"}}}}, got {}",
+                                   d.dump()));
+  for (const auto& [name, v] : d.items()) {
+    const std::string at = "/derived/" + name;
+    const bool identifier =
+        !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+        std::all_of(name.begin(), name.end(),
+                    [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    if (!identifier)
+      r.fail(at,
+             "a derived field's name is letters, digits and '_', starting with a letter (e.g. global_batch)");
+    if (name == "seed" || is_sweep_field(name) ||
+        std::find(derived_names.begin(), derived_names.end(), name) != derived_names.end())
+      r.fail(at,
+             fmt::format("the name '{}' is taken (seed, a scenario field or another derived field)", name));
+    if (!v.is_object())
+      r.fail(at, fmt::format("expected {{\"expr\": \"...\"}} with an optional \"path\", got {}", v.dump()));
+    r.check_keys(v, at, kDerivedKeys);
+    if (!v.contains("expr"))
+      r.fail(at + "/expr", "missing: the expression, e.g. \"2 * optimizer.batch_size\"");
+    SweepDerived field{name, "", r.parse_expr(at + "/expr", v["expr"]), fmt::format("{}: {}", path, at)};
+    r.check_names(at + "/expr", field.expr, derived_names);
+    if (v.contains("path")) {
+      if (!v["path"].is_string())
+        r.fail(at + "/path", fmt::format("expected a field path (a string), got {}", v["path"].dump()));
+      field.path = v["path"].get<std::string>();
+      r.check_field(at + "/path", field.path);
+      if (given.contains(field.path))
+        r.fail(at + "/path",
+               fmt::format("'{}' is already set or swept in this file; give each field once", field.path));
+      given.insert(field.path);
+    }
+    derived_names.push_back(name);
+    spec.derived.push_back(std::move(field));
+  }
+}
+
+// "constraints": expressions over seed, scenario fields and the derived names.
+void read_constraints(const Reader& r, const std::string& path, const ordered_json& c,
+                      const std::vector<std::string>& derived_names, SweepSpec& spec) {
+  if (!c.is_array())
+    r.fail(
+        "/constraints",
+        fmt::format("expected an array of expressions, e.g. [\"policy.type != 'asp'\"], got {}", c.dump()));
+  for (size_t i = 0; i < c.size(); ++i) {
+    const std::string at = fmt::format("/constraints/{}", i);
+    SweepConstraint k{r.parse_expr(at, c[i]), fmt::format("{}: {}", path, at)};
+    r.check_names(at, k.expr, derived_names);
+    spec.constraints.push_back(std::move(k));
+  }
+}
+
+}  // namespace
+
+SweepSpec load_sweep_file(const std::string& path, std::string* out) {
+  const Reader r(path);
+  const ordered_json doc = parse_sweep_json(path);
+  if (!doc.is_object())
+    r.fail("", "expected a JSON object (a sweep file: {\"scenario\": ..., \"grid\": {...}})");
+  r.check_keys(doc, "", kKeys);
+
+  SweepSpec spec;
+  spec.spec_file = path;
+  spec.spec_json = json::parse(doc.dump());
+  if (doc.contains("comment") && !doc["comment"].is_string()) r.fail("/comment", "expected a string");
+  if (!doc.contains("scenario"))
+    r.fail("/scenario", "missing: the base scenario file, e.g. \"scenario\": \"quickstart.json\"");
+  if (!doc["scenario"].is_string() || doc["scenario"].get<std::string>().empty())
+    r.fail("/scenario", fmt::format("expected a file name (a string), got {}", doc["scenario"].dump()));
+  {
+    const fs::path s(doc["scenario"].get<std::string>());
+    spec.scenario_path =
+        s.is_absolute() ? s.string() : (fs::path(path).parent_path() / s).lexically_normal().string();
+  }
+
+  std::set<std::string> given;  // field paths set or swept
+  read_sets_and_axes(r, doc, given, spec);
+  if (doc.contains("seeds")) read_seeds(r, doc["seeds"], spec);
   std::vector<std::string> derived_names;
-  if (doc.contains("derived")) {
-    const ordered_json& d = doc["derived"];
-    if (!d.is_object())
-      r.fail("/derived", fmt::format("expected an object, e.g. {{\"global_batch\": {{\"expr\": \"3 * "
-                                     "optimizer.batch_size\"}}}}, got {}",
-                                     d.dump()));
-    for (const auto& [name, v] : d.items()) {
-      const std::string at = "/derived/" + name;
-      const bool identifier =
-          !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
-          std::all_of(name.begin(), name.end(),
-                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-      if (!identifier)
-        r.fail(
-            at,
-            "a derived field's name is letters, digits and '_', starting with a letter (e.g. global_batch)");
-      if (name == "seed" || is_sweep_field(name) ||
-          std::find(derived_names.begin(), derived_names.end(), name) != derived_names.end())
-        r.fail(at,
-               fmt::format("the name '{}' is taken (seed, a scenario field or another derived field)", name));
-      if (!v.is_object())
-        r.fail(at, fmt::format("expected {{\"expr\": \"...\"}} with an optional \"path\", got {}", v.dump()));
-      r.check_keys(v, at, kDerivedKeys);
-      if (!v.contains("expr"))
-        r.fail(at + "/expr", "missing: the expression, e.g. \"2 * optimizer.batch_size\"");
-      SweepDerived field{name, "", r.parse_expr(at + "/expr", v["expr"]), fmt::format("{}: {}", path, at)};
-      r.check_names(at + "/expr", field.expr, derived_names);
-      if (v.contains("path")) {
-        if (!v["path"].is_string())
-          r.fail(at + "/path", fmt::format("expected a field path (a string), got {}", v["path"].dump()));
-        field.path = v["path"].get<std::string>();
-        r.check_field(at + "/path", field.path);
-        if (given.contains(field.path))
-          r.fail(at + "/path",
-                 fmt::format("'{}' is already set or swept in this file; give each field once", field.path));
-        given.insert(field.path);
-      }
-      derived_names.push_back(name);
-      spec.derived.push_back(std::move(field));
-    }
-  }
-  if (doc.contains("constraints")) {
-    const ordered_json& c = doc["constraints"];
-    if (!c.is_array())
-      r.fail(
-          "/constraints",
-          fmt::format("expected an array of expressions, e.g. [\"policy.type != 'asp'\"], got {}", c.dump()));
-    for (size_t i = 0; i < c.size(); ++i) {
-      const std::string at = fmt::format("/constraints/{}", i);
-      SweepConstraint k{r.parse_expr(at, c[i]), fmt::format("{}: {}", path, at)};
-      r.check_names(at, k.expr, derived_names);
-      spec.constraints.push_back(std::move(k));
-    }
-  }
+  if (doc.contains("derived")) read_derived(r, path, doc["derived"], given, derived_names, spec);
+  if (doc.contains("constraints")) read_constraints(r, path, doc["constraints"], derived_names, spec);
   if (doc.contains("out")) {
     if (!doc["out"].is_string() || doc["out"].get<std::string>().empty())
       r.fail("/out", fmt::format("expected a folder (a string), got {}", doc["out"].dump()));
