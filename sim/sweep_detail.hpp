@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/scenario/scenario.hpp"
 #include "sim/scenario/fields.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace stalesim::sweep_detail {
 

@@ -62,7 +62,8 @@ std::vector<FieldInfo> dataset_fields(const Scenario& d) {
               "and evaluate on the test set.",
        .applies =
            [](const Scenario& s) {
-             return s.data.dataset == "fashion-mnist" || s.data.dataset == "blobs" || s.data.dataset == "ratings";
+             return s.data.dataset == "fashion-mnist" || s.data.dataset == "blobs" ||
+                    s.data.dataset == "ratings";
            },
        .set = set_m<&Scenario::data, &DataSpec::validation_samples>,
        .get = get_m<&Scenario::data, &DataSpec::validation_samples>},
