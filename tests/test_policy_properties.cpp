@@ -167,7 +167,8 @@ TEST_CASE("a lone worker sees its own writes: lazy SSP and ESSP train exactly as
   }
 }
 
-TEST_CASE("lazy SSP fetches only when its copy is too old, and ESSP pushes a copy to every worker per clock") {
+TEST_CASE(
+    "lazy SSP fetches only when its copy is too old, and ESSP pushes a copy to every worker per clock") {
   auto j = time_only_json(2, 2);
   j["policy"] = {{"type", "ssp"}, {"staleness", 3}};
   j["stop"] = {{"max_updates", 4000}};
@@ -195,10 +196,12 @@ TEST_CASE("lazy SSP fetches only when its copy is too old, and ESSP pushes a cop
 }
 
 TEST_CASE("every policy trains the tiny MLP without deadlock") {
-  const nlohmann::json policies[] = {
-      {{"type", "bsp"}}, {{"type", "asp"}}, {{"type", "ssp"}, {"staleness", 2}},
-      {{"type", "ssp"}, {"staleness", 2}, {"cache", "lazy"}}, {{"type", "essp"}, {"staleness", 2}},
-      {{"type", "dssp"}, {"staleness", 1}, {"range", 4}}};
+  const nlohmann::json policies[] = {{{"type", "bsp"}},
+                                     {{"type", "asp"}},
+                                     {{"type", "ssp"}, {"staleness", 2}},
+                                     {{"type", "ssp"}, {"staleness", 2}, {"cache", "lazy"}},
+                                     {{"type", "essp"}, {"staleness", 2}},
+                                     {{"type", "dssp"}, {"staleness", 1}, {"range", 4}}};
   for (const auto& p : policies) {
     auto j = tiny_math_json();
     j["policy"] = p;
