@@ -14,6 +14,9 @@ distinct values of the --group columns, in sweep order) and each value of --para
 With --criterion rmse (MF): the same two criteria on the validation RMSE: the smallest mean time
 to an RMSE of 1.5 times the ratings' noise level (data.ratings.noise: the best RMSE any model can
 reach is about the noise), read from each point's metrics.csv, else the lowest mean final RMSE.
+
+Prints one line per group to stdout, "GROUPVALUES... VALUE" (space separated, the chosen value
+last), and a table of every value's scores to stderr. Exits 1 when a group has no finished point.
 """
 
 import argparse
