@@ -31,12 +31,17 @@ struct Outputs {
   int64_t pooled = 0;
 };
 
-Outputs run_with(const Scenario& s, const DataSplit& data, int threads) {
+// One run at `threads` threads with its gradients recorded.
+RunResult run_at(const Scenario& s, const DataSplit& data, int threads) {
   Simulation sim(s, data);
   RunOptions ro;
   ro.threads = threads;
   ro.record_gradients = true;
-  const RunResult r = sim.run(ro);
+  return sim.run(ro);
+}
+
+Outputs run_with(const Scenario& s, const DataSplit& data, int threads) {
+  const RunResult r = run_at(s, data, threads);
   const OutputFiles f = render_outputs(s, r);
   return {f.summary_json,  f.metrics_csv,    f.staleness_csv,
           r.gradients_csv, r.server_updates, r.pooled_gradients};
@@ -158,11 +163,7 @@ TEST_CASE(
     const Outputs one = run_with(s, data, 1);
     for (int threads : {2, 8}) {
       CAPTURE(threads);
-      Simulation sim(s, data);
-      RunOptions ro;
-      ro.threads = threads;
-      ro.record_gradients = true;
-      const RunResult r = sim.run(ro);
+      const RunResult r = run_at(s, data, threads);
       const OutputFiles f = render_outputs(s, r);
       CHECK(f.summary_json == one.summary);
       CHECK(f.metrics_csv == one.metrics);
@@ -180,11 +181,7 @@ TEST_CASE(
     const Outputs one = run_with(s, data, 1);
     for (int threads : {2, 8}) {
       CAPTURE(threads);
-      Simulation sim(s, data);
-      RunOptions ro;
-      ro.threads = threads;
-      ro.record_gradients = true;
-      const RunResult r = sim.run(ro);
+      const RunResult r = run_at(s, data, threads);
       const OutputFiles f = render_outputs(s, r);
       CHECK(f.summary_json == one.summary);
       CHECK(f.metrics_csv == one.metrics);
