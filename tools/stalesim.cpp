@@ -580,7 +580,17 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
   }
   if (mpi) verdict = mpi->broadcast(verdict);
   if (verdict != kExitOk) {
-    if (rank == 0) std::rethrow_exception(prepare_error);
+    if (!mpi) std::rethrow_exception(prepare_error);
+    // Under mpirun rank 0 writes the refusal before any rank exits: mpirun ends the job at the
+    // first non-zero exit and may drop what a slower rank still had to print.
+    if (rank == 0) {
+      try {
+        std::rethrow_exception(prepare_error);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "stalesim: {}\n", e.what());
+      }
+    }
+    mpi->broadcast(verdict);  // every rank waits until rank 0 has written
     return verdict;
   }
   if (rank == 0 && !quiet) {
