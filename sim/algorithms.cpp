@@ -1,7 +1,8 @@
 #include "sim/algorithms.hpp"
 
-// The rules', cache modes' and orders' names and traits. The policies' are in
-// sim/policies/sync_policy.cpp, beside make_policy(), so that a policy is registered in one file.
+// The cache modes' and orders' names, and the family lists in words. The policies' names and
+// traits are in sim/policies/sync_policy.cpp beside make_policy(), the rules' in
+// sim/rules/learning_rule.cpp beside make_rule(), so that each is registered in one file.
 
 #include <array>
 #include <vector>
@@ -15,27 +16,6 @@ constexpr std::array<EnumName<CacheMode>, 2> kCacheNames{{
     {CacheMode::kLazy, "lazy"},
 }};
 
-constexpr std::array<EnumName<RuleType>, 5> kRuleNames{{
-    {RuleType::kSgd, "sgd"},
-    {RuleType::kSasgd, "sasgd"},
-    {RuleType::kFasgd, "fasgd"},
-    {RuleType::kBfasgd, "bfasgd"},
-    {RuleType::kDcasgd, "dcasgd"},
-}};
-
-// One row per rule, in RuleType order. Server vectors: fasgd's moving averages of g, g^2 and
-// sigma; dcasgd's MS plus one backup per worker. Gates: bfasgd decides each fetch and push.
-constexpr std::array<RuleTraits, 5> kRuleTraits{{
-    // type            gates  reads  worker server per-worker fields
-    {RuleType::kSgd, false, false, 0, 0, 0, 0},
-    {RuleType::kSasgd, false, false, 0, 0, 0, 0},
-    {RuleType::kFasgd, false, false, 0, 3, 0, kRuleFasgd},
-    {RuleType::kBfasgd, true, false, 1, 3, 0, kRuleFasgd | kRuleBfasgd},
-    {RuleType::kDcasgd, false, true, 0, 1, 1, kRuleDcasgd},
-}};
-
-static_assert(in_enum_order(kRuleTraits));
-
 constexpr std::array<EnumName<Order>, 2> kOrderNames{
     {{Order::kTimed, "timed"}, {Order::kUniform, "uniform"}}};
 
@@ -48,26 +28,21 @@ std::string in_words(const std::vector<std::string_view>& names) {
   return out;
 }
 
-}  // namespace
-
-std::span<const EnumName<CacheMode>> enum_names(CacheMode) { return kCacheNames; }
-std::span<const EnumName<RuleType>> enum_names(RuleType) { return kRuleNames; }
-std::span<const EnumName<Order>> enum_names(Order) { return kOrderNames; }
-
-const RuleTraits& traits(RuleType t) { return kRuleTraits[static_cast<size_t>(t)]; }
-
-std::string policies_with(uint32_t field) {
+// The names of a family's members whose traits have all of `field`'s bits, in enum order.
+template <class Type>
+std::string with_fields(uint32_t field) {
   std::vector<std::string_view> names;
-  for (const auto& [type, name] : enum_names(PolicyType{}))
+  for (const auto& [type, name] : enum_names(Type{}))
     if ((traits(type).fields & field) == field) names.push_back(name);
   return in_words(names);
 }
 
-std::string rules_with(uint32_t field) {
-  std::vector<std::string_view> names;
-  for (const auto& t : kRuleTraits)
-    if ((t.fields & field) == field) names.push_back(to_string(t.type));
-  return in_words(names);
-}
+}  // namespace
+
+std::span<const EnumName<CacheMode>> enum_names(CacheMode) { return kCacheNames; }
+std::span<const EnumName<Order>> enum_names(Order) { return kOrderNames; }
+
+std::string policies_with(uint32_t field) { return with_fields<PolicyType>(field); }
+std::string rules_with(uint32_t field) { return with_fields<RuleType>(field); }
 
 }  // namespace stalesim

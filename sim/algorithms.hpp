@@ -5,9 +5,9 @@
 // tests when an algorithm name is compared as a string outside the loader.
 //
 // Adding a policy: a value here, its own header in sim/policies/, and its name, traits row and
-// make_policy() case in sim/policies/sync_policy.cpp (CONTRIBUTING.md shows a whole example).
-// Adding a rule: a value here, its files in sim/rules/, its name and traits row in
-// sim/algorithms.cpp and its case in make_rule().
+// make_policy() case in sim/policies/sync_policy.cpp. Adding a rule: a value here, its own
+// header (and .cpp) in sim/rules/, and its name, traits row and make_rule() case in
+// sim/rules/learning_rule.cpp. CONTRIBUTING.md shows a whole example of each.
 
 #include <cstdint>
 #include <span>
@@ -62,7 +62,7 @@ const PolicyTraits& traits(PolicyType t);  // defined in sim/policies/sync_polic
 // ---- Learning rules (optimizer.rule): how far a step goes ------------------------------------
 
 enum class RuleType { kSgd, kSasgd, kFasgd, kBfasgd, kDcasgd };
-std::span<const EnumName<RuleType>> enum_names(RuleType);
+std::span<const EnumName<RuleType>> enum_names(RuleType);  // sim/rules/learning_rule.cpp
 
 enum RuleField : uint32_t {
   kRuleFasgd = 1u << 0,   // optimizer.gamma, beta, epsilon, variant
@@ -84,7 +84,7 @@ struct RuleTraits {
   double server_vectors_per_worker;
   uint32_t fields;  // RuleField bits
 };
-const RuleTraits& traits(RuleType t);
+const RuleTraits& traits(RuleType t);  // defined in sim/rules/learning_rule.cpp
 
 // ---- Cluster order (cluster.order) ------------------------------------------------------------
 

@@ -5,7 +5,8 @@
 // construction. Momentum and n-softsync averaging are applied around the rule by ServerOptimizer,
 // so every rule gets them.
 //
-// Adding a rule: one header/source pair in sim/rules/, one case in make_rule().
+// Adding a rule: its header (and .cpp) in sim/rules/, a RuleType value (sim/algorithms.hpp), and
+// its name, traits row and make_rule() case in sim/rules/learning_rule.cpp (CONTRIBUTING.md).
 
 #include <cstdint>
 #include <memory>

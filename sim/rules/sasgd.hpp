@@ -5,21 +5,20 @@
 // exactly SGD. The paper's n-softsync server (average every floor(workers / n) gradients) is
 // policy.type "softsync".
 
-#include "sim/rules/learning_rule.hpp"
+#include "sim/rules/scalar_step.hpp"
 
 namespace stalesim {
 
-class SasgdRule final : public LearningRule {
+class SasgdRule final : public ScalarStepRule {
  public:
-  SasgdRule(double lr, Aggregate aggregate, int32_t workers);
+  using ScalarStepRule::ScalarStepRule;
   std::string name() const override { return "sasgd"; }
-  double compute_update(std::span<float> update, std::span<const float> grad, const GradientInfo& info,
-                        std::span<const float> params, std::span<const float> read_params) override;
-  std::optional<float> uniform_step(const GradientInfo& info) const override;
+  // The same float step as SGD when tau <= 1, so all-fresh runs match SGD bit for bit.
+  float step(const GradientInfo& info) const override {
+    const int64_t tau = info.step_staleness();
+    return static_cast<float>(tau > 1 ? lr_ / static_cast<double>(tau) : lr_);
+  }
   double worker_step() const override { return lr_; }
-
- private:
-  double lr_;
 };
 
 }  // namespace stalesim

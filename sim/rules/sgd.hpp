@@ -3,21 +3,16 @@
 // lr / workers for the mean aggregate (a full clock of pushes then moves by lr x mean gradient,
 // BSP's averaging; scenario field optimizer.aggregate).
 
-#include "sim/rules/learning_rule.hpp"
+#include "sim/rules/scalar_step.hpp"
 
 namespace stalesim {
 
-class SgdRule final : public LearningRule {
+class SgdRule final : public ScalarStepRule {
  public:
-  SgdRule(double lr, Aggregate aggregate, int32_t workers);
+  using ScalarStepRule::ScalarStepRule;
   std::string name() const override { return "sgd"; }
-  double compute_update(std::span<float> update, std::span<const float> grad, const GradientInfo& info,
-                        std::span<const float> params, std::span<const float> read_params) override;
-  std::optional<float> uniform_step(const GradientInfo&) const override { return step_; }
-  double worker_step() const override { return step_; }
-
- private:
-  float step_;
+  float step(const GradientInfo&) const override { return static_cast<float>(lr_); }
+  double worker_step() const override { return static_cast<float>(lr_); }
 };
 
 }  // namespace stalesim
