@@ -7,7 +7,10 @@
 
 #include "sim/param_store.hpp"
 #include "sim/rules/bfasgd.hpp"
+#include "sim/rules/sasgd.hpp"
+#include "sim/rules/scalar_step.hpp"
 #include "sim/rules/server_optimizer.hpp"
+#include "sim/rules/sgd.hpp"
 #include "tests/sim_test_util.hpp"
 
 using namespace stalesim;
@@ -214,4 +217,53 @@ TEST_CASE("--record gradients keeps one row per applied gradient") {
   CHECK(std::count(r.gradients_csv.begin(), r.gradients_csv.end(), '\n') == r.server_updates + 1);
   CHECK(r.gradients_csv.rfind("virtual_time_s,worker,version_read,version_apply,tau,step\n", 0) == 0);
   CHECK(run_scenario(s).gradients_csv.empty());
+}
+
+// ---- The worked example of CONTRIBUTING.md: a learning rule -----------------------------------
+// tests/contrib/sqrt-staleness.patch adds the toy rule sqrt-staleness to the simulator (three
+// source files: its header, its RuleType value and its registration in learning_rule.cpp). The
+// class below is the patch's own, kept in step with it by the CTest contrib_example_patch
+// (tests/contrib/check_patch.sh), so its defining property is checked here through the
+// LearningRule interface whether or not the patch is applied.
+
+namespace {
+
+class SqrtStalenessRule final : public ScalarStepRule {
+ public:
+  using ScalarStepRule::ScalarStepRule;
+  std::string name() const override { return "sqrt-staleness"; }
+  float step(const GradientInfo& info) const override {
+    return static_cast<float>(lr_ / std::sqrt(1.0 + static_cast<double>(info.step_staleness())));
+  }
+  double worker_step() const override { return lr_; }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "sqrt-staleness (CONTRIBUTING.md's example): the step of a tau-stale gradient is lr / sqrt(1 + tau)") {
+  SqrtStalenessRule r(0.1, Aggregate::kSum, 4);
+  SgdRule sgd(0.1, Aggregate::kSum, 4);
+  SasgdRule sasgd(0.1, Aggregate::kSum, 4);
+  for (int64_t tau : {0, 1, 2, 3, 8, 15, 99}) {
+    CAPTURE(tau);
+    const float g = -1.5f;
+    const auto step = static_cast<float>(0.1 / std::sqrt(1.0 + static_cast<double>(tau)));
+    std::vector<float> u(3), grad{g, 0.0f, 4.0f}, none;
+    // The whole update is step * g, element by element, and the returned factor is the step.
+    CHECK(r.compute_update(u, grad, at_staleness(tau), none, none) == step);
+    CHECK(u == std::vector<float>{step * g, 0.0f, step * 4.0f});
+    CHECK(u[0] == doctest::Approx(-0.15 / std::sqrt(1.0 + static_cast<double>(tau))));
+    // The server may fuse it into its write: the same float step.
+    CHECK(r.uniform_step(at_staleness(tau)) == step);
+    // Damps a stale gradient less than SASGD's 1 / tau once tau >= 2, and a fresh one not at all:
+    // SGD's update bit for bit.
+    if (tau >= 2) CHECK(update_of(sasgd, 2.0f, tau) < update_of(r, 2.0f, tau));
+    if (tau >= 1) CHECK(update_of(r, 2.0f, tau) < update_of(sgd, 2.0f, tau));
+    if (tau == 0) CHECK(update_of(r, g, tau) == update_of(sgd, g, tau));
+  }
+  // The mean aggregate divides lr by the workers, as for SGD and SASGD.
+  SqrtStalenessRule mean(0.1, Aggregate::kMean, 4);
+  CHECK(update_of(mean, 2.0f, 3) == doctest::Approx(0.1 / 4 / 2 * 2));
+  CHECK(mean.worker_step() == doctest::Approx(0.025));
 }
