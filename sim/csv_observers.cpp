@@ -1,4 +1,4 @@
-// gradients.csv and decisions.csv as observers (sim/csv_observers.hpp).
+// gradients.csv, decisions.csv and the policy's facts as observers (sim/csv_observers.hpp).
 
 #include "sim/csv_observers.hpp"
 
@@ -14,12 +14,22 @@ void GradientRecorder::gradient(SimTime now, const GradientInfo& info, double st
                       info.version_apply, info.step_staleness(), step);
 }
 
-void DecisionRecorder::start(const ClockTable&, const SyncPolicy& policy, const std::vector<std::string>&) {
+void PolicyRecorder::start(const ClockTable&, const SyncPolicy& policy, const std::vector<std::string>&) {
   policy_ = &policy;
 }
 
-void DecisionRecorder::finish(SimTime) {
-  if (policy_) csv_ = policy_->decisions_csv();
+void PolicyRecorder::finish(SimTime) {
+  if (!policy_) return;
+  facts_ = policy_->facts();
+  const std::vector<ControllerDecision>* calls = policy_->controller_decisions();
+  if (!calls) return;
+  csv_ =
+      "virtual_time_s,worker,clock,granted,fastest_interval_s,slowest_interval_s,predicted_wait_s,gap,"
+      "effective_threshold\n";
+  for (const auto& d : *calls)
+    csv_ += fmt::format("{},{},{},{},{},{},{},{},{}\n", d.time.seconds(), d.worker, d.clock, d.granted,
+                        d.fastest_interval.seconds(), d.slowest_interval.seconds(),
+                        d.predicted_wait.seconds(), d.gap, d.threshold);
 }
 
 }  // namespace stalesim

@@ -11,20 +11,46 @@ std::string explain_seconds(SimTime t) { return fmt::format("{:.6f}", t.seconds(
 void Narrator::start(const ClockTable& clocks, const SyncPolicy& policy) {
   clocks_ = &clocks;
   policy_ = &policy;
-  notes_seen_ = 0;
+  calls_seen_ = 0;
   last_call_clock_.assign(static_cast<size_t>(clocks.workers()), -1);
 }
 
 std::string Narrator::bound() const { return policy_->bound_text(); }
 
+namespace {
+
+// A DSSP controller call in words: the gap, the intervals and the predicted push times that chose
+// r* (ControllerDecision).
+std::string controller_text(const ControllerDecision& d) {
+  std::string text = fmt::format(
+      "DSSP: worker {} (the fastest, at clock {}) is {} clock{} ahead of worker {} (clock {}), beyond "
+      "s_L: ",
+      d.worker, d.clock, d.clock - d.slowest_clock, d.clock - d.slowest_clock == 1 ? "" : "s", d.slowest,
+      d.slowest_clock);
+  if (d.slowest_step == 0)
+    return text + fmt::format("no interval estimate yet (worker {} has pushed fewer than twice): grants none",
+                              d.worker);
+  text += fmt::format(
+      "I_f = {} s, I_s = {} s; its push F_{} = {} s is the closest to worker {}'s S_{} = {} s "
+      "(predicted wait {} s): ",
+      explain_seconds(d.fastest_interval), explain_seconds(d.slowest_interval), d.granted,
+      explain_seconds(d.fastest_at), d.slowest, d.slowest_step, explain_seconds(d.slowest_at),
+      explain_seconds(d.predicted_wait));
+  return text + (d.granted == 0
+                     ? std::string("grants none")
+                     : fmt::format("grants {} extra clock{}", d.granted, d.granted == 1 ? "" : "s"));
+}
+
+}  // namespace
+
 std::vector<Narrator::Line> Narrator::new_controller_calls() {
-  std::vector<PolicyNote> notes;
-  notes_seen_ = policy_->notes_since(notes_seen_, notes);
   std::vector<Line> out;
-  out.reserve(notes.size());
-  for (auto& n : notes) {
-    last_call_clock_[static_cast<size_t>(n.worker)] = n.clock;
-    out.push_back({n.time, n.worker, std::move(n.text)});
+  const std::vector<ControllerDecision>* calls = policy_->controller_decisions();
+  if (!calls) return out;
+  for (; calls_seen_ < calls->size(); ++calls_seen_) {
+    const ControllerDecision& d = (*calls)[calls_seen_];
+    last_call_clock_[static_cast<size_t>(d.worker)] = d.clock;
+    out.push_back({d.time, d.worker, controller_text(d)});
   }
   return out;
 }

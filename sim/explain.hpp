@@ -7,9 +7,10 @@
 // A worker's clock is the number of iterations it has pushed; "waits at clock c" means it asked
 // to start iteration c + 1. A decision that lets the worker go on at once is not listed (it would
 // be one line per update); the closing line counts them. DSSP's controller calls are read from
-// the policy's own decision record (SyncPolicy::notes_since: DsspPolicy's decisions, the rows of
-// decisions.csv) with the predicted push times F_k and S_j that chose r* (Zhao et al., ICDCS 2019; design.md
-// section 6). Times are virtual seconds with 6 decimals (microseconds); the text is deterministic.
+// the policy's own decision record (SyncPolicy::controller_decisions, the rows of decisions.csv)
+// and put in words here, with the predicted push times F_k and S_j that chose r* (Zhao et al.,
+// ICDCS 2019; design.md section 6). Times are virtual seconds with 6 decimals (microseconds); the text is
+// deterministic.
 
 #include <cstdint>
 #include <string>
@@ -29,7 +30,7 @@ class Narrator {
   };
   void start(const ClockTable& clocks, const SyncPolicy& policy);
   // The policy's own decisions (DSSP's controller calls) made since the previous call of this
-  // function, oldest first (SyncPolicy::notes_since).
+  // function, oldest first (SyncPolicy::controller_decisions).
   std::vector<Line> new_controller_calls();
   // Why `worker` (at `clock`) waits; `have` as in RunObserver::blocked.
   std::string blocked(int32_t worker, WaitCause cause, int64_t clock, int64_t have) const;
@@ -41,7 +42,7 @@ class Narrator {
  private:
   const ClockTable* clocks_ = nullptr;
   const SyncPolicy* policy_ = nullptr;
-  size_t notes_seen_ = 0;                 // the policy's notes read so far (SyncPolicy::notes_since)
+  size_t calls_seen_ = 0;                 // the controller calls read so far
   std::vector<int64_t> last_call_clock_;  // per worker: the clock of its latest controller call (-1: none)
 };
 

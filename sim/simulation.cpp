@@ -48,9 +48,9 @@ struct Simulation::Impl {
   WorkerCore core;
   std::unique_ptr<WorkerProtocol> protocol;
   std::vector<int32_t> eval_indices;
-  ObserverList events;         // what sees the run as it happens (RunOptions::observer, gradients)
-  GradientRecorder gradients;  // --record gradients
-  DecisionRecorder decisions;  // the policy's decision log
+  ObserverList events;            // what sees the run as it happens (RunOptions::observer, gradients)
+  GradientRecorder gradients;     // --record gradients
+  PolicyRecorder policy_records;  // decisions.csv and summary.json's policy facts
   // The metrics rows' evaluations (math only), in the background on the pool where nothing waits
   // for them (start_pool; sim/evaluation.hpp). Declared after the core and its pool: destroyed
   // before them.
@@ -152,7 +152,7 @@ struct Simulation::Impl {
   }
 
   // Connects the observers: RunOptions::observer and the gradient records see the run as it
-  // happens; the decision log is read at the end.
+  // happens; the policy's records (decisions.csv, its facts) are read at the end.
   void start_observers(const RunOptions& opt) {
     events.add(opt.observer);
     if (opt.record_gradients) events.add(&gradients);
@@ -162,7 +162,7 @@ struct Simulation::Impl {
       for (const auto& wc : core.cold) profiles.push_back(wc.profile);
       core.obs->start(core.clocks, *core.policy, profiles);
     }
-    decisions.start(core.clocks, *core.policy, {});
+    policy_records.start(core.clocks, *core.policy, {});
   }
 
   RunResult run(const RunOptions& opt) {
@@ -247,7 +247,7 @@ struct Simulation::Impl {
     WorkerCore& c = core;
     RunResult& result = c.result;
     if (c.obs) c.obs->finish(end);
-    decisions.finish(end);
+    policy_records.finish(end);
     for (auto& w : c.workers) c.release_task(w);
     if (evals) {
       evals->use_pool(nullptr, 1);  // the rows still in flight, before the pool goes
@@ -276,8 +276,8 @@ struct Simulation::Impl {
       result.final_params.assign(p.begin(), p.end());
     }
     result.data_files = c.data.files;
-    result.policy_facts = c.policy->facts();
-    result.decisions_csv = decisions.take();
+    result.policy_facts = policy_records.take_facts();
+    result.decisions_csv = policy_records.take_decisions_csv();
     if (record_gradients) result.gradients_csv = gradients.take();
     result.peak_live_versions = c.store->peak_live_blocks();
     result.events = c.engine.events_run();

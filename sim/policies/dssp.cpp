@@ -116,49 +116,12 @@ nlohmann::json DsspPolicy::facts() const {
 
 std::string DsspPolicy::bound_text() const { return fmt::format("s_L = {}, r_max = {}", s_, r_max_); }
 
-size_t DsspPolicy::notes_since(size_t seen, std::vector<PolicyNote>& out) const {
-  const auto secs = [](SimTime t) { return fmt::format("{:.6f}", t.seconds()); };  // as sim/explain.hpp
-  for (; seen < decisions_.size(); ++seen) {
-    const auto& d = decisions_[seen];
-    std::string text = fmt::format(
-        "DSSP: worker {} (the fastest, at clock {}) is {} clock{} ahead of worker {} (clock {}), beyond "
-        "s_L: ",
-        d.worker, d.clock, d.clock - d.slowest_clock, d.clock - d.slowest_clock == 1 ? "" : "s", d.slowest,
-        d.slowest_clock);
-    if (d.slowest_step == 0) {
-      text += fmt::format("no interval estimate yet (worker {} has pushed fewer than twice): grants none",
-                          d.worker);
-    } else {
-      text += fmt::format(
-          "I_f = {} s, I_s = {} s; its push F_{} = {} s is the closest to worker {}'s S_{} = {} s "
-          "(predicted wait {} s): ",
-          secs(d.fastest_interval), secs(d.slowest_interval), d.granted, secs(d.fastest_at), d.slowest,
-          d.slowest_step, secs(d.slowest_at), secs(d.predicted_wait));
-      text += d.granted == 0 ? std::string("grants none")
-                             : fmt::format("grants {} extra clock{}", d.granted, d.granted == 1 ? "" : "s");
-    }
-    out.push_back({d.time, d.worker, d.clock, std::move(text)});
-  }
-  return seen;
-}
-
 std::string DsspPolicy::wait_detail(int32_t, int64_t clock, const ClockTable& clocks,
                                     int64_t noted_clock) const {
   if (clock != clocks.max_clock())
     return fmt::format("; not the fastest (clock {}), so no grant", clocks.max_clock());
   if (noted_clock == clock) return "; the controller granted none";
   return "; a grant would break the bound s_L + r_max";
-}
-
-std::string DsspPolicy::decisions_csv() const {
-  std::string out =
-      "virtual_time_s,worker,clock,granted,fastest_interval_s,slowest_interval_s,predicted_wait_s,gap,"
-      "effective_threshold\n";
-  for (const auto& d : decisions_)
-    out += fmt::format("{},{},{},{},{},{},{},{},{}\n", d.time.seconds(), d.worker, d.clock, d.granted,
-                       d.fastest_interval.seconds(), d.slowest_interval.seconds(), d.predicted_wait.seconds(),
-                       d.gap, d.threshold);
-  return out;
 }
 
 }  // namespace stalesim

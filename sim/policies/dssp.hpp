@@ -34,38 +34,15 @@ class DsspPolicy final : public SyncPolicy {
   bool recheck_every_push() const override { return true; }
   std::optional<int64_t> clock_bound() const override { return s_ + r_max_ + (literal_ ? 1 : 0); }
   nlohmann::json facts() const override;
-  std::string decisions_csv() const override;
+  const std::vector<ControllerDecision>* controller_decisions() const override { return &decisions_; }
   std::string bound_text() const override;
-  // One note per controller call: the gap, the intervals and predicted push times that chose r*.
-  size_t notes_since(size_t seen, std::vector<PolicyNote>& out) const override;
   // Why a worker beyond s_L got no grant: not the fastest, the controller granted none, or a
   // grant would break the bound.
   std::string wait_detail(int32_t w, int64_t clock, const ClockTable& clocks,
                           int64_t noted_clock) const override;
 
   // One call of the synchronization controller.
-  struct Decision {
-    SimTime time;
-    int32_t worker = 0;
-    int64_t clock = 0;
-    int64_t granted = 0;  // r*
-    SimTime fastest_interval;
-    SimTime slowest_interval;
-    SimTime predicted_wait;  // |F_r* - S_j| for the chosen k
-    // The clock gap (worker clock - minimum clock) when the controller was asked, > s_L, and the
-    // threshold the decision put in force: the largest gap at which the worker may still start a
-    // clock before it is stopped again, gap - 1 + r* (plus one for a literal grant of r* > 0).
-    // s_L + r* at a first decision (gap s_L + 1); up to s_L + r_max after repeated grants.
-    int64_t gap = 0;
-    int64_t threshold = 0;
-    // For explanations (sim/explain.hpp): the slowest worker and its clock, and the predicted
-    // push times that chose r*: F_r* (the fastest's) and S_j (the slowest's), j in [1, r_max].
-    int32_t slowest = 0;
-    int64_t slowest_clock = 0;
-    SimTime fastest_at;
-    SimTime slowest_at;
-    int64_t slowest_step = 0;  // j; 0 when there was no estimate (fewer than two pushes)
-  };
+  using Decision = ControllerDecision;
   const std::vector<Decision>& decisions() const { return decisions_; }
 
  private:

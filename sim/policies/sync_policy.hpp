@@ -60,14 +60,32 @@ class ClockTable {
 
 // CacheMode: sim/algorithms.hpp.
 
-// A decision a policy made on its own (DSSP's controller calls), in words for --explain and the
-// trace (sim/explain.hpp).
-struct PolicyNote {
+// One call of a policy's synchronization controller (DSSP's, sim/policies/dssp.hpp), as data: the
+// observers put it in words, decisions.csv (sim/csv_observers.hpp) and the explain log and trace
+// (sim/explain.hpp).
+struct ControllerDecision {
   SimTime time;
   int32_t worker = 0;
-  int64_t clock = 0;  // the worker's clock when the policy decided
-  std::string text;   // without the "t=... s  " prefix
+  int64_t clock = 0;    // the worker's clock when the controller was asked
+  int64_t granted = 0;  // r*
+  SimTime fastest_interval;
+  SimTime slowest_interval;
+  SimTime predicted_wait;  // |F_r* - S_j| for the chosen k
+  // The clock gap (worker clock - minimum clock) when the controller was asked, > s_L, and the
+  // threshold the decision put in force: the largest gap at which the worker may still start a
+  // clock before it is stopped again, gap - 1 + r* (plus one for a literal grant of r* > 0).
+  // s_L + r* at a first decision (gap s_L + 1); up to s_L + r_max after repeated grants.
+  int64_t gap = 0;
+  int64_t threshold = 0;
+  // For explanations: the slowest worker and its clock, and the predicted push times that chose
+  // r*: F_r* (the fastest's) and S_j (the slowest's), j in [1, r_max].
+  int32_t slowest = 0;
+  int64_t slowest_clock = 0;
+  SimTime fastest_at;
+  SimTime slowest_at;
+  int64_t slowest_step = 0;  // j; 0 when there was no estimate (fewer than two pushes)
 };
+
 class SyncPolicy {
  public:
   virtual ~SyncPolicy() = default;
@@ -85,19 +103,14 @@ class SyncPolicy {
   virtual std::optional<int64_t> clock_bound() const = 0;
   // Policy-specific facts for summary.json's "policy" object (null when none).
   virtual nlohmann::json facts() const { return nullptr; }
-  // Every decision the policy made, as CSV with a header line; empty when it keeps none.
-  virtual std::string decisions_csv() const { return {}; }
+  // Every call of the policy's controller so far, oldest first; null when it has none (all but
+  // DSSP). The run's observers read it: decisions.csv, the explain log, the trace.
+  virtual const std::vector<ControllerDecision>* controller_decisions() const { return nullptr; }
   // The bound in words for explanations: "s = 3" (the default, from clock_bound(); "policy NAME"
   // when unbounded), "BSP (s = 0)", "s_L = 3, r_max = 12", "v = 0.5".
   virtual std::string bound_text() const;
-  // Appends notes of the decisions made after the first `seen` ones to `out`; returns how many
-  // have been made in all. The default makes none.
-  virtual size_t notes_since(size_t seen, std::vector<PolicyNote>& out) const {
-    (void)out;
-    return seen;
-  }
   // Words appended to "worker w waits at clock c: slowest is ..., <bound>" when the policy holds
-  // worker w back at `clock`; `noted_clock` is w's clock at its latest note (-1: none).
+  // worker w back at `clock`; `noted_clock` is w's clock at its latest controller call (-1: none).
   virtual std::string wait_detail(int32_t w, int64_t clock, const ClockTable& clocks,
                                   int64_t noted_clock) const {
     (void)w, (void)clock, (void)clocks, (void)noted_clock;
