@@ -1,6 +1,7 @@
 #pragma once
 // RunObserver: what a run looks like from outside, for the trace (sim/trace.hpp), the terminal
-// timeline (sim/timeline.hpp) and the decision log (sim/explain.hpp). The simulation calls it at
+// timeline (sim/timeline.hpp), the decision log (sim/explain.hpp) and the records gradients.csv,
+// decisions.csv and the policy's facts (sim/csv_observers.hpp). The simulation calls it at
 // the few points that matter, with one-line hooks that cost a null-pointer test when nothing
 // observes (RunOptions::observer is null): a normal run's speed and result hash are unchanged.
 // Observers only read: they never change the simulation's state, draws or event order.
