@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/rng.hpp"
+#include "sim/csv_observers.hpp"
 #include "sim/policies/dssp.hpp"
 #include "tests/sim_test_util.hpp"
 
@@ -47,6 +48,35 @@ TEST_CASE("the DSSP controller grants the extra clocks that end nearest the slow
   // The next push would start a clock 7 ahead: the capped controller may grant nothing; it waits.
   CHECK_FALSE(push(0, 90));
   CHECK(p.decisions().size() == 1);
+}
+
+TEST_CASE("decisions.csv is written by an observer, one row per controller call the policy records") {
+  // The pushes of the case above up to its controller call (r* = 5 at t = 40 ms, gap 2, bounded
+  // threshold gap - 1 + r* = 6), read back by PolicyRecorder when the run ends.
+  DsspPolicy p(1, 5, false, 2);
+  ClockTable t(2);
+  PolicyRecorder rec;
+  rec.start(t, p, {});
+  for (const auto& [w, ms] : {std::pair{1, 35}, {0, 10}, {0, 20}, {1, 70}, {0, 30}, {0, 40}}) {
+    t.advance(w);
+    p.on_push(w, SimTime::from_ns(ms * int64_t{1'000'000}), t);
+    p.may_start(w, t);
+  }
+  rec.finish(SimTime::from_ns(50'000'000));
+  REQUIRE(p.decisions().size() == 1);
+  CHECK(rec.take_decisions_csv() ==
+        "virtual_time_s,worker,clock,granted,fastest_interval_s,slowest_interval_s,predicted_wait_s,gap,"
+        "effective_threshold\n0.04,0,4,5,0.01,0.035,0.015,2,6\n");
+  CHECK(rec.take_facts().at("decisions") == 1);
+  // A policy without a controller: no decisions.csv (empty text) and no facts.
+  PolicySpec asp;
+  asp.type = PolicyType::kAsp;
+  const auto q = make_policy(asp, 2);
+  PolicyRecorder none;
+  none.start(t, *q, {});
+  none.finish(SimTime::from_ns(50'000'000));
+  CHECK(none.take_decisions_csv().empty());
+  CHECK(none.take_facts().is_null());
 }
 
 TEST_CASE("DSSP never lets the gap exceed s_L + r_max (bounded) or s_L + r_max + 1 (literal)") {
