@@ -42,4 +42,39 @@ class LazyDeque {
   std::unique_ptr<std::deque<T>> d_;
 };
 
+// A FIFO queue that keeps its oldest element inline and only the others in a LazyDeque, so that a
+// queue that rarely holds more than one element (a worker's pushes on the wire in the pull modes)
+// allocates nothing (issue 21: at 100,000 workers a deque each was 65 MB of allocations and page
+// faults in the first clock). kEmpty marks the empty head, so the queue is two words.
+// REQUIRES: kEmpty is never pushed.
+template <class T, T kEmpty>
+class InlineHeadQueue {
+ public:
+  bool empty() const { return head_ == kEmpty; }
+  size_t size() const { return empty() ? 0 : 1 + rest_.size(); }
+  const T& front() const { return head_; }
+  void push_back(const T& x) {
+    if (empty())
+      head_ = x;
+    else
+      rest_.push_back(x);
+  }
+  void pop_front() {
+    if (rest_.empty()) {
+      head_ = kEmpty;
+    } else {
+      head_ = rest_.front();
+      rest_.pop_front();
+    }
+  }
+  void clear() {
+    head_ = kEmpty;
+    rest_.clear();
+  }
+
+ private:
+  T head_ = kEmpty;
+  LazyDeque<T> rest_;
+};
+
 }  // namespace stalesim

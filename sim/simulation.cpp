@@ -159,7 +159,7 @@ struct Simulation::Impl {
     core.obs = events.empty() ? nullptr : &events;
     if (core.obs) {
       std::vector<std::string> profiles;
-      for (const auto& wc : core.cold) profiles.push_back(wc.profile);
+      for (const auto& w : core.workers) profiles.push_back(core.profile_of(w));
       core.obs->start(core.clocks, *core.policy, profiles);
     }
     decisions.start(core.clocks, *core.policy, {});
@@ -263,7 +263,7 @@ struct Simulation::Impl {
       w.state_since = end;
       w.params.reset();
       result.workers.push_back(
-          WorkerStats{w.id, c.cold_of(w).profile, w.iterations, w.compute_ns, w.wait_ns, w.communicate_ns});
+          WorkerStats{w.id, c.profile_of(w), w.iterations, w.compute_ns, w.wait_ns, w.communicate_ns});
     }
     result.end_time = end;
     // A final evaluation at the end, unless the last row already describes this state.

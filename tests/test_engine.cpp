@@ -1,11 +1,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <climits>
 #include <utility>
 #include <vector>
 
 #include "base/rng.hpp"
 #include "sim/engine.hpp"
+#include "sim/lazy_deque.hpp"
 
 using namespace stalesim;
 
@@ -136,4 +138,34 @@ TEST_CASE("SimTime converts at the edges and rounds to the nearest nanosecond") 
   CHECK(SimTime::from_us(50).ns() == 50'000);
   CHECK(SimTime::from_seconds(1e-9 * 0.6).ns() == 1);
   CHECK(SimTime::from_ns(2'500'000'000).seconds() == doctest::Approx(2.5));
+}
+
+// A worker's pushes on the wire (sim/lazy_deque.hpp): one inline, the rest spilled to a deque;
+// first in, first out however many are queued, and cleared by a crash.
+TEST_CASE("InlineHeadQueue keeps first-in first-out order across its inline head and its spill") {
+  InlineHeadQueue<int64_t, INT64_MIN> q;
+  CHECK(q.empty());
+  q.push_back(0);  // 0 is a value like any other (a push of 0 bytes), not the empty mark
+  CHECK(q.size() == 1);
+  CHECK(q.front() == 0);
+  for (int64_t v = 1; v <= 5; ++v) q.push_back(v * 10);
+  CHECK(q.size() == 6);
+  std::vector<int64_t> out;
+  for (int i = 0; i < 3; ++i) {
+    out.push_back(q.front());
+    q.pop_front();
+  }
+  q.push_back(60);  // pushed behind the spilled ones while some are still queued
+  while (!q.empty()) {
+    out.push_back(q.front());
+    q.pop_front();
+  }
+  CHECK(out == std::vector<int64_t>{0, 10, 20, 30, 40, 50, 60});
+  q.push_back(7);
+  q.push_back(8);
+  q.clear();
+  CHECK(q.empty());
+  CHECK(q.size() == 0);
+  q.push_back(9);
+  CHECK(q.front() == 9);
 }

@@ -16,6 +16,7 @@ class CacheProtocol final : public WorkerProtocol {
  public:
   explicit CacheProtocol(WorkerCore& c)
       : WorkerProtocol(c), eager_(c.policy->cache_mode() == CacheMode::kEager) {
+    c.need_cold();
     const Model& m = *c.model;
     if (c.math && c.sc.model.cost == "derived" && m.row_count() > 0) {
       std::vector<int64_t> row_bytes(static_cast<size_t>(m.row_count()));

@@ -89,20 +89,17 @@ void WorkerCore::init_workers(const Scenario& s, const DataSplit& d) {
   }
   const double flops_per_batch = flops_per_sample * s.optimizer.batch_size;
   workers.resize(static_cast<size_t>(n));
-  cold.resize(static_cast<size_t>(n));
   int32_t id = 0;
   for (size_t g = 0; g < s.cluster.workers.size(); ++g) {
     const auto& group = s.cluster.workers[g];
     const DeviceProfile profile = group_profile(group, g);
+    group_profiles.push_back(profile.name);
     for (int32_t k = 0; k < group.count; ++k, ++id) {
       Worker& w = workers[static_cast<size_t>(id)];
-      WorkerCold& wc = cold[static_cast<size_t>(id)];
       w.id = id;
       w.group = static_cast<int32_t>(g);
-      wc.profile = profile.name;
       w.base_compute_ns = base_iteration_ns(group, g, profile, flops_per_batch);
       w.jitter_rng = Rng(s.seed, Purpose::kJitter, static_cast<uint64_t>(id));
-      wc.transmit_rng = Rng(s.seed, Purpose::kTransmit, static_cast<uint64_t>(id));
       if (math && shared_data) {
         if (d.train.size() < s.optimizer.batch_size)
           throw ScenarioError(fmt::format("/optimizer/batch_size: {} is larger than the {} training samples",
@@ -120,6 +117,14 @@ void WorkerCore::init_workers(const Scenario& s, const DataSplit& d) {
       }
     }
   }
+  if (defer || gate) need_cold();  // the protocols that keep cold state call it themselves
+}
+
+void WorkerCore::need_cold() {
+  if (!cold.empty() || workers.empty()) return;
+  cold.resize(workers.size());
+  for (size_t id = 0; id < cold.size(); ++id)
+    cold[id].transmit_rng = Rng(sc.seed, Purpose::kTransmit, static_cast<uint64_t>(id));
 }
 
 // ---- Time accounting ------------------------------------------------------------------------
@@ -153,7 +158,6 @@ void WorkerCore::set_state(Worker& w, WorkerState s, Activity a) {
 // ---- Pull modes: grant, push, release -------------------------------------------------------
 
 void WorkerCore::grant(Worker& w) {
-  WorkerCold& wc = cold_of(w);
   const int64_t gap = clocks.clock(w.id) - clocks.min_clock();
   result.max_clock_gap = std::max(result.max_clock_gap, gap);
   if (w.skip_fetch && w.params) {  // B-FASGD: keep computing on the old copy
@@ -176,7 +180,7 @@ void WorkerCore::grant(Worker& w) {
   } else if (defer) {
     // Same batch the push will draw; the parameters are let go at once.
     model->begin_gradient(w.params.values(), data.train, w.sampler->peek(sc.optimizer.batch_size),
-                          wc.pending);
+                          cold_of(w).pending);
     w.params.reset();
   }
   set_state(w, WorkerState::kCommunicating);
@@ -189,8 +193,8 @@ void WorkerCore::grant(Worker& w) {
 }
 
 void WorkerCore::send_push(Worker& w) {
-  WorkerCold& wc = cold_of(w);
   if (gate) {  // both draws every time, in a fixed order, from the worker's own stream
+    WorkerCold& wc = cold_of(w);
     const bool push_now = wc.transmit_rng.uniform() < gate->push_probability();
     const bool fetch = wc.transmit_rng.uniform() < gate->fetch_probability();
     w.skip_push = !push_now && wc.has_last_grad;

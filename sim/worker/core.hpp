@@ -3,10 +3,12 @@
 // network, compute model, result) and the bookkeeping they all use: time accounting, grant, push,
 // gradient application records, release of waiting workers, the gradient pool, deadlock and stop.
 
+#include <cassert>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "models/dataset.hpp"
@@ -43,8 +45,12 @@ struct WorkerCore {
   std::unique_ptr<ParamStore> store;
   ClockTable clocks;
   std::vector<Worker> workers;
-  std::vector<WorkerCold> cold;  // by worker id: the state the pull modes do not touch per event
-  std::vector<int32_t> waiting;  // workers held by the policy
+  // By worker id: the state the pull modes do not touch per event. Empty unless a feature that
+  // keeps it is on (need_cold(): cache modes, VAP, deferred gradients, a transfer gate), so that
+  // a plain pull-mode run does not build 100,000 of them (issue 21: construction per worker).
+  std::vector<WorkerCold> cold;
+  std::vector<std::string> group_profiles;  // by cluster.workers group: the device profile's name
+  std::vector<int32_t> waiting;             // workers held by the policy
   std::vector<float> grad;
   bool math = false;
   int64_t message_bytes = 0;
@@ -87,7 +93,16 @@ struct WorkerCore {
   // Declared last: destroyed first, before the workers whose tasks it may still hold.
   std::unique_ptr<GradientPool> pool;
 
-  WorkerCold& cold_of(const Worker& w) { return cold[static_cast<size_t>(w.id)]; }
+  // REQUIRES: need_cold() was called (the caller's feature keeps cold state).
+  WorkerCold& cold_of(const Worker& w) {
+    assert(!cold.empty() && "a feature that keeps cold worker state did not call need_cold()");
+    return cold[static_cast<size_t>(w.id)];
+  }
+  // Builds the cold state of every worker, once; called by the features that use it.
+  void need_cold();
+  const std::string& profile_of(const Worker& w) const {
+    return group_profiles[static_cast<size_t>(w.group)];
+  }
 
   // ---- Links and compute ----
   SimTime worker_link(const Worker& w, int64_t bytes) const { return network.worker_link(w.group, bytes); }

@@ -18,17 +18,17 @@ void schedule_crashes(WorkerCore& c) {
 }
 
 void on_crash(WorkerCore& c, Worker& w) {
-  WorkerCold& wc = c.cold_of(w);
   if (w.down || c.stopped) return;
   w.down = true;
   ++w.gen;
   w.push_bytes.clear();  // its pushes in flight are lost with it
   c.changed_rows.forget(w.id);
   ++c.down_count;
-  if (c.math && (w.task || wc.pending.pending || w.params)) c.begun = std::max<int64_t>(0, c.begun - 1);
+  if (c.math && (w.task || (c.defer && c.cold_of(w).pending.pending) || w.params))
+    c.begun = std::max<int64_t>(0, c.begun - 1);
   c.release_task(w);
   w.params.reset();
-  wc.pending.pending = false;
+  if (c.defer) c.cold_of(w).pending.pending = false;
   c.set_state(w, WorkerState::kWaiting);
   if (const auto it = std::find(c.waiting.begin(), c.waiting.end(), w.id); it != c.waiting.end())
     c.waiting.erase(it);

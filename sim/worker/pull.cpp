@@ -18,10 +18,10 @@ void PullProtocol::on_message(const Event& e) {
 }
 
 std::optional<double> PullProtocol::apply_gradient(Worker& w, GradientInfo& info) {
-  WorkerCold& wc = c_.cold_of(w);
   if (!c_.math) return c_.opt->add(*c_.store, {}, info, {});
   const int32_t batch_size = c_.sc.optimizer.batch_size;
-  if (w.skip_push) {              // B-FASGD: the server re-applies the last gradient
+  if (w.skip_push) {  // B-FASGD: the server re-applies the last gradient
+    const WorkerCold& wc = c_.cold_of(w);
     w.sampler->next(batch_size);  // the batch the worker used, sent nowhere
     info.version_read = wc.last_grad_version;
     return c_.opt->add(*c_.store, wc.last_grad, info, {});
@@ -43,6 +43,7 @@ std::optional<double> PullProtocol::apply_gradient(Worker& w, GradientInfo& info
   const double step = c_.opt->add(*c_.store, g, info, c_.read_params(w.params));
   c_.release_task(w);
   if (c_.gate) {
+    WorkerCold& wc = c_.cold_of(w);
     wc.last_grad = c_.grad;
     wc.has_last_grad = true;
     wc.last_grad_version = w.read_version;

@@ -16,7 +16,7 @@ namespace {
 
 class VapProtocol final : public PullProtocol {
  public:
-  VapProtocol(WorkerCore& c, VapPolicy& vap) : PullProtocol(c), vap_(vap) {}
+  VapProtocol(WorkerCore& c, VapPolicy& vap) : PullProtocol(c), vap_(vap) { c.need_cold(); }
   void on_params(Worker& w) override {
     PullProtocol::on_params(w);
     recheck_holders();  // this read may complete the receipt of others' updates

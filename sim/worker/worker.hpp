@@ -2,6 +2,7 @@
 // The state of one simulated worker (design.md section 3) and the events that move it: what the
 // worker core (sim/worker/core.hpp) and every worker protocol (sim/worker/protocol.hpp) share.
 
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,7 +34,7 @@ enum EventKind : uint32_t {
   kRejoinRequest = 12,      // a rejoined worker's request for parameters reaches the server
 };
 
-enum class WorkerState { kCommunicating, kComputing, kWaiting };
+enum class WorkerState : uint8_t { kCommunicating, kComputing, kWaiting };
 
 // Cache modes: one of the worker's own pushes, kept until a snapshot that includes it arrives.
 struct OwnPush {
@@ -78,19 +79,20 @@ struct alignas(64) Worker {
   // Pool mode: the gradient being computed on the pool since the parameters were read (null: none).
   std::unique_ptr<GradientTask> task;
   std::unique_ptr<BatchSampler> sampler;  // null for the time-only model
-  LazyDeque<int64_t> push_bytes;          // sizes of the pushes on their way to the server, oldest first
+  // Sizes of the pushes on their way to the server, oldest first (the pull modes have one at most).
+  InlineHeadQueue<int64_t, INT64_MIN> push_bytes;
   // Its time split and pushes applied (WorkerStats without the id and profile, which are cold).
   int64_t iterations = 0;
   int64_t compute_ns = 0;
   int64_t wait_ns = 0;
   int64_t communicate_ns = 0;
 };
+static_assert(sizeof(Worker) <= 192, "Worker's hot state grew past three cache lines");
 
 // The rest of a worker's state: what the cache modes, VAP, B-FASGD and deferred gradients use, and
 // its profile. Kept apart from Worker (WorkerCore::cold, by worker id) so that the fields the pull
 // modes touch at every event are packed together (issue 21: per-event cost at 100,000 workers).
 struct WorkerCold {
-  std::string profile;
   // Deferred mode: the gradient begun on the parameters when they were read, which are then let go.
   DeferredGradient pending;
   // Cache modes (lazy SSP, ESSP): the worker reads its own copy while it is fresh enough.
