@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/rng.hpp"
@@ -21,6 +23,26 @@ enum class WeightInit {
   kHe,      // N(0, sqrt(2 / fan_in))
   kGlorot,  // uniform(-sqrt(6 / (fan_in + fan_out)), +sqrt(6 / (fan_in + fan_out)))
 };
+
+// Column-major Eigen views of the caller's parameters and gradient and of saved factors.
+using MatMap = Eigen::Map<Eigen::MatrixXf>;
+using ConstMatMap = Eigen::Map<const Eigen::MatrixXf>;
+using VecMap = Eigen::Map<Eigen::VectorXf>;
+using ConstVecMap = Eigen::Map<const Eigen::VectorXf>;
+
+// One dense block of a parameter vector: W (out x in, column-major) at offset w, then b (out
+// values) at offset b. The CNN's blocks (models/cnn.hpp) and the CUDA models' layers.
+struct ParamBlock {
+  int64_t out = 0, in = 0;
+  int64_t w = 0, b = 0;
+};
+
+// The argument checks every classifier makes, throwing std::invalid_argument with a message that
+// starts "<model> <what>: ": that a parameter or gradient span holds `count` values, and that a
+// dataset has `features` features and size() x features values in x.
+void check_param_count(std::span<const float> params, int64_t count, std::string_view model,
+                       const char* what);
+void check_dataset(const Dataset& data, int64_t features, std::string_view model, const char* what);
 
 // Softmax cross-entropy on the first n columns of `logits` (classes x n, one column per sample),
 // labels[j] being column j's label. Overwrites those columns with d(loss)/d(logits) scaled by
@@ -39,6 +61,18 @@ void softmax_xent_evaluate(const Eigen::MatrixXf& logits, Eigen::Index n, std::s
 // batch: std::out_of_range unless 0 <= i < data.size(), std::invalid_argument unless the label is
 // in [0, classes). `model` ("mlp", "cnn", ...) starts the messages.
 int32_t checked_label(const Dataset& data, int64_t i, int32_t classes, const std::string& model);
+
+// Gathers a batch: copies sample index_at(j), j < n, to x + j * features (column j of a
+// column-major features x n matrix) and its checked_label to labels[j].
+template <class IndexAt>
+void gather_samples(const Dataset& data, int64_t n, IndexAt index_at, int64_t features, int32_t classes,
+                    const std::string& model, float* x, int32_t* labels) {
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t i = index_at(j);
+    labels[j] = checked_label(data, i, classes, model);
+    std::memcpy(x + j * features, data.sample(i), static_cast<size_t>(features) * sizeof(float));
+  }
+}
 
 // A classifier's evaluation, in chunks of at most `chunk` samples (bounding scratch memory):
 // eval_chunk(n, index_at, loss_sum, correct) gathers and evaluates the n samples index_at(0..n-1)
@@ -111,8 +145,12 @@ class DenseClassifier final : public Model {
   // Samples per evaluation chunk: bounds scratch memory during evaluate().
   static constexpr Eigen::Index kEvalChunk = 1000;
 
-  void check_params(std::span<const float> params, const char* what) const;
-  void check_data(const Dataset& data, const char* what) const;
+  void check_params(std::span<const float> params, const char* what) const {
+    check_param_count(params, parameter_count_, type_, what);
+  }
+  void check_data(const Dataset& data, const char* what) const {
+    check_dataset(data, features_, type_, what);
+  }
   // Grows the scratch matrices to at least n columns (never shrinks: no reallocation once the
   // largest batch or chunk has been seen).
   void reserve(Eigen::Index n);

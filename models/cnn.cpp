@@ -15,10 +15,6 @@ namespace stalesim::detail {
 namespace {
 
 using Eigen::Index;
-using MatMap = Eigen::Map<Eigen::MatrixXf>;
-using ConstMatMap = Eigen::Map<const Eigen::MatrixXf>;
-using VecMap = Eigen::Map<Eigen::VectorXf>;
-using ConstVecMap = Eigen::Map<const Eigen::VectorXf>;
 using RowVecMap = Eigen::Map<Eigen::RowVectorXf>;
 
 constexpr int64_t K = CnnShape::kKernel;
@@ -255,26 +251,6 @@ Cnn::Cnn(int64_t features, int32_t classes, WeightInit init)
   Index widest = 0;
   for (const auto& b : shape_.blocks) widest = std::max<Index>(widest, b.out);
   db_.resize(widest);
-}
-
-void Cnn::check_params(std::span<const float> params, const char* what) const {
-  if (static_cast<int64_t>(params.size()) != shape_.parameter_count) {
-    throw std::invalid_argument(std::string("cnn ") + what + ": expected " +
-                                std::to_string(shape_.parameter_count) + " values, got " +
-                                std::to_string(params.size()));
-  }
-}
-
-void Cnn::check_data(const Dataset& data, const char* what) const {
-  if (data.features != features_) {
-    throw std::invalid_argument(std::string("cnn ") + what + ": model takes " + std::to_string(features_) +
-                                " features, dataset has " + std::to_string(data.features));
-  }
-  if (static_cast<int64_t>(data.x.size()) != data.size() * data.features) {
-    throw std::invalid_argument(std::string("cnn ") + what + ": dataset has " +
-                                std::to_string(data.x.size()) + " values for " + std::to_string(data.size()) +
-                                " samples");
-  }
 }
 
 void Cnn::init(std::span<float> params, Rng& rng) {

@@ -75,10 +75,7 @@ struct CnnShape {
   int64_t flat = 400;  // kC2 * Q^2
 
   // Offsets into the parameter vector: conv1 W, b; conv2 W, b; dense 1..3 W, b.
-  struct Block {
-    int64_t out = 0, in = 0;  // W is out x in, column-major
-    int64_t w = 0, b = 0;     // offsets
-  };
+  using Block = ParamBlock;
   std::array<Block, 5> blocks{};
   int64_t parameter_count = 0;
   // Nominal forward + backward FLOPs per sample: 6 per weight-use (2 forward, 4 backward:
@@ -116,8 +113,12 @@ class Cnn final : public Model {
   // im2col matrices (8 x 784 x 25 floats for conv1) stay in the L2 cache.
   static constexpr Eigen::Index kChunk = 8;
 
-  void check_params(std::span<const float> params, const char* what) const;
-  void check_data(const Dataset& data, const char* what) const;
+  void check_params(std::span<const float> params, const char* what) const {
+    check_param_count(params, shape_.parameter_count, "cnn", what);
+  }
+  void check_data(const Dataset& data, const char* what) const {
+    check_dataset(data, features_, "cnn", what);
+  }
   void reserve(Eigen::Index n);
   template <class IndexAt>
   void gather(const Dataset& data, Eigen::Index n, IndexAt index_at);

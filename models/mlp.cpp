@@ -13,10 +13,6 @@ namespace stalesim::detail {
 namespace {
 
 using Eigen::Index;
-using MatMap = Eigen::Map<Eigen::MatrixXf>;
-using ConstMatMap = Eigen::Map<const Eigen::MatrixXf>;
-using VecMap = Eigen::Map<Eigen::VectorXf>;
-using ConstVecMap = Eigen::Map<const Eigen::VectorXf>;
 
 }  // namespace
 
@@ -48,24 +44,6 @@ DenseClassifier::DenseClassifier(std::string type, int64_t features, int32_t cla
   db_.resize(widest);
 }
 
-void DenseClassifier::check_params(std::span<const float> params, const char* what) const {
-  if (static_cast<int64_t>(params.size()) != parameter_count_) {
-    throw std::invalid_argument(type_ + " " + what + ": expected " + std::to_string(parameter_count_) +
-                                " values, got " + std::to_string(params.size()));
-  }
-}
-
-void DenseClassifier::check_data(const Dataset& data, const char* what) const {
-  if (data.features != features_) {
-    throw std::invalid_argument(type_ + " " + what + ": model takes " + std::to_string(features_) +
-                                " features, dataset has " + std::to_string(data.features));
-  }
-  if (static_cast<int64_t>(data.x.size()) != data.size() * data.features) {
-    throw std::invalid_argument(type_ + " " + what + ": dataset has " + std::to_string(data.x.size()) +
-                                " values for " + std::to_string(data.size()) + " samples");
-  }
-}
-
 void DenseClassifier::init(std::span<float> params, Rng& rng) {
   check_params(params, "init");
   for (const Layer& layer : layers_) {
@@ -93,12 +71,7 @@ void DenseClassifier::reserve(Index n) {
 template <class IndexAt>
 void DenseClassifier::gather(const Dataset& data, Index n, IndexAt index_at) {
   reserve(n);
-  for (Index j = 0; j < n; ++j) {
-    const int64_t i = index_at(j);
-    const int32_t y = checked_label(data, i, classes_, type_);
-    labels_[static_cast<size_t>(j)] = y;
-    x_.col(j) = ConstVecMap(data.sample(i), features_);
-  }
+  gather_samples(data, n, index_at, features_, classes_, type_, x_.data(), labels_.data());
 }
 
 void DenseClassifier::forward(const float* params, Index n) {

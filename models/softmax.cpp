@@ -49,6 +49,27 @@ std::unique_ptr<Model> make_softmax(int64_t features, int32_t classes, WeightIni
   return std::make_unique<DenseClassifier>("softmax", features, classes, std::vector<int64_t>{}, init);
 }
 
+void check_param_count(std::span<const float> params, int64_t count, std::string_view model,
+                       const char* what) {
+  if (static_cast<int64_t>(params.size()) != count) {
+    throw std::invalid_argument(std::string(model) + " " + what + ": expected " + std::to_string(count) +
+                                " values, got " + std::to_string(params.size()));
+  }
+}
+
+void check_dataset(const Dataset& data, int64_t features, std::string_view model, const char* what) {
+  if (data.features != features) {
+    throw std::invalid_argument(std::string(model) + " " + what + ": model takes " +
+                                std::to_string(features) + " features, dataset has " +
+                                std::to_string(data.features));
+  }
+  if (static_cast<int64_t>(data.x.size()) != data.size() * data.features) {
+    throw std::invalid_argument(std::string(model) + " " + what + ": dataset has " +
+                                std::to_string(data.x.size()) + " values for " + std::to_string(data.size()) +
+                                " samples");
+  }
+}
+
 int32_t checked_label(const Dataset& data, int64_t i, int32_t classes, const std::string& model) {
   if (i < 0 || i >= data.size()) {
     throw std::out_of_range(model + ": sample index " + std::to_string(i) +

@@ -116,7 +116,8 @@ struct Simulation::Impl {
   void handle(const Event& e) {
     // At 100,000 workers the next event's worker is a cache miss: start loading its hot fields
     // now, while this event runs (a hint only; issue 21).
-    if (const Event* next = core.engine.peek(); next && next->target < core.workers.size()) {
+    for (const Event* next : {core.engine.peek(), core.engine.peek_second()}) {
+      if (!next || next->target >= core.workers.size()) continue;
       const Worker& n = core.workers[next->target];
       const char* hot = reinterpret_cast<const char*>(&n);
       const char* hot_end = reinterpret_cast<const char*>(&n + 1);

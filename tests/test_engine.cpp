@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -65,6 +66,66 @@ TEST_CASE("thousands of events, many at equal times, some cancelled, run in (tim
   std::sort(want.begin(), want.end());  // payloads rise with seq: (time, payload) is (time, seq)
   CHECK(ran == want);
   CHECK(e.pending() == 0);
+}
+
+// The queue switches between a heap alone (few events) and a heap in front of time buckets and a
+// far list (sim/engine.hpp); which tier an event waits in must never change the order. Against a
+// sorted reference, with the pending count crossing the switch both ways, ties, zero delays,
+// outliers far in the future, cancellations in every tier, and run_until stopping early.
+TEST_CASE("the two-tier queue runs events in (time, seq) order whatever the number pending") {
+  struct Shape {
+    const char* name;
+    int pending;     // events kept pending while it runs
+    uint64_t delay;  // new events at now + below(delay) ns
+  };
+  for (const Shape shape : {Shape{"small", 40, 1000}, Shape{"around the switch", 600, 100},
+                            Shape{"many, ties", 6000, 3}, Shape{"many, spread", 30000, 1'000'000}}) {
+    CAPTURE(shape.name);
+    Engine e;
+    Rng rng(11, Purpose::kOrder, static_cast<uint64_t>(shape.pending));
+    std::set<std::pair<int64_t, uint64_t>> want;  // (time, seq) of the events pending
+    std::vector<std::pair<EventId, int64_t>> ids;
+    auto add = [&](int64_t t) {
+      const EventId id = e.schedule(SimTime::from_ns(t), 0, 0, 0);
+      want.emplace(t, id.seq);
+      ids.emplace_back(id, t);
+    };
+    auto delay = [&]() -> int64_t {
+      if (rng.below(100) == 0) return 1'000'000'000'000 + static_cast<int64_t>(rng.below(1000));  // outlier
+      return static_cast<int64_t>(rng.below(shape.delay));
+    };
+    for (int i = 0; i < shape.pending; ++i) add(delay());
+    int64_t ran = 0, mismatches = 0;
+    const int64_t steps = 4 * static_cast<int64_t>(shape.pending) + 2000;
+    int64_t limit = 0;
+    while (ran < steps && !want.empty()) {
+      limit += static_cast<int64_t>(shape.delay) / 2 + 1;
+      e.run_until(SimTime::from_ns(limit), [&](const Event& ev) {
+        if (want.empty() || *want.begin() != std::pair{ev.time.ns(), ev.seq}) ++mismatches;
+        want.erase({ev.time.ns(), ev.seq});
+        ++ran;
+        // Keep the pending count near its target, drifting below and above it.
+        const int64_t phase = (ran / (shape.pending + 1)) % 2;
+        const uint64_t births = phase == 0 ? rng.below(3) : rng.below(2);
+        for (uint64_t b = 0; b < births; ++b) add(e.now().ns() + delay());
+        if (rng.below(20) == 0 && !ids.empty()) {  // cancel a random event, pending or not
+          const auto [id, t] = ids[rng.below(ids.size())];
+          if (e.cancel(id)) want.erase({t, id.seq});
+        }
+        if (ran >= steps) e.stop();
+      });
+      if (e.pending() > 0) add(e.now().ns());  // at the current time, after run_until stopped
+    }
+    CHECK(mismatches == 0);
+    CHECK(e.pending() == want.size());
+    e.run_until(SimTime::max(), [&](const Event& ev) {
+      if (want.empty() || *want.begin() != std::pair{ev.time.ns(), ev.seq}) ++mismatches;
+      want.erase({ev.time.ns(), ev.seq});
+    });
+    CHECK(mismatches == 0);
+    CHECK(want.empty());
+    CHECK(e.pending() == 0);
+  }
 }
 
 TEST_CASE("a cancelled event does not run and cannot be cancelled twice") {

@@ -5,15 +5,15 @@
 // told to (STALESIM_CUDA=ON); without it (models/cuda/cuda_stub.cpp) the entry points below say
 // that the build has no CUDA and how to get one. cuBLAS is loaded on first use (cublas_api.hpp).
 //
-// Numerics (models/cuda/cuda_mlp.cpp): the parameter layout and init are the CPU model's (init
-// runs on the CPU with our Rng, so initial parameters are bit-identical); GEMMs are cuBLAS SGEMM
-// in pedantic math mode (plain FP32: no TF32, no BF16x9 emulation) with atomics disallowed; bias
-// add, ReLU and its mask, softmax cross-entropy and the bias gradients are small kernels whose
-// sums run in a fixed order; per-sample losses are summed on the host in column order, in double,
-// as on the CPU. No float atomics anywhere, so one GPU model, driver and build give bit-identical
-// results run after run. One call's results differ from the CPU model's in the last bits (the
-// GEMMs sum in another order), about 1e-6 relative; over thousands of SGD steps the two
-// trajectories drift further apart, as any change of summation order makes them.
+// Numerics (models/cuda/cuda_mlp.cpp, cuda_cnn.cpp and cuda_classifier.cpp): the parameter layout
+// and init are the CPU model's (init runs on the CPU with our Rng, so initial parameters are
+// bit-identical); GEMMs are cuBLAS SGEMM in pedantic math mode (plain FP32: no TF32, no BF16x9
+// emulation) with atomics disallowed; bias add, ReLU and its mask, softmax cross-entropy and the
+// bias gradients are small kernels whose sums run in a fixed order; per-sample losses are summed on
+// the host in column order, in double, as on the CPU. No float atomics anywhere, so one GPU model,
+// driver and build give bit-identical results run after run. One call's results differ from the CPU
+// model's in the last bits (the GEMMs sum in another order), about 1e-6 relative; over thousands of
+// SGD steps the two trajectories drift further apart, as any change of summation order makes them.
 
 #include <cstdint>
 #include <memory>
