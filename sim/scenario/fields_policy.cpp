@@ -27,7 +27,7 @@ std::vector<FieldInfo> policy_fields(const Scenario& d) {
        .maximum = kMaxInt53,
        .maximum_is_limit = true,
        .default_value = d.policy.staleness,
-       .applies_to = "ssp, essp and dssp",
+       .applies_to = policies_with(kPolicyStaleness),
        .applies_key = "/policy/type",
        .doc = "SSP/ESSP bound s (a worker runs at most s clocks ahead of the slowest); DSSP's "
               "lower bound s_L. 0 for the other policies.",
@@ -42,7 +42,7 @@ std::vector<FieldInfo> policy_fields(const Scenario& d) {
        .minimum = 0,
        .maximum = 1000000,
        .default_value = d.policy.range,
-       .applies_to = "dssp",
+       .applies_to = policies_with(kPolicyRange),
        .applies_key = "/policy/type",
        .doc = "DSSP's r_max: the most extra clocks the synchronization controller grants beyond s_L.",
        .applies = [](const Scenario& s) { return policy_has(s, kPolicyRange); },
@@ -52,7 +52,7 @@ std::vector<FieldInfo> policy_fields(const Scenario& d) {
        .type = F::kString,
        .allowed = {"bounded", "literal"},
        .default_value = d.policy.dssp_grant,
-       .applies_to = "dssp",
+       .applies_to = policies_with(kPolicyRange),
        .applies_key = "/policy/type",
        .doc = "bounded: a grant counts as the first extra clock (gap <= s_L + r_max); literal: the "
               "paper's literal reading (gap <= s_L + r_max + 1).",
@@ -63,7 +63,7 @@ std::vector<FieldInfo> policy_fields(const Scenario& d) {
        .type = F::kString,
        .allowed = enum_name_list<CacheMode>(),
        .default_value = to_json_value(d.policy.cache),
-       .applies_to = "ssp",
+       .applies_to = policies_with(kPolicyCache),
        .applies_key = "/policy/type",
        .doc = "pull-every-iteration: fetch parameters before every clock (MXNet style); lazy: read "
               "the cached copy while it is fresh enough and fetch only when not (Bosen).",
@@ -75,7 +75,7 @@ std::vector<FieldInfo> policy_fields(const Scenario& d) {
        .minimum = 1,
        .maximum = 1000000,
        .default_value = d.policy.n,
-       .applies_to = "softsync",
+       .applies_to = policies_with(kPolicyN),
        .applies_key = "/policy/type",
        .doc = "n-softsync: the server applies the mean of every floor(workers / n) gradients; "
               "1 <= n <= workers.",
@@ -87,7 +87,7 @@ std::vector<FieldInfo> policy_fields(const Scenario& d) {
        .minimum = 0,
        .exclusive_minimum = true,
        .required = true,
-       .applies_to = "vap",
+       .applies_to = policies_with(kPolicyValueBound),
        .applies_key = "/policy/type",
        .doc = "VAP's v: the infinity norm a worker's updates not yet seen by every worker may reach.",
        .applies = [](const Scenario& s) { return policy_has(s, kPolicyValueBound); },
