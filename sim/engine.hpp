@@ -5,6 +5,7 @@
 // (kind, target, payload) that the owner's handler interprets.
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -102,15 +103,14 @@ class Engine {
   // split_ is past every time. With many, it is a two-tier ladder queue (Tang, Goh and Thng,
   // "Ladder queue: an O(1) priority queue structure for large-scale discrete event simulation",
   // ACM TOMACS 15(3), 2005, with one rung): events from split_ to lim_ wait unsorted in
-  // buckets_[cur_, nb_) of width_ ns each (bucket k holds [base_ + k width_, base_ + (k+1)
-  // width_)), later ones unsorted in far_. When the heap runs empty the next bucket moves into it;
-  // when the buckets run out, far_ is spread over new ones (about kPerBucket events each; the
-  // width from the spread of the earliest 7/8 of a sample of far_) and what lies beyond stays in
-  // far_. So each event is sorted in a heap of a few dozen that stays in L1 instead of in one
-  // heap of every pending event (at 100,000 workers 3 MB and 8 levels, the lower ones cache
-  // misses: issue 21, flat cost per worker). The heap holds exactly the events before split_, so
-  // its front is the earliest pending event: the order is (time, seq), as with any correct
-  // priority queue, whichever tier an event waited in.
+  // buckets_[cur_, nb_) of 2^shift_ ns each (bucket k holds [base_ + k 2^shift_, base_ + (k+1)
+  // 2^shift_): a shift, not a division, per event), later ones unsorted in far_. When the heap runs empty the
+  // next bucket moves into it; when the buckets run out, far_ is spread over new ones (about kPerBucket
+  // events each; the width from the spread of the earliest 7/8 of a sample of far_) and what lies beyond
+  // stays in far_. So each event is sorted in a heap of a few dozen that stays in L1 instead of in one heap
+  // of every pending event (at 100,000 workers 3 MB and 8 levels, the lower ones cache misses: issue 21, flat
+  // cost per worker). The heap holds exactly the events before split_, so its front is the earliest pending
+  // event: the order is (time, seq), as with any correct priority queue, whichever tier an event waited in.
   static constexpr size_t kArity = 4;
   static constexpr size_t kBig = 512;    // heap size from which the buckets are used
   static constexpr size_t kSmall = 256;  // events to spread below which the heap takes them all
@@ -125,7 +125,7 @@ class Engine {
     if (t < split_) {
       heap_push(e);
       if (heap_.size() >= kBig && split_ == kEverything) to_buckets();
-    } else if (const uint64_t k = (t - base_) / width_; k < nb_) {  // t >= split_ >= base_
+    } else if (const uint64_t k = (t - base_) >> shift_; k < nb_) {  // t >= split_ >= base_
       buckets_[k].push_back(e);
     } else {
       far_.push_back(e);
@@ -143,7 +143,7 @@ class Engine {
     while (heap_.empty()) {
       if (cur_ == nb_ && !spread_far()) return;
       std::vector<Event>& b = buckets_[cur_++];
-      split_ = base_ + cur_ * width_;
+      split_ = base_ + (uint64_t{cur_} << shift_);
       for (const Event& e : b) heap_push(e);
       b.clear();
     }
@@ -167,16 +167,18 @@ class Engine {
     std::nth_element(sample_.begin(), q, sample_.end());
     const uint64_t hi = std::max(*q, lo);
     nb_ = far_.size() / kPerBucket;
-    width_ = (hi - lo) / nb_ + 1;  // lo + nb_ * width_ > hi, and <= hi + nb_: no overflow
+    // The width: (hi - lo) / nb_ + 1 rounded up to a power of two, so lo + nb_ 2^shift_ > hi and
+    // <= 2 hi + 2 nb_ < 2^64 (times are below 2^63): no overflow.
+    shift_ = static_cast<int>(std::bit_width((hi - lo) / nb_));
     base_ = split_ = lo;
     cur_ = 0;
     if (buckets_.size() < nb_) buckets_.resize(nb_);
-    const uint64_t lim = base_ + nb_ * width_;
+    const uint64_t lim = base_ + (uint64_t{nb_} << shift_);
     size_t keep = 0;
     for (const Event& e : far_) {  // the earliest event lands in bucket 0: progress
       const auto t = static_cast<uint64_t>(e.time.ns());
       if (t < lim)
-        buckets_[(t - base_) / width_].push_back(e);
+        buckets_[(t - base_) >> shift_].push_back(e);
       else
         far_[keep++] = e;
     }
@@ -239,7 +241,8 @@ class Engine {
   std::vector<std::vector<Event>> buckets_;
   std::vector<Event> far_;
   std::vector<uint64_t> sample_;  // spread_far's scratch
-  uint64_t split_ = kEverything, base_ = 0, width_ = 1;
+  uint64_t split_ = kEverything, base_ = 0;
+  int shift_ = 0;
   size_t cur_ = 0, nb_ = 0;
   size_t size_ = 0;  // events in the heap, the buckets and far_, cancelled ones included
   // One bit per issued seq: set once the event has run or been cancelled (1 bit per event).
