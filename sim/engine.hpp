@@ -102,15 +102,16 @@ class Engine {
   // vector (node i's children are 4i+1..4i+4). With few events pending (below kBig) that is all:
   // split_ is past every time. With many, it is a two-tier ladder queue (Tang, Goh and Thng,
   // "Ladder queue: an O(1) priority queue structure for large-scale discrete event simulation",
-  // ACM TOMACS 15(3), 2005, with one rung): events from split_ to lim_ wait unsorted in
-  // buckets_[cur_, nb_) of 2^shift_ ns each (bucket k holds [base_ + k 2^shift_, base_ + (k+1)
-  // 2^shift_): a shift, not a division, per event), later ones unsorted in far_. When the heap runs empty the
-  // next bucket moves into it; when the buckets run out, far_ is spread over new ones (about kPerBucket
-  // events each; the width from the spread of the earliest 7/8 of a sample of far_) and what lies beyond
-  // stays in far_. So each event is sorted in a heap of a few dozen that stays in L1 instead of in one heap
-  // of every pending event (at 100,000 workers 3 MB and 8 levels, the lower ones cache misses: issue 21, flat
-  // cost per worker). The heap holds exactly the events before split_, so its front is the earliest pending
-  // event: the order is (time, seq), as with any correct priority queue, whichever tier an event waited in.
+  // ACM TOMACS 15(3), 2005, with one rung): later events wait unsorted in buckets_[cur_, nb_),
+  // bucket k holding [base_ + k 2^shift_, base_ + (k + 1) 2^shift_) (a shift, not a division, per
+  // event), and the events past the last bucket unsorted in far_. When the heap runs empty the
+  // next bucket moves into it; when the buckets run out, far_ is spread over new ones (about
+  // kPerBucket events each, the width from the spread of the earliest 7/8 of a sample of far_)
+  // and what lies beyond them stays in far_. So each event is sorted in a heap of a few dozen that
+  // stays in L1 instead of in one heap of every pending event (at 100,000 workers 3 MB and 8
+  // levels, the lower ones cache misses: issue 21, flat cost per worker). The heap holds exactly
+  // the events before split_, so its front is the earliest pending event: the order is (time,
+  // seq), as with any correct priority queue, whichever tier an event waited in.
   static constexpr size_t kArity = 4;
   static constexpr size_t kBig = 512;    // heap size from which the buckets are used
   static constexpr size_t kSmall = 256;  // events to spread below which the heap takes them all
