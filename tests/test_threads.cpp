@@ -47,6 +47,17 @@ Outputs run_with(const Scenario& s, const DataSplit& data, int threads) {
           r.gradients_csv, r.server_updates, r.pooled_gradients};
 }
 
+// A run at `threads` threads whose summary.json, metrics.csv and gradients are `one`'s; the run's
+// result, for what else the caller checks.
+RunResult run_same_as(const Outputs& one, const Scenario& s, const DataSplit& data, int threads) {
+  const RunResult r = run_at(s, data, threads);
+  const OutputFiles f = render_outputs(s, r);
+  CHECK(f.summary_json == one.summary);
+  CHECK(f.metrics_csv == one.metrics);
+  CHECK(r.gradients_csv == one.gradients);
+  return r;
+}
+
 // Runs `s` at 1, 2 and 8 threads; checks every output against the 1-thread run's. Returns the
 // gradients the 8-thread run computed on its pool.
 int64_t check_thread_counts(const Scenario& s, const DataSplit& data) {
@@ -163,11 +174,7 @@ TEST_CASE(
     const Outputs one = run_with(s, data, 1);
     for (int threads : {2, 8}) {
       CAPTURE(threads);
-      const RunResult r = run_at(s, data, threads);
-      const OutputFiles f = render_outputs(s, r);
-      CHECK(f.summary_json == one.summary);
-      CHECK(f.metrics_csv == one.metrics);
-      CHECK(r.gradients_csv == one.gradients);
+      const RunResult r = run_same_as(one, s, data, threads);
       CHECK(r.time_to_target_s.has_value());
       CHECK(r.metrics.size() >= static_cast<size_t>(r.server_updates));
       // Every row but the final one (evaluated after the pool has gone) on the pool.
@@ -181,11 +188,7 @@ TEST_CASE(
     const Outputs one = run_with(s, data, 1);
     for (int threads : {2, 8}) {
       CAPTURE(threads);
-      const RunResult r = run_at(s, data, threads);
-      const OutputFiles f = render_outputs(s, r);
-      CHECK(f.summary_json == one.summary);
-      CHECK(f.metrics_csv == one.metrics);
-      CHECK(r.gradients_csv == one.gradients);
+      const RunResult r = run_same_as(one, s, data, threads);
       CHECK(r.stop_reason == "target_accuracy");
       CHECK(r.server_updates < 400);  // stopped before stop.max_updates
       CHECK(r.pooled_gradients > 0);
