@@ -241,13 +241,16 @@ bool derive(const SweepSpec& spec, const Scenario& base, const json& base_json, 
     return SweepError(
         fmt::format("{}: {} (at the point {})", at, why, describe_overrides(p.overrides, p.seed, base.seed)));
   };
-  for (const auto& d : spec.derived) {
-    json v;
+  // The value of `expr` at this point; an error names `at` and the expression.
+  const auto eval = [&](const Expr& expr, const std::string& at) {
     try {
-      v = d.expr.eval(lookup);
+      return expr.eval(lookup);
     } catch (const ExprError& e) {
-      throw where(d.where, fmt::format("'{}': {}", d.expr.text(), e.what()));
+      throw where(at, fmt::format("'{}': {}", expr.text(), e.what()));
     }
+  };
+  for (const auto& d : spec.derived) {
+    json v = eval(d.expr, d.where);
     if (!d.path.empty()) {
       if (v.is_null())
         throw where(d.where,
@@ -258,12 +261,7 @@ bool derive(const SweepSpec& spec, const Scenario& base, const json& base_json, 
   }
   bool keep = true;
   for (const auto& c : spec.constraints) {
-    json v;
-    try {
-      v = c.expr.eval(lookup);
-    } catch (const ExprError& e) {
-      throw where(c.where, fmt::format("'{}': {}", c.expr.text(), e.what()));
-    }
+    const json v = eval(c.expr, c.where);
     if (!v.is_boolean())
       throw where(c.where, fmt::format("'{}' is {}, not true or false", c.expr.text(), override_text(v)));
     keep = keep && v.get<bool>();
