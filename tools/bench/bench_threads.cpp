@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -136,17 +137,75 @@ double gradient_seconds(const Scenario& s, const DataSplit& data, int reps) {
   return best;
 }
 
+// The machine's cost of handing a parameter version from one core to the other: GB/s of reading
+// `floats` values that the other thread has just written, against reading what this thread has
+// just written, median over `rounds` handoffs. At --threads 2 every gradient a pool thread computes
+// reads the version the event loop's thread wrote and writes a gradient that thread then reads:
+// two such handoffs per update, 636 KB each in the quick start. On a virtual machine the rate
+// depends on where the host runs the two virtual CPUs (one shared cache or not), and it can
+// change between runs of the same binary minutes apart.
+constexpr size_t kVersionFloats = 159'010;  // the quick start's MLP 784-200-10: 636 KB
+
+struct Handoff {
+  double cross = 0, same = 0;  // GB/s
+};
+
+Handoff handoff_rates(size_t floats, int rounds) {
+  std::vector<float> buf(floats);
+  std::atomic<int> turn{0};
+  auto read_gbs = [&](float& sink) {
+    const auto t0 = Clock::now();
+    sink += Eigen::Map<const Eigen::VectorXf>(buf.data(), static_cast<Eigen::Index>(floats)).sum();
+    return static_cast<double>(floats * sizeof(float)) / since(t0) / 1e9;
+  };
+  std::thread other([&] {
+    for (int r = 0; r < rounds; ++r) {
+      while (turn.load(std::memory_order_acquire) != 2 * r + 1) std::this_thread::yield();
+      for (size_t i = 0; i < floats; ++i) buf[i] = static_cast<float>(r) + static_cast<float>(i & 1023);
+      turn.store(2 * r + 2, std::memory_order_release);
+    }
+  });
+  std::vector<double> cross, same;
+  float sink = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t i = 0; i < floats; ++i) buf[i] = static_cast<float>(r) - static_cast<float>(i & 1023);
+    same.push_back(read_gbs(sink));
+    turn.store(2 * r + 1, std::memory_order_release);
+    while (turn.load(std::memory_order_acquire) != 2 * r + 2) std::this_thread::yield();
+    cross.push_back(read_gbs(sink));
+  }
+  other.join();
+  if (sink == 12345.0f) std::puts("");  // keep the reads
+  auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(cross), median(same)};
+}
+
+void print_handoff(const char* when, size_t floats) {
+  const Handoff h = handoff_rates(floats, 200);
+  fmt::print(
+      "  handoff {}: reading {:.0f} KB the other core just wrote {:.1f} GB/s, what this core wrote "
+      "{:.1f} GB/s ({:.2f}x)\n",
+      when, static_cast<double>(floats * sizeof(float)) / 1e3, h.cross, h.same, h.same / h.cross);
+}
+
 void section_threads(const std::vector<std::pair<std::string, Scenario>>& cases, const DataSplit& data,
                      int reps) {
   fmt::print("\n=== threads: wall time at --threads 1 and 2 (best of {}), outputs compared ===\n", reps);
+  print_handoff("before", kVersionFloats);
   fmt::print("{:<34} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10} {:>8} {:>12}\n", "scenario", "updates", "1 thr s",
              "2 thr s", "speed-up", "pooled", "in flight", "f", "same hash");
   for (const auto& [name, s] : cases) {
     Timed one, two;
+    std::string per_rep;  // each 2-thread run's wall time beside the handoff rate just before it
     for (int r = 0; r < reps; ++r) {
       Timed a = run_once(s, data, 1);
       if (a.wall < one.wall) one = std::move(a);
+      const double handoff = handoff_rates(kVersionFloats, 50).cross;
       Timed b = run_once(s, data, 2);
+      per_rep += fmt::format("{}{:.3f} s after {:.0f} GB/s", r ? "; " : "", b.wall, handoff);
       if (b.wall < two.wall) two = std::move(b);
     }
     const double g = gradient_seconds(s, data, reps);
@@ -170,6 +229,7 @@ void section_threads(const std::vector<std::pair<std::string, Scenario>>& cases,
     fmt::print("  test-set evaluations: {} rows x {:.1f} ms = e = {:.2f} of the 1-thread CPU time ({})\n",
                one.result.metrics.size(), ev * 1e3, e,
                background ? "in the background at 2 threads" : "waited for: stop.at_target");
+    fmt::print("  2-thread runs and the handoff rate measured just before each: {}\n", per_rep);
     const double a = one.result.gradients_in_flight;
     const double par = background ? f + e : f;
     std::string proj;
@@ -180,6 +240,7 @@ void section_threads(const std::vector<std::pair<std::string, Scenario>>& cases,
     fmt::print("  projected speed-up (A = {:.2f} gradients in flight, parallel share {:.2f}):{}\n", a, par,
                proj);
   }
+  print_handoff("after", kVersionFloats);
 }
 
 double sgemm_gflops(Eigen::Index m, Eigen::Index k, Eigen::Index n, int reps) {
