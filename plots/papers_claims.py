@@ -188,11 +188,16 @@ def fasgd_raw(root):
         slot["grid"][lr] = [num(sweep, r, "final_test_loss") for r in rows]
     for rules in best.values():
         for slot in rules.values():
-            ok = {lr: xs for lr, xs in slot["grid"].items() if xs and all(sr.finite(x) for x in xs)}
-            if ok:
-                lr = min(ok, key=lambda k: mean(ok[k]))
-                slot.update(loss=ok[lr], lr=lr)
+            pick_best(slot)
     return best
+
+
+def pick_best(slot):
+    """Sets slot's loss and lr to its grid's rate with the lowest mean loss, where no seed diverged."""
+    ok = {lr: xs for lr, xs in slot["grid"].items() if xs and all(sr.finite(x) for x in xs)}
+    if ok:
+        lr = min(ok, key=lambda k: mean(ok[k]))
+        slot.update(loss=ok[lr], lr=lr)
 
 
 LONG_LAMBDAS = ("250", "1000", "10000")
@@ -212,12 +217,8 @@ def fasgd_long_raw(root):
             key = rule if rule == "sasgd" else f"{rule}-{variant}"
             slot = best.setdefault(key, {"grid": {}})
             slot["grid"][lr] = [num(sweep, r, "final_test_loss") for r in rows]
-            slot["updates"] = num(sweep, rows[0], "server_updates")
         for slot in best.values():
-            ok = {lr: xs for lr, xs in slot["grid"].items() if xs and all(sr.finite(x) for x in xs)}
-            if ok:
-                lr = min(ok, key=lambda k: mean(ok[k]))
-                slot.update(loss=ok[lr], lr=lr)
+            pick_best(slot)
     return out
 
 
