@@ -15,6 +15,9 @@ With --criterion rmse (MF): the same two criteria on the validation RMSE: the sm
 to an RMSE of 1.5 times the ratings' noise level (data.ratings.noise: the best RMSE any model can
 reach is about the noise), read from each point's metrics.csv, else the lowest mean final RMSE.
 
+With --criterion loss (FASGD, whose claims compare final losses): the lowest mean final
+validation loss; a value where a seed diverged (or did not finish) is never picked.
+
 Prints one line per group to stdout, "GROUPVALUES... VALUE" (space separated, the chosen value
 last), and a table of every value's scores to stderr. Exits 1 when a group has no finished point.
 """
@@ -84,17 +87,43 @@ def pick_rmse(sweep, keys, param):
     return status
 
 
+def pick_loss(sweep, keys, param):
+    table = {}  # group -> value -> [final validation loss, inf where a seed diverged or did not finish]
+    for row in sweep.rows:
+        group = tuple(sweep.cell(row, k) or "-" for k in keys)
+        loss = sr.number(sweep.cell(row, "final_test_loss")) if sweep.ok(row) else math.inf
+        table.setdefault(group, {}).setdefault(sweep.cell(row, param), []).append(
+            loss if sr.finite(loss) else math.inf)
+    print(f"tuning {sweep.name}: {param} per {','.join(keys)} (validation split; min mean final loss)",
+          file=sys.stderr)
+    status = 0
+    for group, values in table.items():
+        for value, runs in values.items():
+            print(f"  {' '.join(group)} {param}={value}: final loss {mean(runs):.4f} ({len(runs)} seeds)",
+                  file=sys.stderr)
+        best = min(values, key=lambda v: mean(values[v]))
+        if not math.isfinite(mean(values[best])):
+            print(f"papers_tune.py: {sweep.name}: {' '.join(group)}: no finished point", file=sys.stderr)
+            status = 1
+            continue
+        print(f"  -> {' '.join(group)}: {param}={best} (lowest final loss)", file=sys.stderr)
+        print(" ".join(group + (best,)))
+    return status
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sweep")
     ap.add_argument("--group", required=True, help="comma-separated key columns, e.g. policy.type,policy.staleness")
     ap.add_argument("--param", default="optimizer.lr")
-    ap.add_argument("--criterion", choices=("target", "rmse"), default="target")
+    ap.add_argument("--criterion", choices=("target", "rmse", "loss"), default="target")
     args = ap.parse_args()
     sweep = sr.Sweep(args.sweep)
     keys = args.group.split(",")
     if args.criterion == "rmse":
         sys.exit(pick_rmse(sweep, keys, args.param))
+    if args.criterion == "loss":
+        sys.exit(pick_loss(sweep, keys, args.param))
     table = {}  # group -> value -> [(time, accuracy)]
     for row in sweep.rows:
         group = tuple(sweep.cell(row, k) or "-" for k in keys)
