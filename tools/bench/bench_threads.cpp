@@ -1,7 +1,8 @@
 // Benchmarks of issue 21 (use every core and stay bit-exact), in one run:
 //   threads      the quick start and an 8-worker ASP MLP scenario at --threads 1 and 2: best wall
 //                time of `--reps` alternating runs each, the speed-up, and whether the outputs'
-//                result hashes match
+//                result hashes match; beside them the rate at which one core reads a version the
+//                other has just written (handoff_rates), which decides the 2-thread overhead here
 //   parallelism  the available parallelism (RunResult::gradients_in_flight: gradients begun and
 //                not yet applied, per applied gradient), the share f of the 1-thread run spent in
 //                gradients (updates x the time of one gradient, timed alone / the run's CPU
