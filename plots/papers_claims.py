@@ -175,22 +175,32 @@ def vap_raw(root):
     return {"metric": "test_rmse", "by_v": out} if out else None
 
 
+def rule_key(rule, variant):
+    """A learning rule's name in the records: sasgd, or fasgd-paper / fasgd-fred by its form."""
+    return rule if rule == "sasgd" else f"{rule}-{variant}"
+
+
+def rate_grids(sweep, *by):
+    """{(values of the `by` columns): {rule key: slot}}: each slot's "grid" maps a learning rate to
+    its per-seed held-out losses, and pick_best sets the rate with the lowest mean."""
+    out = {}
+    for (*group, rule, variant, lr), rows in rows_by(sweep, *by, "optimizer.rule", "optimizer.variant",
+                                                     "optimizer.lr").items():
+        slot = out.setdefault(tuple(group), {}).setdefault(rule_key(rule, variant), {"grid": {}})
+        slot["grid"][lr] = [num(sweep, r, "final_test_loss") for r in rows]
+    for rules in out.values():
+        for slot in rules.values():
+            pick_best(slot)
+    return out
+
+
 def fasgd_raw(root):
     """Per lambda and rule (and FASGD form): every rate's per-seed held-out losses, and the rate
     with the lowest mean (a rate where a seed diverged is never picked)."""
     sweep = open_sweep(root, "fasgd-lambda")
     if sweep is None:
         return None
-    best = {}
-    for (rule, variant, lam, lr), rows in rows_by(sweep, "optimizer.rule", "optimizer.variant",
-                                                  "cluster.workers.0.count", "optimizer.lr").items():
-        key = rule if rule == "sasgd" else f"{rule}-{variant}"
-        slot = best.setdefault(str(lam), {}).setdefault(key, {"grid": {}})
-        slot["grid"][lr] = [num(sweep, r, "final_test_loss") for r in rows]
-    for rules in best.values():
-        for slot in rules.values():
-            pick_best(slot)
-    return best
+    return {str(lam): rules for (lam,), rules in rate_grids(sweep, "cluster.workers.0.count").items()}
 
 
 def pick_best(slot):
@@ -205,32 +215,24 @@ LONG_LAMBDAS = ("250", "1000", "10000")
 
 
 def fasgd_long_raw(root):
-    """--full: per lambda, per rule and form, every rate's held-out loss after 100,000 updates
-    (seed 1), the rate with the lowest, and its losses at seeds 2 and 3 where they ran (None where
-    a lambda's grid has not run)."""
+    """--full: per lambda, "rules": per rule and form, every rate's held-out loss after 100,000
+    updates (seed 1), the rate with the lowest, and its losses at seeds 2 and 3 where they ran;
+    "points": the grid's finished points and all its points (an interrupted widening of the grid
+    leaves some unfinished). None where a lambda's grid has not run."""
     out = {}
     for lam in LONG_LAMBDAS:
         sweep = open_sweep(root, f"fasgd-long-{lam}")
         if sweep is None:
             return None
-        best = out.setdefault(lam, {})
-        # points that did not finish (an interrupted widening of the grid) are left out, and counted
-        best["_points"] = [sum(sweep.ok(r) for r in sweep.rows), len(sweep.rows)]
-        for (rule, variant, lr), rows in rows_by(sweep, "optimizer.rule", "optimizer.variant",
-                                                 "optimizer.lr").items():
-            key = rule if rule == "sasgd" else f"{rule}-{variant}"
-            slot = best.setdefault(key, {"grid": {}})
-            slot["grid"][lr] = [num(sweep, r, "final_test_loss") for r in rows]
-        for key, slot in best.items():
-            if key != "_points":
-                pick_best(slot)
+        rules = rate_grids(sweep).get((), {})
         seeds = open_sweep(root, f"fasgd-long-{lam}-seeds")  # more seeds at the picked rates
         if seeds is not None and all(seeds.ok(r) for r in seeds.rows):
             for (rule, variant, lr), rows in rows_by(seeds, "optimizer.rule", "optimizer.variant",
                                                      "optimizer.lr").items():
-                slot = best.get(rule if rule == "sasgd" else f"{rule}-{variant}", {})
+                slot = rules.get(rule_key(rule, variant), {})
                 if slot.get("lr") == lr:
                     slot["loss"] = slot["loss"] + [num(seeds, r, "final_test_loss") for r in rows]
+        out[lam] = {"rules": rules, "points": [sum(sweep.ok(r) for r in sweep.rows), len(sweep.rows)]}
     return out
 
 
@@ -431,13 +433,18 @@ def fasgd_claims(raw):
         add("mu x lambda = 128: FASGD ahead at every point, most where mu is small", "ahead everywhere (table)",
             UNTESTED)
     bf = raw.get("bfasgd")
-    base = next((p for p in bf or [] if p["c_fetch"] == 0 and (p["c_push"] or 0) == 0), None)
+    base = no_cut(bf)
     if base:
         add("B-FASGD cuts fetch traffic about 10x with little loss of accuracy", "about 10x",
             bfasgd_cut(bf, base))
     else:
         add("B-FASGD cuts fetch traffic about 10x with little loss of accuracy", "about 10x", UNTESTED)
     return out + fasgd_long_claims(raw)
+
+
+def no_cut(bf):
+    """The B-FASGD point that skips nothing (c_fetch 0, c_push 0 or unset), or None."""
+    return next((p for p in bf or [] if p["c_fetch"] == 0 and (p["c_push"] or 0) == 0), None)
 
 
 def bfasgd_cut(bf, base, short_base=None):
@@ -476,7 +483,7 @@ def fasgd_long_claims(raw):
         out.append({"paper": "FASGD", "claim": claim, "paper_number": paper, "result": result,
                     "command": cmd, "note": note})
 
-    long_ = raw.get("fasgd_long")
+    long_ = {k: v["rules"] for k, v in (raw.get("fasgd_long") or {}).items()}
     first = "At 100,000 updates: FASGD (the released code's form) ends with a lower held-out loss than SASGD at " \
         "every lambda"
     grows = "At 100,000 updates: FASGD's margin over SASGD grows with lambda"
@@ -501,7 +508,7 @@ def fasgd_long_claims(raw):
                 spreads.append(f"lambda {k}: 1 seed, noise sd {se[k]:.2g} (the 4,000-update runs' seeds)")
         margins = [mean(sas[k]) - mean(fred[k]) for k in LONG_LAMBDAS]
         for k in LONG_LAMBDAS:
-            done, points = long_[k].get("_points", [0, 0])
+            done, points = raw["fasgd_long"][k]["points"]
             if done < points:
                 spreads.append(f"lambda {k}: {done} of {points} grid points finished")
 
@@ -528,11 +535,10 @@ def fasgd_long_claims(raw):
         add(first, "lower at every lambda (figure)", UNTESTED)
         add(grows, "grows (figure)", UNTESTED)
     bf = raw.get("bfasgd_long")
-    base = next((p for p in bf or [] if p["c_fetch"] == 0 and (p["c_push"] or 0) == 0), None)
+    base = no_cut(bf)
     claim = "At 100,000 updates, with fetch and push cuts: B-FASGD cuts fetch traffic about 10x with little loss " \
         "of accuracy"
-    short_base = next((p for p in raw.get("bfasgd") or [] if p["c_fetch"] == 0 and (p["c_push"] or 0) == 0), None)
-    add(claim, "about 10x", bfasgd_cut(bf, base, short_base) if base else UNTESTED)
+    add(claim, "about 10x", bfasgd_cut(bf, base, no_cut(raw.get("bfasgd"))) if base else UNTESTED)
     return out
 
 
