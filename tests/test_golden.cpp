@@ -1,8 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <fmt/format.h>
+#include <xxhash.h>
 
 #include "sim/build_info.hpp"
 #include "sim/outputs.hpp"
@@ -21,6 +26,11 @@ std::string read_text(const fs::path& p) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+// 16 hex digits of XXH3-64 of `text` (the golden table's per-file fingerprint).
+std::string text_hash(const std::string& text) {
+  return fmt::format("{:016x}", static_cast<uint64_t>(XXH3_64bits(text.data(), text.size())));
 }
 
 // The parts of the manifest that describe the build, not the run: they change with every commit.
@@ -62,20 +72,52 @@ TEST_CASE("the README's field reference is the one generated from the field tabl
   CHECK_MESSAGE(section == scenario_fields_markdown(), "README.md is stale: run tools/update-readme");
 }
 
-TEST_CASE("every shipped scenario validates and runs") {
-  int count = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(fs::path(STALESIM_SOURCE_DIR) / "scenarios")) {
+// Each shipped scenario's short run (stop.max_updates = 300) against its hashes in
+// tests/golden/scenarios.json, so any change of behaviour shows in review as a changed line there.
+// tools/regen-golden rewrites the table on purpose only (it sets STALESIM_REGEN_GOLDEN to the
+// file to write) and shows the diff.
+TEST_CASE("every shipped scenario runs and matches its golden hashes") {
+  const fs::path src(STALESIM_SOURCE_DIR);
+  const fs::path table_path = src / "tests" / "golden" / "scenarios.json";
+  const nlohmann::json table = nlohmann::json::parse(read_text(table_path));
+  REQUIRE(table.contains("runs"));
+  const int64_t updates = table.at("max_updates").get<int64_t>();
+  nlohmann::json now = {{"about", table.at("about")}, {"max_updates", updates}, {"runs", nlohmann::json::object()}};
+  std::vector<std::string> paths;
+  for (const auto& entry : fs::recursive_directory_iterator(src / "scenarios")) {
     if (entry.path().extension() != ".json" || entry.path().string().ends_with(".sweep.json")) continue;
-    ++count;
-    CAPTURE(entry.path().string());
-    // Shortened: a few hundred updates show that the scenario runs end to end.
-    const std::vector<Override> shorter{{"stop.max_updates", "300"}};
-    const Scenario s = load_scenario_file(entry.path().string(), shorter);
+    paths.push_back(entry.path().lexically_relative(src).generic_string());
+  }
+  std::sort(paths.begin(), paths.end());
+  REQUIRE(!paths.empty());
+  for (const std::string& rel : paths) {
+    CAPTURE(rel);
+    const std::vector<Override> shorter{{"stop.max_updates", std::to_string(updates)}};
+    pin_eigen_cache_sizes();
+    const Scenario s = load_scenario_file((src / rel).string(), shorter);
     const RunResult r = run_scenario(s);
     CHECK(r.status == RunStatus::kCompleted);
-    CHECK(r.server_updates == 300);
+    CHECK(r.server_updates == updates);
+    const OutputFiles out = render_outputs(s, r);
+    const nlohmann::json got = {
+        {"result_hash", out.result_hash},
+        {"staleness_csv", text_hash(out.staleness_csv)},
+        {"decisions_csv", text_hash(out.decisions_csv)},
+        {"summary_json", text_hash(without_build(nlohmann::json::parse(out.summary_json)).dump(2))}};
+    now["runs"][rel] = got;
+    CHECK_MESSAGE(table["runs"].contains(rel), "no golden hashes for " << rel << ": run tools/regen-golden");
+    if (table["runs"].contains(rel))
+      CHECK_MESSAGE(table["runs"][rel] == got, rel << " changed behaviour: " << got.dump()
+                                                   << " (tools/regen-golden, on purpose only)");
   }
-  CHECK(count >= 1);
+  for (const auto& [rel, _] : table["runs"].items())
+    CHECK_MESSAGE(std::find(paths.begin(), paths.end(), rel) != paths.end(),
+                  "tests/golden/scenarios.json names " << rel << ", which is not shipped");
+  if (const char* out = std::getenv("STALESIM_REGEN_GOLDEN")) {
+    std::ofstream f(out, std::ios::binary);
+    f << now.dump(2) << "\n";
+    REQUIRE(f.good());
+  }
 }
 
 TEST_CASE("test case names avoid the characters that break CTest discovery") {
