@@ -150,3 +150,57 @@ TEST_CASE(
     CHECK(steady_from < 600);
   }
 }
+
+// Throughput under a steady speed gap (issue 29). Every bounded policy lets the fast workers run
+// at most a fixed number of clocks ahead, so after that climb the run goes at N x the slowest
+// worker's rate; the unbounded reading of DSSP (the paper's pseudo-code: the controller asked again
+// after each grant, no cumulative cap) never stops the climb and runs at ASP's rate.
+namespace {
+
+struct Throughput {
+  double updates_per_s;
+  RunResult result;
+};
+
+Throughput throughput(const nlohmann::json& policy) {
+  auto j = steady(policy);
+  j["stop"] = {{"virtual_time_s", 20}};
+  Throughput t{0.0, run(j)};
+  REQUIRE(t.result.status == RunStatus::kCompleted);
+  t.updates_per_s = static_cast<double>(t.result.server_updates) / t.result.end_time.seconds();
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("under a steady speed gap a bounded policy runs at N x the slowest worker's rate") {
+  const Throughput asp = throughput({{"type", "asp"}});
+  // Under ASP nobody waits: worker 0 (a GTX 1060, the slowest) runs at its own rate.
+  REQUIRE(asp.result.workers[0].wait_ns == 0);
+  const double slowest =
+      static_cast<double>(asp.result.workers[0].iterations) / asp.result.end_time.seconds();
+  const double fastest =
+      static_cast<double>(asp.result.workers[3].iterations) / asp.result.end_time.seconds();
+  REQUIRE(fastest > 1.5 * slowest);  // a real gap: ASP is well above 4 x the slowest rate
+  CHECK(asp.updates_per_s > 1.2 * 4 * slowest);
+  for (const nlohmann::json& p :
+       {nlohmann::json{{"type", "bsp"}}, nlohmann::json{{"type", "ssp"}, {"staleness", 3}}, kSsp15, kDssp,
+        nlohmann::json{{"type", "dssp"}, {"staleness", 3}, {"range", 12}, {"dssp_grant", "literal"}}}) {
+    CAPTURE(p.dump());
+    CHECK(throughput(p).updates_per_s == doctest::Approx(4 * slowest).epsilon(0.02));
+  }
+}
+
+TEST_CASE("unbounded DSSP grants reach ASP's throughput and give up the staleness bound") {
+  const Throughput asp = throughput({{"type", "asp"}});
+  auto unbounded = kDssp;
+  unbounded["dssp_grant"] = "unbounded";
+  const Throughput u = throughput(unbounded), bounded = throughput(kDssp);
+  MESSAGE("updates per second: ASP ", asp.updates_per_s, ", unbounded DSSP ", u.updates_per_s,
+          ", bounded DSSP ", bounded.updates_per_s);
+  CHECK(u.updates_per_s == doctest::Approx(asp.updates_per_s).epsilon(0.03));
+  CHECK(u.updates_per_s > 1.15 * bounded.updates_per_s);
+  // No bound: the fast workers run far beyond s_L + r_max + 1, as under ASP.
+  CHECK(u.result.max_clock_gap > 3 + 12 + 1 + 50);
+  CHECK(u.result.policy_facts.at("grant") == "unbounded");
+}

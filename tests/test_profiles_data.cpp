@@ -12,6 +12,7 @@
 
 #include "cli_test_util.hpp"
 #include "models/device_profile.hpp"
+#include "models/profile_calibration.hpp"
 #include "sim/scenario/load.hpp"
 #include "sim/scenario/to_json.hpp"
 
@@ -52,6 +53,16 @@ std::string tiny_with_profile(const std::string& profile) {
   return s.dump(2);
 }
 
+// profile_from_json's error message for j, or "accepted".
+std::string problem(const json& j) {
+  try {
+    profile_from_json(j);
+  } catch (const ProfileError& e) {
+    return std::string(e.what());
+  }
+  return std::string("accepted");
+}
+
 }  // namespace
 
 TEST_CASE("every built-in profile reads back from the document profile_to_json writes") {
@@ -62,14 +73,6 @@ TEST_CASE("every built-in profile reads back from the document profile_to_json w
 }
 
 TEST_CASE("a profile document with a bad key, type or figure is refused naming the key") {
-  const auto problem = [](json j) {
-    try {
-      profile_from_json(j);
-    } catch (const ProfileError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
   json j = my_profile(1.5);
   CHECK(problem(j) == "/efficiency: expected a number in (0, 1], got 1.5");
   j = my_profile();
@@ -198,4 +201,70 @@ TEST_CASE("a device object in a scenario given as JSON is checked as a profile f
                        "m.json: /cluster/workers/0/profile: the profile file \"my-gpu.json\" was not read (a "
                        "scenario given as JSON, not as a file, must carry its figures in device)",
                        ScenarioError);
+}
+
+// Calibration against published figures (issue 29, point 5): the fit, the figures the GTX 1080 Ti
+// profile cites, the checks on a figure, and what `stalesim profiles` prints.
+TEST_CASE("the fitted efficiency recovers the efficiency that made the figures") {
+  const DeviceProfile p = *find_profile("gtx1080ti");
+  std::vector<CalibrationFigure> figs;
+  for (const double flops : {7.6e9, 1.52e10, 2.26e10}) {
+    CalibrationFigure f{"synthetic", "net", flops, 16, 1.0};
+    f.images_per_s = predicted_images_per_s(p, f, 0.37);
+    figs.push_back(f);
+  }
+  CHECK(*fitted_efficiency(p, figs) == doctest::Approx(0.37).epsilon(1e-9));
+  CHECK_FALSE(fitted_efficiency(p, {}).has_value());
+}
+
+TEST_CASE("the GTX 1080 Ti profile cites published figures; 0.5 stays what runs use, the fit is lower") {
+  const DeviceProfile p = *find_profile("gtx1080ti");
+  const auto figs = builtin_calibration("gtx1080ti");
+  REQUIRE(figs.size() >= 2);
+  for (const auto& f : figs) CHECK(f.source.find("cnn-benchmarks") != std::string::npos);
+  const double fit = *fitted_efficiency(p, figs);
+  CHECK(p.efficiency == 0.5);  // shipped scenarios keep their outputs
+  CHECK(fit > 0.3);
+  CHECK(fit < 0.5);
+  // The fit is the least-squares one: it beats the shipped 0.5 and any nearby efficiency.
+  const auto sse = [&](double e) {
+    double s = 0;
+    for (const auto& f : figs) {
+      const double t = 16.0 / f.images_per_s, pred = 16.0 / predicted_images_per_s(p, f, e);
+      s += (pred - t) * (pred - t) / (t * t);
+    }
+    return s;
+  };
+  CHECK(sse(fit) < sse(0.5));
+  CHECK(sse(fit) < sse(fit * 1.01));
+  CHECK(sse(fit) < sse(fit * 0.99));
+  CHECK(builtin_calibration("gtx1060").empty());  // no published figure found: uncalibrated
+}
+
+TEST_CASE("a bad calibration figure is refused naming its entry and key") {
+  json good = my_profile();
+  good["calibration"] = json::array(
+      {{{"source", "s"}, {"model", "m"}, {"forward_flops", 1e9}, {"batch", 16}, {"images_per_s", 100}}});
+  CHECK(problem(good) == "accepted");
+  json j = good;
+  j["calibration"][0]["batch"] = 0;
+  CHECK(problem(j) == "/calibration/0/batch: expected an integer >= 1");
+  j = good;
+  j["calibration"][0]["fps"] = 1;
+  CHECK(problem(j) ==
+        "/calibration/0/fps: unknown key; allowed: source, model, forward_flops, batch, images_per_s");
+  j = good;
+  j["calibration"] = 3;
+  CHECK(problem(j) == "/calibration: expected an array, got 3");
+}
+
+TEST_CASE("stalesim profiles shows the fitted efficiency, the sources and the error against each figure") {
+  const auto out = run_cli("profiles");
+  REQUIRE(out.code == 0);
+  CHECK(out.out.find("gtx1080ti: efficiency 0.5 (what runs use); fitted to 3 published figures: ") !=
+        std::string::npos);
+  CHECK(out.out.find(
+            "ResNet-50 (ImageNet, 224x224), batch 16: published 158.09 images/s; predicted at 0.5: +56.8%") !=
+        std::string::npos);
+  CHECK(out.out.find("source: Justin Johnson, cnn-benchmarks") != std::string::npos);
 }

@@ -6,7 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include <Eigen/Eigenvalues>
 #include <cmath>
+#include <vector>
 
 #include "models/lstsq.hpp"
 #include "tests/sim_test_util.hpp"
@@ -114,4 +116,139 @@ TEST_CASE("an lstsq scenario with the wrong dataset or an out-of-range field is 
       CHECK(std::string(e.what()).find(std::string("/data/lstsq/") + key) != std::string::npos);
     }
   }
+}
+
+// Heavy-ball momentum (issue 29, point 7): the server's v = mu v + lr g, w -= v with gradients that
+// miss tau updates is, per eigen-direction of curvature lambda (a = lr lambda), the recurrence
+// x_{n+1} = (1 + mu) x_n - mu x_{n-1} - a x_{n-tau}. Its stability limit has no closed form we rely
+// on; it is computed here as the largest a for which the companion matrix's spectral radius is
+// below 1, and the simulator must converge at 0.9 of it and diverge at 1.1 of it.
+namespace {
+
+double spectral_radius(double a, double mu, int64_t tau) {
+  const auto k = static_cast<Eigen::Index>(std::max<int64_t>(tau + 1, 2));
+  Eigen::MatrixXd c = Eigen::MatrixXd::Zero(k, k);
+  c(0, 0) = 1 + mu;
+  c(0, 1) = -mu;
+  c(0, static_cast<Eigen::Index>(tau)) -= a;
+  for (Eigen::Index i = 1; i < k; ++i) c(i, i - 1) = 1;
+  return Eigen::EigenSolver<Eigen::MatrixXd>(c, false).eigenvalues().cwiseAbs().maxCoeff();
+}
+
+// The first a > 0 at which the spectral radius reaches 1: scanned in steps of 1e-3 from 0, then
+// bisected to 1e-12.
+double momentum_limit(double mu, int64_t tau) {
+  double lo = 0, hi = 1e-3;
+  while (spectral_radius(hi, mu, tau) < 1) lo = hi, hi += 1e-3;
+  while (hi - lo > 1e-12) {
+    const double mid = (lo + hi) / 2;
+    (spectral_radius(mid, mu, tau) < 1 ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// A 1-D quadratic in effect: every coordinate has curvature 2 (condition 1).
+nlohmann::json momentum_json(int workers, double lr, int64_t max_updates) {
+  auto j = delayed_json(workers, lr, max_updates);
+  j["data"]["lstsq"]["condition"] = 1;
+  j["optimizer"]["momentum"] = 0.9;
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("the momentum limit: the companion matrix's spectral radius, 2 (1 + mu) without delay") {
+  // Without delay the heavy-ball limit is known in closed form: a < 2 (1 + mu).
+  CHECK(momentum_limit(0.9, 0) == doctest::Approx(3.8).epsilon(1e-6));
+  // Without momentum it is the delayed limit above.
+  for (const int64_t tau : {1, 2, 3})
+    CHECK(momentum_limit(0.0, tau) == doctest::Approx(delayed_gd_stability_limit(tau)));
+  // Momentum 0.9 shrinks the delayed limit far below the momentum-free one, and the stable set is
+  // an interval: every a below the limit is stable.
+  for (const int64_t tau : {1, 3}) {
+    const double lim = momentum_limit(0.9, tau);
+    CAPTURE(tau);
+    CHECK(lim < 0.5 * delayed_gd_stability_limit(tau));
+    for (int i = 1; i < 100; ++i) CHECK(spectral_radius(lim * i / 100.0, 0.9, tau) < 1);
+  }
+}
+
+TEST_CASE("lstsq with momentum 0.9 through the simulator is stable at 0.9 of the limit and diverges at 1.1") {
+  const double lambda = 2.0, mu = 0.9;
+  for (const int workers : {1, 2, 4}) {
+    const int64_t tau = workers - 1;
+    const double a = momentum_limit(mu, tau);
+    CAPTURE(tau);
+    CAPTURE(a);
+    // Enough updates for the slowest mode to shrink the loss (a square) a millionfold below, and
+    // for the parameters to overflow float32 (e^88) above, with a factor 2 to spare.
+    const double rho_below = spectral_radius(0.9 * a, mu, tau), rho_above = spectral_radius(1.1 * a, mu, tau);
+    REQUIRE(rho_below < 1);
+    REQUIRE(rho_above > 1);
+    const auto below_n = static_cast<int64_t>(2 * std::log(1e-3) / std::log(rho_below)) + 100;
+    const auto above_n = static_cast<int64_t>(2 * 88 / std::log(rho_above)) + 100;
+    const RunResult below = run(momentum_json(workers, 0.9 * a / lambda, below_n));
+    CHECK(below.status == RunStatus::kCompleted);
+    REQUIRE(below.metrics.size() >= 2);
+    CHECK(*below.metrics.back().test_loss < 1e-6 * *below.metrics.front().test_loss);
+    const RunResult above = run(momentum_json(workers, 1.1 * a / lambda, above_n));
+    CHECK(above.status == RunStatus::kDiverged);
+  }
+}
+
+// BSP with n workers and summed gradients is, in the papers' frameworks (MXNet's dist_sync
+// kvstore, which the DSSP paper used), momentum SGD on the summed gradient: the server adds the n
+// pushes of a clock and applies the optimizer once. This simulator's server applies momentum per
+// push (sim/rules/server_optimizer.hpp: v = mu v + u for every received gradient), so a BSP clock
+// decays the velocity n times and adds the same gradient n times with weights 1, mu, ..., mu^(n-1).
+// Both paths have the same fixed point and the same steady step, but not the same dynamics. The test
+// pins the simulator to the per-push recurrence, computed here in double on the 1-D quadratic, and
+// measures how far that is from the summed-gradient path (issue 29 asks for equality: not met).
+namespace {
+
+// The error ratio e_V / e_0 after V server updates of BSP with n workers, per-push momentum.
+double bsp_per_push(int n, double a, double mu, int64_t versions) {
+  std::vector<double> e{1.0};
+  double v = 0;
+  for (int64_t j = 0; j < versions; ++j) {
+    const double read = e[static_cast<size_t>(n * (j / n))];  // every push of a clock reads its start
+    v = mu * v + a * read;
+    e.push_back(e.back() - v);
+  }
+  return e.back();
+}
+
+// The same after `clocks` steps of momentum SGD on the summed gradient n g.
+double summed_gradient(int n, double a, double mu, int64_t clocks) {
+  double e = 1.0, v = 0;
+  for (int64_t k = 0; k < clocks; ++k) {
+    v = mu * v + n * a * e;
+    e -= v;
+  }
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("BSP's momentum path: per push in this simulator, not momentum SGD on the summed gradient") {
+  const int n = 4;
+  const double lr = 0.01, lambda = 2.0, mu = 0.9;
+  auto j = momentum_json(n, lr, 80);  // 20 clocks: the loss stays far above float32 rounding
+  j["policy"] = {{"type", "bsp"}};
+  j["optimizer"]["aggregate"] = "sum";
+  j["eval"]["every_s"] = 100;  // the first row (version 0) and the last (the end of the run)
+  const RunResult r = run(j);
+  REQUIRE(r.status == RunStatus::kCompleted);
+  REQUIRE(r.metrics.size() >= 2);
+  const int64_t versions = r.metrics.back().server_version;
+  REQUIRE(versions == 80);
+  // f = 1/2 sum lambda e_i^2 with every coordinate's error following the same scalar recurrence.
+  const double ratio = *r.metrics.back().test_loss / *r.metrics.front().test_loss;
+  const double per_push = std::pow(bsp_per_push(n, lr * lambda, mu, versions), 2);
+  const double summed = std::pow(summed_gradient(n, lr * lambda, mu, versions / n), 2);
+  MESSAGE("loss ratio after 20 clocks: simulator ", ratio, ", per-push recurrence ", per_push,
+          ", momentum SGD on the summed gradient ", summed);
+  CHECK(std::abs(ratio / per_push - 1) < 1e-3);  // relative: doctest::Approx is absolute near 0
+  // The paper frameworks' path is far from it: this is the gap issue 29 asks to close.
+  CHECK(std::abs(std::log(ratio / summed)) > std::log(2.0));
 }

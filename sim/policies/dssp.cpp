@@ -8,8 +8,30 @@
 
 namespace stalesim {
 
-DsspPolicy::DsspPolicy(int64_t s_lower, int64_t r_max, bool literal, int32_t workers)
-    : s_(s_lower), r_max_(r_max), literal_(literal), w_(static_cast<size_t>(workers)) {}
+namespace {
+
+DsspPolicy::Grant grant_of(const std::string& name) {
+  if (name == "literal") return DsspPolicy::Grant::kLiteral;
+  if (name == "unbounded") return DsspPolicy::Grant::kUnbounded;
+  return DsspPolicy::Grant::kBounded;
+}
+
+const char* name_of(DsspPolicy::Grant g) {
+  switch (g) {
+    case DsspPolicy::Grant::kLiteral:
+      return "literal";
+    case DsspPolicy::Grant::kUnbounded:
+      return "unbounded";
+    case DsspPolicy::Grant::kBounded:
+      break;
+  }
+  return "bounded";
+}
+
+}  // namespace
+
+DsspPolicy::DsspPolicy(int64_t s_lower, int64_t r_max, const std::string& grant, int32_t workers)
+    : s_(s_lower), r_max_(r_max), grant_(grant_of(grant)), w_(static_cast<size_t>(workers)) {}
 
 void DsspPolicy::on_push(int32_t w, SimTime now, const ClockTable& clocks) {
   now_ = now;
@@ -40,11 +62,14 @@ bool DsspPolicy::decide(int32_t w, const ClockTable& clocks) {
   if (clocks.clock(w) != clocks.max_clock()) return false;
   // The gap after spending a grant of r is gap + r - 1 (bounded; the grant is the first extra
   // clock) or gap + r (literal); capping r here keeps it within the bound whatever the gap is now.
-  const int64_t cap = std::min(r_max_, s_ + r_max_ + 1 - (clocks.clock(w) - clocks.min_clock()));
+  // Unbounded: r_max is the only cap, whatever the gap already run ahead.
+  const int64_t cap = grant_ == Grant::kUnbounded
+                          ? r_max_
+                          : std::min(r_max_, s_ + r_max_ + 1 - (clocks.clock(w) - clocks.min_clock()));
   if (cap <= 0) return false;
   const int64_t r = controller(w, clocks.slowest(), clocks, cap);
   if (r == 0) return false;
-  w_[static_cast<size_t>(w)].extra = literal_ ? r : r - 1;
+  w_[static_cast<size_t>(w)].extra = grant_ == Grant::kBounded ? r - 1 : r;
   return true;
 }
 
@@ -79,7 +104,7 @@ int64_t DsspPolicy::controller(int32_t fastest, int32_t slowest, const ClockTabl
       }
     }
   }
-  d.threshold = d.gap - 1 + d.granted + (literal_ && d.granted > 0 ? 1 : 0);
+  d.threshold = d.gap - 1 + d.granted + (grant_ != Grant::kBounded && d.granted > 0 ? 1 : 0);
   decisions_.push_back(d);
   return d.granted;
 }
@@ -105,7 +130,7 @@ nlohmann::json DsspPolicy::facts() const {
   return {{"type", "dssp"},
           {"s_lower", s_},
           {"r_max", r_max_},
-          {"grant", literal_ ? "literal" : "bounded"},
+          {"grant", name_of(grant_)},
           {"decisions", decisions_.size()},
           {"grants_histogram", histogram},
           {"mean_granted", mean(granted_sum)},
@@ -114,13 +139,16 @@ nlohmann::json DsspPolicy::facts() const {
            decisions_.empty() ? nlohmann::json(nullptr) : nlohmann::json(threshold_max)}};
 }
 
-std::string DsspPolicy::bound_text() const { return fmt::format("s_L = {}, r_max = {}", s_, r_max_); }
+std::string DsspPolicy::bound_text() const {
+  return fmt::format("s_L = {}, r_max = {}{}", s_, r_max_,
+                     grant_ == Grant::kUnbounded ? ", unbounded grants" : "");
+}
 
 std::string DsspPolicy::wait_detail(int32_t, int64_t clock, const ClockTable& clocks,
                                     int64_t noted_clock) const {
   if (clock != clocks.max_clock())
     return fmt::format("; not the fastest (clock {}), so no grant", clocks.max_clock());
-  if (noted_clock == clock) return "; the controller granted none";
+  if (noted_clock == clock || grant_ == Grant::kUnbounded) return "; the controller granted none";
   return "; a grant would break the bound s_L + r_max";
 }
 

@@ -15,9 +15,15 @@
 // worker that has spent its grant and is still beyond s_L may be asked about again; its r* is
 // then capped (k <= s_L + r_max + 1 - gap) so that the bound holds: without the cap, repeated
 // grants would let the gap grow without limit, which the design's bound excludes.
+// "unbounded" is the paper's pseudo-code (Algorithm 1 and the controller) read literally: the
+// fastest worker beyond s_L asks the controller again after each grant is spent, r* is capped by
+// r_max alone, and grants add up without a cumulative cap. It gives up SSP's staleness bound (no
+// clock_bound()): under a steady speed gap the fast workers keep asking, the controller keeps
+// granting, and the run approaches ASP's throughput while reads grow staler without limit.
 // When the slowest worker has pushed fewer than twice, its interval is taken as the time since its
 // last push (or since the start): it is at least that slow.
 
+#include <string>
 #include <vector>
 
 #include "sim/policies/sync_policy.hpp"
@@ -26,13 +32,19 @@ namespace stalesim {
 
 class DsspPolicy final : public SyncPolicy {
  public:
-  // REQUIRES: s_lower >= 0, r_max >= 0, workers >= 1.
-  DsspPolicy(int64_t s_lower, int64_t r_max, bool literal, int32_t workers);
+  // How a grant counts (policy.dssp_grant): see the header comment.
+  enum class Grant { kBounded, kLiteral, kUnbounded };
+  // REQUIRES: s_lower >= 0, r_max >= 0, workers >= 1, grant one of "bounded", "literal",
+  // "unbounded" (the scenario loader checks it).
+  DsspPolicy(int64_t s_lower, int64_t r_max, const std::string& grant, int32_t workers);
   std::string name() const override { return "dssp"; }
   void on_push(int32_t w, SimTime now, const ClockTable& clocks) override;
   bool may_start(int32_t w, const ClockTable& clocks) override;
   bool recheck_every_push() const override { return true; }
-  std::optional<int64_t> clock_bound() const override { return s_ + r_max_ + (literal_ ? 1 : 0); }
+  std::optional<int64_t> clock_bound() const override {
+    if (grant_ == Grant::kUnbounded) return std::nullopt;
+    return s_ + r_max_ + (grant_ == Grant::kLiteral ? 1 : 0);
+  }
   nlohmann::json facts() const override;
   const std::vector<ControllerDecision>* controller_decisions() const override { return &decisions_; }
   std::string bound_text() const override;
@@ -59,7 +71,7 @@ class DsspPolicy final : public SyncPolicy {
 
   int64_t s_;
   int64_t r_max_;
-  bool literal_;
+  Grant grant_;
   std::vector<WorkerState> w_;
   std::vector<Decision> decisions_;
   SimTime now_;

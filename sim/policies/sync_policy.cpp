@@ -148,7 +148,7 @@ std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers)
     case PolicyType::kSoftsync:
       return std::make_unique<SoftsyncPolicy>(spec.n);
     case PolicyType::kDssp:
-      return std::make_unique<DsspPolicy>(spec.staleness, spec.range, spec.dssp_grant == "literal", workers);
+      return std::make_unique<DsspPolicy>(spec.staleness, spec.range, spec.dssp_grant, workers);
   }
   throw std::invalid_argument("unknown policy type");
 }

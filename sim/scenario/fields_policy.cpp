@@ -50,12 +50,14 @@ std::vector<FieldInfo> policy_fields(const Scenario& d) {
        .get = get_m<&Scenario::policy, &PolicySpec::range>},
       {.path = "/policy/dssp_grant",
        .type = F::kString,
-       .allowed = {"bounded", "literal"},
+       .allowed = {"bounded", "literal", "unbounded"},
        .default_value = d.policy.dssp_grant,
        .applies_to = policies_with(kPolicyRange),
        .applies_key = "/policy/type",
        .doc = "bounded: a grant counts as the first extra clock (gap <= s_L + r_max); literal: the "
-              "paper's literal reading (gap <= s_L + r_max + 1).",
+              "paper's literal reading (gap <= s_L + r_max + 1); unbounded: the paper's pseudo-code "
+              "read literally (the controller asked again after each grant, no cumulative cap): gives up "
+              "SSP's staleness bound.",
        .applies = [](const Scenario& s) { return policy_has(s, kPolicyRange); },
        .set = set_m<&Scenario::policy, &PolicySpec::dssp_grant>,
        .get = get_m<&Scenario::policy, &PolicySpec::dssp_grant>},

@@ -53,7 +53,7 @@ struct PolicySpec {
   PolicyType type = PolicyType::kSsp;  // bsp | asp | ssp | essp | dssp | vap | softsync (sim/algorithms.hpp)
   int64_t staleness = 3;               // ssp, essp: s; dssp: the lower bound s_L. Resolved to 0 elsewhere.
   int64_t range = 12;                  // dssp: r_max, the most extra clocks the controller may grant
-  std::string dssp_grant = "bounded";  // dssp: "bounded" (gap <= s_L + r_max) | "literal" (+1)
+  std::string dssp_grant = "bounded";  // dssp: "bounded" (gap <= s_L + r_max) | "literal" (+1) | "unbounded"
   CacheMode cache = CacheMode::kPullEveryIteration;  // ssp: pull-every-iteration | lazy (Bosen)
   double value_bound = 0.0;  // vap: v > 0, bound on the infinity norm of in-transit updates
   int64_t n = 1;             // softsync: the server applies the mean of every floor(workers / n)
