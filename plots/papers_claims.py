@@ -466,7 +466,8 @@ def fasgd_claims(raw):
             "the form of the paper's text: margins " + ", ".join(f"{mean(sas[k]) - mean(paper[k]):+.3f}" for k in keys))
         add("fasgd-margin-grows", "grows (figure)",
             result(steps, "margins " + ", ".join(f"{p['d']:+.4f}" for p in lower_) + " at lambda " + ", ".join(keys),
-                   "standard errors " + ", ".join(f"{p['se']:.2g}" for p in lower_) + f" ({n} seeds)"))
+                   "standard errors " + ", ".join("n/a" if p["se"] is None else f"{p['se']:.2g}" for p in lower_) +
+                   f" ({n} seed{'s' if n > 1 else ''})"))
     else:
         add("fasgd-lower-every-lambda", "lower at every lambda (figure)", UNTESTED)
         add("fasgd-margin-grows", "grows (figure)", UNTESTED)

@@ -217,7 +217,7 @@ TEST_CASE("the fitted efficiency recovers the efficiency that made the figures")
   CHECK_FALSE(fitted_efficiency(p, {}).has_value());
 }
 
-TEST_CASE("the GTX 1080 Ti profile cites published figures; 0.5 stays what runs use, the fit is lower") {
+TEST_CASE("the GTX 1080 Ti profile cites published figures, 0.5 stays what runs use and the fit is lower") {
   const DeviceProfile p = *find_profile("gtx1080ti");
   const auto figs = builtin_calibration("gtx1080ti");
   REQUIRE(figs.size() >= 2);

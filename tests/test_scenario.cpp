@@ -752,9 +752,11 @@ TEST_CASE("the dynamic and eager policies' fields are validated") {
   CHECK(parse(with(minimal(), "/policy", json{{"type", "essp"}})).policy.staleness == 3);
   CHECK_THROWS_WITH_AS(parse(with(dssp, "/policy/range", -1)),
                        "x.json: /policy/range: expected an integer in [0, 1000000], got -1", ScenarioError);
-  CHECK_THROWS_WITH_AS(parse(with(dssp, "/policy/dssp_grant", "loose")),
-                       "x.json: /policy/dssp_grant: expected one of \"bounded\", \"literal\", got \"loose\"",
-                       ScenarioError);
+  CHECK_THROWS_WITH_AS(
+      parse(with(dssp, "/policy/dssp_grant", "loose")),
+      "x.json: /policy/dssp_grant: expected one of \"bounded\", \"literal\", \"unbounded\", got "
+      "\"loose\"",
+      ScenarioError);
   CHECK_THROWS_WITH_AS(
       parse(with(minimal(), "/policy", json{{"type", "ssp"}, {"range", 2}})),
       "x.json: /policy/range: range applies to dssp only (policy.type is \"ssp\"); remove it", ScenarioError);
