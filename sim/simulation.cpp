@@ -241,20 +241,11 @@ struct Simulation::Impl {
     }
     result.end_time = end;
     // A final evaluation at the end, unless the last row already describes this state.
-    if (result.status != RunStatus::kDiverged &&
-        (result.metrics.empty() || result.metrics.back().time != end ||
-         result.metrics.back().server_version != c.store->version()))
-      record_metrics(end);
-    if (c.math) {
-      auto p = c.store->peek();
-      result.final_params.assign(p.begin(), p.end());
-    }
-    result.data_files = c.data.files;
+    if (c.needs_final_row(end)) record_metrics(end);
+    c.finish_result();
     result.policy_facts = policy_records.take_facts();
     result.decisions_csv = policy_records.take_decisions_csv();
     if (record_gradients) result.gradients_csv = gradients.take();
-    result.peak_live_versions = c.store->peak_live_blocks();
-    result.events = c.engine.events_run();
   }
 };
 

@@ -173,6 +173,23 @@ struct WorkerCore {
   // Appends an evaluated row; the first that reaches stop.target_accuracy sets the time to target
   // (and stops the run with stop.at_target).
   void complete_metrics(MetricsRow& row);
+  // Whether a run ending at `end` needs a last metrics row: unless it diverged or its last row
+  // already describes this state.
+  bool needs_final_row(SimTime end) const {
+    return result.status != RunStatus::kDiverged &&
+           (result.metrics.empty() || result.metrics.back().time != end ||
+            result.metrics.back().server_version != store->version());
+  }
+  // The end of a run's result: final parameters, data files, peak live versions, events.
+  void finish_result() {
+    if (math) {
+      auto p = store->peek();
+      result.final_params.assign(p.begin(), p.end());
+    }
+    result.data_files = data.files;
+    result.peak_live_versions = store->peak_live_blocks();
+    result.events = engine.events_run();
+  }
   void diverge(Worker& w, double loss);
   void deadlock();
   void stop() {
