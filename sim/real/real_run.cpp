@@ -293,16 +293,24 @@ bool RealServer::receive_pushes(bool stopping) {
       continue;
     }
     Worker& wk = c_.workers[static_cast<size_t>(w)];
-    const int64_t bytes = static_cast<int64_t>(buf.size() - sizeof(PushHeader));
+    // Its size on the emulated wire: the scenario's (a cost architecture sizes every message;
+    // else the model's), which the real bytes equal for a dense model.
+    const int64_t bytes = c_.sc.model.cost != "derived"
+                              ? c_.message_bytes
+                              : static_cast<int64_t>(buf.size() - sizeof(PushHeader));
     c_.result.bytes_push += bytes;
     ++c_.result.messages_push;
-    SimTime at = SimTime::from_ns(now);
-    if (opt_.emulated) {  // reaches the server's link after latency + its own link, then queues there
-      const SimTime arrive =
-          SimTime::from_ns(s.push.sent_at_ns) + c_.worker_link(wk, bytes) + c_.latency_of(wk);
-      at = std::max(at, c_.server_transfer(std::max(arrive, c_.engine.now()), bytes, w, WireKind::kPush));
+    const SimTime wall = std::max(SimTime::from_ns(now), c_.engine.now());
+    if (!opt_.emulated) {
+      c_.engine.schedule(wall, kPushApplied, static_cast<uint32_t>(w), wk.gen);
+      continue;
     }
-    c_.engine.schedule(std::max(at, c_.engine.now()), kPushApplied, static_cast<uint32_t>(w), wk.gen);
+    // As in a simulation: it reaches the server's link after its own link and the latency, and
+    // queues there in arrival order (WorkerCore::on_push_at_server).
+    wk.push_bytes.push_back(bytes);
+    const SimTime arrive =
+        SimTime::from_ns(s.push.sent_at_ns) + c_.worker_link(wk, bytes) + c_.latency_of(wk);
+    c_.engine.schedule(std::max(arrive, wall), kPushAtServer, static_cast<uint32_t>(w), wk.gen);
   }
   return any;
 }
@@ -353,6 +361,7 @@ RealOutcome RealServer::run() {
       c.engine.run_until(wall, [&](const Event& e) {
         worked = true;
         if (e.kind == kEvaluate) return evaluate(e.payload);
+        if (e.kind == kPushAtServer) return c.on_push_at_server(c.workers[e.target]);
         if (e.kind == kPushApplied) return on_push_applied(c.workers[e.target]);
         on_message(e);  // kPullRequestArrives: the pull protocol's grant
       });
