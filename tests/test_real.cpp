@@ -1,12 +1,15 @@
 // The real mode (sim/real/real_run.hpp) end to end, under mpirun: a 1-server + 2-worker run
 // compared with its simulation, and every error path (CTest label "mpi"; built only with MPI).
-// Each real run lasts about 2 s of wall-clock time plus mpirun's start.
+// Each real run lasts about 2 s of wall-clock time plus mpirun's start. CTest runs them one at a
+// time (RUN_SERIAL): their wall-clock figures should not compete with the rest of the suite.
 
 #include <doctest/doctest.h>
 
 #include <unistd.h>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -36,7 +39,8 @@ nlohmann::json summary_of(const fs::path& dir) { return nlohmann::json::parse(sl
 // Processes whose command line names `marker` (a scratch path unique to one test). The pattern
 // brackets its first character so that it does not match the shell that runs pgrep.
 int processes_naming(const std::string& marker) {
-  const std::string cmd = "pgrep -f -- '[" + marker.substr(0, 1) + "]" + marker.substr(1) + "' >/dev/null 2>&1";
+  const std::string cmd =
+      "pgrep -f -- '[" + marker.substr(0, 1) + "]" + marker.substr(1) + "' >/dev/null 2>&1";
   return std::system(cmd.c_str()) == 0 ? 1 : 0;
 }
 
@@ -66,17 +70,44 @@ TEST_CASE("a real 2-worker SSP run agrees with its simulation within loose bound
   const ComparedRun b = read_compared_run((t.path / "real").string());
   const auto c = compare_runs(a, {b});
   INFO(compare_table(c));
-  // Emulated timing: the slow worker's 30 ms iterations set the pace; loose bounds, since the
-  // test shares two cores with the rest of the suite.
-  CHECK(std::abs(c["groups"]["gtx1060"]["iteration_time_rel_error"]["mean"].get<double>()) < 0.25);
-  CHECK(std::abs(c["updates_rel_error"].get<double>()) < 0.25);
-  CHECK(c["staleness_ks"].get<double>() < 0.5);
+  // The staleness dynamics: the same distribution of read clock gaps.
+  CHECK(c["staleness_ks"].get<double>() < 0.3);
+  // Emulated timing is never faster than the simulation (the padding reaches the profile's time,
+  // messages are held until the network's), and the machine's own delays (a loaded machine wakes
+  // sleeping ranks late) stay within a factor of two for this test, which shares its cores.
+  for (const char* group : {"gtx1060", "gtx1080ti"}) {
+    CAPTURE(group);
+    const double err = c["groups"][group]["iteration_time_rel_error"]["mean"].get<double>();
+    CHECK(err > -0.05);
+    CHECK(err < 1.0);
+  }
+  CHECK(c["updates_rel_error"].get<double>() < 0.05);
+  CHECK(c["updates_rel_error"].get<double>() > -0.5);
   // timing.csv: one row per applied gradient, with the padding to the emulated 10 and 30 ms.
   const std::string timing = slurp(t.path / "real" / "timing.csv");
   CHECK(
       timing.starts_with("worker,iteration,granted_s,compute_s,padding_s,wait_s,communicate_s,applied_s\n"));
   CHECK(static_cast<int64_t>(std::count(timing.begin(), timing.end(), '\n')) - 1 ==
         s["server_updates"].get<int64_t>());
+  // Compute plus padding: the emulated iteration (iteration_ms 10 and 30, lognormal jitter of
+  // mean 1 and sigma 0.05), whatever the machine's load.
+  double busy[2] = {0, 0};
+  int64_t rows[2] = {0, 0};
+  std::istringstream lines(timing);
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    int w = 0;
+    long long it = 0;
+    double granted = 0, compute = 0, padding = 0;
+    REQUIRE(std::sscanf(line.c_str(), "%d,%lld,%lf,%lf,%lf", &w, &it, &granted, &compute, &padding) == 5);
+    busy[w] += compute + padding;
+    ++rows[w];
+  }
+  REQUIRE(rows[0] > 10);
+  REQUIRE(rows[1] > 10);
+  CHECK(busy[0] / static_cast<double>(rows[0]) == doctest::Approx(0.010).epsilon(0.1));
+  CHECK(busy[1] / static_cast<double>(rows[1]) == doctest::Approx(0.030).epsilon(0.1));
 }
 
 TEST_CASE("a real run under an explicit mpirun with the right rank count, and compare's files") {

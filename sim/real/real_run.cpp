@@ -93,7 +93,7 @@ struct PushHeader {
   int64_t sent_at_ns = 0;    // when it left the worker
   int64_t params_at_ns = 0;  // when the worker had the parameters (after any emulated delay)
   int64_t compute_ns = 0;    // the real gradient
-  int64_t padding_ns = 0;    // the emulated rest of the iteration
+  int64_t padding_ns = 0;    // emulated: the profile's time minus compute_ns (0 when slower)
   int64_t count = 0;
   double loss = 0;
 };
@@ -506,7 +506,7 @@ void run_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_p
     p.sent_at_ns = done;
     if (opt.emulated) {  // the rest of the time the device profile gives (the simulation's draw)
       const int64_t target = c.compute.time(w, SimTime::from_ns(p.params_at_ns)).ns();
-      p.padding_ns = std::max<int64_t>(0, p.params_at_ns + target - done);
+      p.padding_ns = std::max<int64_t>(0, target - p.compute_ns);
       p.sent_at_ns = std::max(done, p.params_at_ns + target);
       sleep_ns(p.sent_at_ns - done);
     }
