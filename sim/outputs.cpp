@@ -208,7 +208,7 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
         {"summary.json", &files.summary_json},   {"metrics.csv", &files.metrics_csv},
         {"staleness.csv", &files.staleness_csv}, {"decisions.csv", &files.decisions_csv},
         {"gradients.csv", &files.gradients_csv}, {"trace.json", &files.trace_json},
-        {"explain.txt", &files.explain_txt}};
+        {"explain.txt", &files.explain_txt},     {"timing.csv", &files.timing_csv}};
     for (const auto& [file, text] : outputs) {
       const bool always = std::string_view(file) == "summary.json" ||
                           std::string_view(file) == "metrics.csv" ||

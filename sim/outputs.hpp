@@ -32,6 +32,7 @@ struct OutputFiles {
   std::string gradients_csv;  // written as gradients.csv when not empty (--record gradients)
   std::string trace_json;     // written as trace.json when not empty (--trace; sim/trace.hpp)
   std::string explain_txt;    // written as explain.txt when not empty (--explain; sim/explain.hpp)
+  std::string timing_csv;     // written as timing.csv when not empty (`stalesim real`; sim/real/real_run.hpp)
   std::string result_hash;    // 32 hex digits of XXH3-128
 };
 

@@ -67,36 +67,9 @@ struct Simulation::Impl {
 
   void record_metrics(SimTime now) {
     WorkerCore& c = core;
-    RunResult& result = c.result;
-    MetricsRow row;
-    row.time = now;
-    row.server_version = c.store->version();
-    if (c.math && c.loss_count) row.train_loss = c.loss_sum / static_cast<double>(c.loss_count);
-    if (c.staleness_count)
-      row.mean_staleness = static_cast<double>(c.staleness_sum) / static_cast<double>(c.staleness_count);
-    row.bytes = result.bytes_push + result.bytes_pull;
-    c.loss_sum = 0;
-    c.loss_count = 0;
-    c.staleness_sum = 0;
-    c.staleness_count = 0;
+    MetricsRow row = c.take_metrics_row(now);
     if (c.math) return evals->add(std::move(row), c.store->peek());  // complete_metrics, now or later
-    complete_metrics(row);
-  }
-
-  // A metrics row with its evaluation, in the order of record_metrics.
-  void complete_metrics(MetricsRow& row) {
-    WorkerCore& c = core;
-    RunResult& result = c.result;
-    if (c.obs) c.obs->evaluation(row);
-    result.metrics.push_back(row);
-    if (row.test_accuracy && c.sc.stop.target_accuracy && !result.time_to_target_s &&
-        *row.test_accuracy >= *c.sc.stop.target_accuracy) {
-      result.time_to_target_s = row.time.seconds();
-      if (c.sc.stop.at_target) {
-        result.stop_reason = "target_accuracy";
-        c.stop();
-      }
-    }
+    c.complete_metrics(row);
   }
 
   void on_evaluate(uint64_t k) {
@@ -174,7 +147,7 @@ struct Simulation::Impl {
     c.result.deferred_gradients = c.defer;
     if (c.math)
       evals = std::make_unique<Evaluations>(*c.model, c.data.test, eval_indices,
-                                            [this](MetricsRow& row) { complete_metrics(row); });
+                                            [this](MetricsRow& row) { core.complete_metrics(row); });
     start_pool(opt.threads, opt.observer);
     const SimTime limit =
         c.sc.stop.virtual_time_s ? SimTime::from_seconds(*c.sc.stop.virtual_time_s) : SimTime::max();
@@ -268,20 +241,11 @@ struct Simulation::Impl {
     }
     result.end_time = end;
     // A final evaluation at the end, unless the last row already describes this state.
-    if (result.status != RunStatus::kDiverged &&
-        (result.metrics.empty() || result.metrics.back().time != end ||
-         result.metrics.back().server_version != c.store->version()))
-      record_metrics(end);
-    if (c.math) {
-      auto p = c.store->peek();
-      result.final_params.assign(p.begin(), p.end());
-    }
-    result.data_files = c.data.files;
+    if (c.needs_final_row(end)) record_metrics(end);
+    c.finish_result();
     result.policy_facts = policy_records.take_facts();
     result.decisions_csv = policy_records.take_decisions_csv();
     if (record_gradients) result.gradients_csv = gradients.take();
-    result.peak_live_versions = c.store->peak_live_blocks();
-    result.events = c.engine.events_run();
   }
 };
 

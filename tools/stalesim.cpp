@@ -56,6 +56,7 @@
 #include "sim/sweep_spec.hpp"
 #include "sim/timeline.hpp"
 #include "sim/trace.hpp"
+#include "tools/cmd_real.hpp"
 
 namespace po = boost::program_options;
 using namespace stalesim;
@@ -121,6 +122,8 @@ Commands:
   reproduce DIR      rerun every point of a sweep folder and compare, point by point
   summarize DIR      mean and spread over seeds per sweep point, seed-averaged curves with bands
   timeline SCENARIO  draw the first seconds of a run in the terminal, a row per worker
+  real SCENARIO      run a scenario for real: a parameter server and workers over MPI (wall clock)
+  compare A B [B..]  compare run folders (a simulation and real runs): errors, KS distance, spread
   profiles [FILE]    list the built-in device profiles (or check profile files) and how to add yours
   costs              list the cost architectures (model.cost): parameters, FLOPs per sample, source
   calibrate          time a model on this machine's GPU and write its device profile (CUDA builds)
@@ -340,6 +343,50 @@ int cmd_run(const std::vector<std::string>& args) {
     return kExitInterrupted;
   }
   return kExitOk;
+}
+
+// `real`: the scenario options here; the run itself in tools/cmd_real.cpp.
+int cmd_real(const std::vector<std::string>& args) {
+  po::options_description o("Usage: stalesim real SCENARIO [options]\n\nOptions");
+  add_scenario_options(o);
+  o.add_options()("out", po::value<std::string>(), "output folder (default: results/<scenario name>-real)")(
+      "force", "replace the output folder when it holds a stalesim run")(
+      "timing", po::value<std::string>()->default_value("emulated"),
+      "emulated: pad compute and messages to the scenario's devices and network; measured: no padding")(
+      "watchdog-s", po::value<double>()->default_value(60),
+      "abort the job when a worker sends nothing for this many seconds")(
+      "quiet", "no mpirun line on stderr")("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  try {
+    const auto p = parse(args, o, pos);
+    if (p.help) {
+      std::cout << o
+                << "\nRuns rank 0 as the parameter server and one rank per worker. Under mpirun give it\n"
+                   "-n WORKERS+1; alone it starts mpirun itself. Writes summary.json, metrics.csv,\n"
+                   "staleness.csv, gradients.csv, timing.csv (wall-clock seconds); see README \"Real runs\".\n";
+      return kExitOk;
+    }
+    cli::RealCommand c;
+    c.scenario = load(p.vm);
+    c.origin = p.vm["scenario"].as<std::string>();
+    c.args = args;
+    const std::string timing = p.vm["timing"].as<std::string>();
+    if (timing != "emulated" && timing != "measured")
+      throw UsageError(fmt::format("--timing '{}': allowed: emulated, measured", timing));
+    c.options.emulated = timing == "emulated";
+    c.options.watchdog_s = p.vm["watchdog-s"].as<double>();
+    if (!(c.options.watchdog_s > 0 && c.options.watchdog_s <= 86400))
+      throw UsageError(fmt::format("--watchdog-s: expected a number in (0, 86400], got {}", c.options.watchdog_s));
+    c.options.out = display_path(p.vm.count("out") ? p.vm["out"].as<std::string>() : "results/" + c.scenario.name + "-real");
+    c.options.force = p.vm.count("force") > 0;
+    c.options.guard = output_guard(c.origin);
+    c.quiet = p.vm.count("quiet") > 0;
+    return cli::real_main(std::move(c));
+  } catch (const std::exception&) {
+    if (cli::quiet_rank()) return kExitBadInput;  // rank 0 says it, once
+    throw;
+  }
 }
 
 int cmd_validate(const std::vector<std::string>& args) {
@@ -1226,13 +1273,15 @@ int dispatch(int argc, char** argv) {
   if (cmd == "reproduce") return cmd_reproduce(args);
   if (cmd == "summarize") return cmd_summarize(args);
   if (cmd == "timeline") return cmd_timeline(args);
+  if (cmd == "real") return cmd_real(args);
+  if (cmd == "compare") return cli::compare_main(args);
   if (cmd == "version" || cmd == "--version") {
     std::cout << build_info_json().dump(2) << "\n";
     return kExitOk;
   }
   throw UsageError(
       fmt::format("unknown command '{}' (commands: run, validate, profiles, costs, fields, schema, sweep, "
-                  "reproduce, summarize, timeline, calibrate, version)",
+                  "reproduce, summarize, timeline, real, compare, calibrate, version)",
                   cmd));
 }
 

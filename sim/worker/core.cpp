@@ -185,6 +185,7 @@ void WorkerCore::grant(Worker& w) {
   }
   set_state(w, WorkerState::kCommunicating);
   const SimTime sent = server_transfer(engine.now(), message_bytes, w.id, WireKind::kPull);
+  granted_sent = sent;
   result.bytes_pull += message_bytes;
   ++result.messages_pull;
   if (order) return order->on_params(w);
@@ -324,6 +325,34 @@ bool WorkerCore::book_applied(Worker& w, const GradientInfo& info) {
   policy->on_push(w.id, engine.now(), clocks);
   if (obs) obs->update(engine.now(), w.id, store->version(), info.clock_staleness, info.step_staleness());
   return min_rose;
+}
+
+MetricsRow WorkerCore::take_metrics_row(SimTime now) {
+  MetricsRow row;
+  row.time = now;
+  row.server_version = store->version();
+  if (math && loss_count) row.train_loss = loss_sum / static_cast<double>(loss_count);
+  if (staleness_count)
+    row.mean_staleness = static_cast<double>(staleness_sum) / static_cast<double>(staleness_count);
+  row.bytes = result.bytes_push + result.bytes_pull;
+  loss_sum = 0;
+  loss_count = 0;
+  staleness_sum = 0;
+  staleness_count = 0;
+  return row;
+}
+
+void WorkerCore::complete_metrics(MetricsRow& row) {
+  if (obs) obs->evaluation(row);
+  result.metrics.push_back(row);
+  if (row.test_accuracy && sc.stop.target_accuracy && !result.time_to_target_s &&
+      *row.test_accuracy >= *sc.stop.target_accuracy) {
+    result.time_to_target_s = row.time.seconds();
+    if (sc.stop.at_target) {
+      result.stop_reason = "target_accuracy";
+      stop();
+    }
+  }
 }
 
 void WorkerCore::diverge(Worker& w, double loss) {

@@ -59,6 +59,9 @@ struct WorkerCore {
   // Uniform order (sim/worker/uniform.cpp): no transfer is simulated; a granted worker holds its
   // parameters at once (order->on_params) and a push is applied when sent (order->on_push_applied).
   WorkerProtocol* order = nullptr;
+  // When the parameters of the latest grant leave the server (through its link queue): what
+  // order->on_params sees of the transfer (the real mode pads the delivery from it).
+  SimTime granted_sent;
   // Pull modes with a model that can split its gradient (Model::can_defer_gradient): a worker
   // begins its gradient when the server reads the parameters for it and holds the factors, not
   // the parameters, until its push is applied. Same gradients; memory grows with live versions
@@ -162,6 +165,30 @@ struct WorkerCore {
   // One applied gradient and its step, for the observers (--record gradients).
   void note_gradient(const GradientInfo& info, double step) {
     if (obs) obs->gradient(engine.now(), info, step);
+  }
+  // The metrics row of the state at `now`: version, bytes, and the means of the training loss
+  // and staleness since the previous row (which start again from here). Its evaluation is the
+  // caller's (sim/evaluation.hpp).
+  MetricsRow take_metrics_row(SimTime now);
+  // Appends an evaluated row; the first that reaches stop.target_accuracy sets the time to target
+  // (and stops the run with stop.at_target).
+  void complete_metrics(MetricsRow& row);
+  // Whether a run ending at `end` needs a last metrics row: unless it diverged or its last row
+  // already describes this state.
+  bool needs_final_row(SimTime end) const {
+    return result.status != RunStatus::kDiverged &&
+           (result.metrics.empty() || result.metrics.back().time != end ||
+            result.metrics.back().server_version != store->version());
+  }
+  // The end of a run's result: final parameters, data files, peak live versions, events.
+  void finish_result() {
+    if (math) {
+      auto p = store->peek();
+      result.final_params.assign(p.begin(), p.end());
+    }
+    result.data_files = data.files;
+    result.peak_live_versions = store->peak_live_blocks();
+    result.events = engine.events_run();
   }
   void diverge(Worker& w, double loss);
   void deadlock();

@@ -31,7 +31,11 @@ std::optional<double> PullProtocol::apply_gradient(Worker& w, GradientInfo& info
                       : c_.defer
                           ? c_.finish_deferred(w, batch)
                           : c_.model->loss_and_gradient(w.params.values(), c_.data.train, batch, c_.grad);
-  const std::span<const float> g = w.task ? std::span<const float>(w.task->grad) : c_.grad;
+  return apply_computed(w, info, loss, w.task ? std::span<const float>(w.task->grad) : c_.grad);
+}
+
+std::optional<double> PullProtocol::apply_computed(Worker& w, const GradientInfo& info, double loss,
+                                                   std::span<const float> g) {
   if (!std::isfinite(loss)) {
     c_.release_task(w);
     c_.diverge(w, loss);

@@ -4,6 +4,7 @@
 // the worker waits at the server. B-FASGD's transfer gate may skip a push or a fetch.
 
 #include <optional>
+#include <span>
 
 #include "sim/worker/protocol.hpp"
 
@@ -22,6 +23,10 @@ class PullProtocol : public WorkerProtocol {
   // Applies w's gradient at the server (`info` says what it was computed on); its step, or
   // nullopt when the loss diverged (the run is then stopped).
   virtual std::optional<double> apply_gradient(Worker& w, GradientInfo& info);
+  // Applies a gradient computed on w's parameters with training loss `loss`: records the loss, or
+  // stops the run when it is not finite (nullopt); else the rule's step.
+  std::optional<double> apply_computed(Worker& w, const GradientInfo& info, double loss,
+                                       std::span<const float> g);
 };
 
 }  // namespace stalesim

@@ -1,0 +1,99 @@
+#pragma once
+// Real mode (`stalesim real`, issue 28): a scenario executed by real processes over MPI, to
+// measure how far the simulator is from a real run of the same protocol.
+//
+// Rank 0 is the parameter server, ranks 1..N the scenario's N workers (worker w on rank w + 1).
+// The server runs the simulator's own objects: the worker core (sim/worker/core.hpp) with its
+// SyncPolicy, ServerOptimizer and ParamStore, and the pull protocol (sim/worker/pull.hpp) whose
+// on_push_applied decides grants, waits and releases exactly as in a simulation. Its event queue
+// is the core's Engine, driven by the wall clock: an event runs once the wall clock has passed
+// its time, so engine.now() is wall-clock time since the start (what the policy and the records
+// see). A grant sends the parameters to the worker's rank (MPI point to point); a worker computes
+// the real gradient of the same model on its own shard, with the batch its own sampler draws (the
+// same sequence as in a simulation), and sends the gradient's bytes back; the server applies it
+// through the pull protocol.
+//
+// Timing (RealOptions::emulated):
+//  - emulated (the default): a worker pads each gradient to the time the compute model gives
+//    (device profile, jitter, cluster.schedule slowdowns; the same per-worker jitter stream as the
+//    simulation), and messages are held until the scenario's network says they arrive: a pull
+//    leaves when the server's link queue (sim/worker/network.hpp) lets it and reaches the worker
+//    latency + size / bandwidth later; a push reaches the server's link at its send time +
+//    latency + size / bandwidth. The padding needs one clock for all ranks: CLOCK_MONOTONIC of one
+//    host (ranks on several hosts would need synchronised clocks; not supported).
+//  - measured: no padding at all; the machine's real compute and MPI transport.
+// What cannot be padded away: a real gradient slower than its emulated time (then no padding;
+// timing.csv shows padding 0) and the server's own work (applying updates, evaluations), which a
+// simulation counts as free.
+//
+// Waiting: ranks do not busy-poll. The server polls MPI_Iprobe and sleeps between polls (50 us,
+// doubling to 200 us while idle, never past the next event); a worker waits for its parameters
+// with MPI_Iprobe and the same sleeps. Under oversubscription (more ranks than cores) busy-polling
+// ranks would steal the cores the computing ranks need; mpirun started by `stalesim real` also
+// sets OMPI_MCA_mpi_yield_when_idle=1 for what OpenMPI waits on itself (MPI_Send, MPI_Barrier).
+//
+// Failures: a worker that sends nothing for RealOptions::watchdog_s while the server waits for it,
+// an MPI error, or SIGTERM/SIGINT (mpirun forwards it, and sends it when another rank died): the
+// server writes what it measured so far (status "interrupted", no done marker) and ends the whole
+// job with MPI_Abort, so that no rank is left running.
+//
+// Outputs (rank 0): the files of a simulated run with wall-clock seconds in place of virtual ones
+// (summary.json, metrics.csv, staleness.csv, gradients.csv, decisions.csv where the policy writes
+// it), timing.csv (per worker iteration: compute, padding, wait, communication), and
+// summary.json's manifest.real: the run was real and is not bit-reproducible.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sim/outputs.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace stalesim {
+
+// Why the real mode cannot run `s` (the JSON path and the reason), or "" when it can.
+std::string real_refusal(const Scenario& s);
+
+// Ranks a real run of `s` takes: the server and one per worker.
+int real_ranks(const Scenario& s);
+
+struct RealOptions {
+  bool emulated = true;    // pad compute and messages to the scenario (see above); false: measured
+  double watchdog_s = 60;  // the longest the server waits on a silent worker before it aborts
+  std::string out;         // the run folder rank 0 writes
+  bool force = false;      // replace `out` when it holds a stalesim run
+  OutputGuard guard;
+  // Fault injection for tests (STALESIM_REAL_INJECT_FAULT=WORKER:ITERATION:kill|stop): that
+  // worker's rank sends itself SIGKILL (dies) or SIGSTOP (hangs) when it is about to push that
+  // iteration.
+  struct Fault {
+    int32_t worker = 0;
+    int64_t iteration = 0;
+    bool hang = false;
+  };
+  std::optional<Fault> fault;
+};
+
+// What rank 0 reports of a real run.
+struct RealOutcome {
+  RunStatus status = RunStatus::kCompleted;
+  std::string stop_reason;
+  double end_s = 0;
+  int64_t server_updates = 0;
+  std::string result_hash;
+  std::string detail;
+};
+
+// Runs this process's rank of a real run of `s` inside an MPI job of real_ranks(s) ranks (started
+// by mpirun; MPI is initialized here). Rank 0 writes the run folder and returns its outcome; the
+// workers return a default outcome. Throws ScenarioError when the job has the wrong number of
+// ranks or the scenario cannot run for real (every rank throws the same), IoError when rank 0
+// cannot write. A failure during the run ends the whole job (MPI_Abort) with exit code 3, after
+// rank 0 wrote the partial outputs. REQUIRES: a build with MPI (mpi_built()).
+RealOutcome run_real_rank(const Scenario& s, const RealOptions& options);
+
+// timing.csv's header line.
+inline constexpr const char* kTimingCsvHeader =
+    "worker,iteration,granted_s,compute_s,padding_s,wait_s,communicate_s,applied_s\n";
+
+}  // namespace stalesim
