@@ -195,8 +195,8 @@ SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
 // sweep-summary.csv: a line per group with the statistics of every result column; returns those
 // statistics per group and metric.
 std::vector<std::map<std::string, Stats>> write_summary_csv(const SweepRows& t,
-                                                           const std::vector<TargetCount>& targets,
-                                                           SweepSummary& out) {
+                                                            const std::vector<TargetCount>& targets,
+                                                            SweepSummary& out) {
   const auto& rows = t.rows;
   std::string& sc = out.summary_csv;
   for (const auto& c : out.group_columns) sc += csv_escape(c) + ",";
@@ -373,7 +373,8 @@ void write_table(const SweepRows& t, std::vector<std::map<std::string, Stats>>& 
   }
   if (missed)
     out.table +=
-        "k of n: k of the n seeds reached the target; the mean ± std is over those k. (all ≥ X): the mean over\n"
+        "k of n: k of the n seeds reached the target; the mean ± std is over those k. (all ≥ X): the mean "
+        "over\n"
         "all n seeds with each miss counted at its run's end, a lower bound of the time to target.\n";
 }
 

@@ -24,9 +24,9 @@ struct SweepSummary {
   size_t points = 0;  // rows of sweep.csv
   size_t points_with_result = 0;
   size_t target_missed = 0;  // points with a result whose scenario sets a target they did not reach
-  std::string summary_csv;  // DIR/sweep-summary.csv: one row per group
-  std::string curves_csv;   // DIR/curves.csv: one row per group and evaluation time
-  std::string table;        // for the terminal: a line per group
+  std::string summary_csv;   // DIR/sweep-summary.csv: one row per group
+  std::string curves_csv;    // DIR/curves.csv: one row per group and evaluation time
+  std::string table;         // for the terminal: a line per group
 };
 
 // Reads DIR/sweep.csv and the metrics.csv of each point with a result. Throws IoError naming the

@@ -148,7 +148,8 @@ std::string TimelineRecorder::render(const std::string& title, int width, bool c
     std::sort(by_count.begin(), by_count.end());
     std::string whom;
     for (const auto& [n, w] : by_count)
-      whom += fmt::format("{}{} {}", whom.empty() ? " (" : ", ", -n, w < 0 ? "value-bound holds" : fmt::format("for w{}", w));
+      whom += fmt::format("{}{} {}", whom.empty() ? " (" : ", ", -n,
+                          w < 0 ? "value-bound holds" : fmt::format("for w{}", w));
     if (!whom.empty()) whom += ")";
     line += fmt::format("│ {} updates, {} blocked{}, {:.0f}% waiting\n", row.updates, row.blocks, whom,
                         100.0 * static_cast<double>(waited) / static_cast<double>(total));
@@ -162,7 +163,7 @@ std::string TimelineRecorder::render(const std::string& title, int width, bool c
   out += fmt::format(
       "{} compute  {} communicate (push, pull)  {} wait  {} blocked by the policy here (for wN: waiting for "
       "the slowest worker, wN)",
-                     key(kCompute), key(kCommunicate), key(kWait), key(kMarker));
+      key(kCompute), key(kCommunicate), key(kWait), key(kMarker));
   if (end_ < until_) out += fmt::format("  (the run ended at {:g} s)", end_.seconds());
   out += "\n";
   return out;

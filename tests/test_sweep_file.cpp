@@ -204,11 +204,13 @@ TEST_CASE(
   CHECK(slurp(a / "curves.csv") == once);
 }
 
-TEST_CASE("summarize never hides a missed target: 'k of n' reached, the mean over those, and a censored mean") {
+TEST_CASE(
+    "summarize never hides a missed target: 'k of n' reached, the mean over those, and a censored mean") {
   Scratch s("missed-target");
   // Three seeds without a target: the best test accuracy each reaches.
   const fs::path probe = s.path / "probe", a = s.path / "a";
-  REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --seeds 1..3 --quiet --out " + q(probe.string())).code == 0);
+  REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --seeds 1..3 --quiet --out " + q(probe.string())).code ==
+          0);
   const auto prows = parse_csv(slurp(probe / "sweep.csv"));
   REQUIRE(prows.size() == 4);
   std::vector<double> best;
@@ -216,14 +218,16 @@ TEST_CASE("summarize never hides a missed target: 'k of n' reached, the mean ove
     const auto m = parse_csv(slurp(probe / prows[r][col(prows[0], "folder")] / "metrics.csv"));
     double top = 0;
     for (size_t i = 1; i < m.size(); ++i)
-      if (!m[i][col(m[0], "test_accuracy")].empty()) top = std::max(top, std::stod(m[i][col(m[0], "test_accuracy")]));
+      if (!m[i][col(m[0], "test_accuracy")].empty())
+        top = std::max(top, std::stod(m[i][col(m[0], "test_accuracy")]));
     best.push_back(top);
   }
   const auto [lo, hi] = std::minmax_element(best.begin(), best.end());
   REQUIRE_MESSAGE(*lo < *hi, "the seeds reach the same best accuracy: no target splits them");
   // A target between the worst and the best seed's best: at least one seed reaches it, one misses.
   const double target = (*lo + *hi) / 2;
-  const size_t want_reached = static_cast<size_t>(std::count_if(best.begin(), best.end(), [&](double b) { return b >= target; }));
+  const size_t want_reached =
+      static_cast<size_t>(std::count_if(best.begin(), best.end(), [&](double b) { return b >= target; }));
   REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --seeds 1..3 --quiet --set stop.target_accuracy=" +
                   fmt::format("{}", target) + " --out " + q(a.string()))
               .code == 0);

@@ -336,8 +336,10 @@ const std::string TIMELINE_PLAIN =
     "timeline of straggler: bsp, BSP (s = 0); 3 workers; 0 to 0.005 s, one cell = 0.1 ms\n"
     "              0ms         1.25ms       2.5ms       3.75ms     5ms\n"
     "w0 gtx1060   │▄█████████████▄████████████▄█████████████▄        │ 3 updates, 0 blocked, 0% waiting\n"
-    "w1 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for w0), 40% waiting\n"
-    "w2 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for w0), 39% waiting\n"
+    "w1 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for w0), 40% "
+    "waiting\n"
+    "w2 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for w0), 39% "
+    "waiting\n"
     "█ compute  ▄ communicate (push, pull)  ░ wait  ▼ blocked by the policy here (for wN: waiting for the "
     "slowest worker, wN)  (the run ended at 0.0041384 s)\n";
 
