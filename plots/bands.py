@@ -3,8 +3,8 @@
 
 Reads SWEEP_DIR/curves.csv (written by `stalesim summarize`): one line per group of points that
 differ only in their seed (e.g. per policy), the mean over seeds of a metrics.csv column against
-virtual time, and a band around it: mean +- one standard deviation (default) or min..max
-(--band minmax). Groups are labelled by their swept values. Only the times at which every seed
+virtual time, and a band around it: mean +- one standard deviation (default), min..max
+(--band minmax) or the 95% confidence interval of the mean (--band ci95, Student's t). Groups are labelled by their swept values. Only the times at which every seed
 of a group has an evaluation are drawn (the seeds' last rows, at their own stop times, are
 averages of fewer seeds); --all-times draws those too. Writes OUT/[PREFIX-]bands.png and .svg.
 
@@ -26,8 +26,9 @@ def main():
                               "or a curves.csv file")
     p.add_argument("--metric", default="test_loss", metavar="COLUMN",
                    help="the metrics.csv column drawn (default: test_loss; e.g. test_accuracy, loglik_per_token)")
-    p.add_argument("--band", choices=("std", "minmax"), default="std",
-                   help="the band: mean +- one standard deviation (default) or min..max over seeds")
+    p.add_argument("--band", choices=sr.BANDS, default="std",
+                   help="the band: mean +- one standard deviation (std, default), min..max over seeds "
+                        "(minmax), or the 95%% confidence interval of the mean (ci95)")
     p.add_argument("--logy", action="store_true", help="logarithmic y axis")
     p.add_argument("--all-times", action="store_true",
                    help="also draw times at which only some seeds have an evaluation")
@@ -61,9 +62,9 @@ def main():
             t, m = sr.number(r["virtual_time_s"]), sr.number(r[f"{args.metric}_mean"])
             if not (sr.finite(t) and sr.finite(m)):
                 continue
-            if args.band == "std":
-                s = sr.number(r[f"{args.metric}_std"])
-                lo, hi = (m - s, m + s) if sr.finite(s) else (m, m)
+            if args.band != "minmax":
+                h = sr.band_half_width(args.band, int(r["seeds"]), sr.number(r[f"{args.metric}_std"]))
+                lo, hi = (m - h, m + h) if h is not None else (m, m)
             else:
                 lo, hi = sr.number(r[f"{args.metric}_min"]), sr.number(r[f"{args.metric}_max"])
             pts.append((t, m, lo, hi, r["seeds"]))
@@ -79,7 +80,7 @@ def main():
     if args.logy:
         ax.set_yscale("log")
     ax.set_xlabel("virtual time (s)")
-    ax.set_ylabel(f"{args.metric}: mean over seeds, band {'+-1 std' if args.band == 'std' else 'min..max'}")
+    ax.set_ylabel(f"{args.metric}: mean over seeds, band {sr.BAND_TEXT[args.band]}")
     ax.set_title(f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}: {args.metric} averaged over seeds")
     ax.legend()
     sr.save(fig, args, "bands")

@@ -77,6 +77,7 @@ simulate dssp-time-only --set policy.type=dssp --set policy.staleness=0 --set po
   --set data.dataset=none
 "$bin" run "$scenario" --set stop.max_updates=300 --set policy.type=bsp --trace --out "$runs/traced" --force \
   --quiet >"$tmp/traced.log" 2>&1 || fail "stalesim run --trace: exit $?: $(cat "$tmp/traced.log")"
+simulate asp-gradients --set policy.type=asp --record gradients
 cp -r "$runs/ssp" "$runs/unfinished" && rm -f "$runs/unfinished/done"
 all=("$runs"/{bsp,asp,ssp,essp,dssp,dssp-time-only,unfinished})
 
@@ -112,6 +113,20 @@ plot bandwidth-accuracy bandwidth.py --metric accuracy "${all[@]}"
 plot dssp_grants dssp_grants.py "$runs/dssp" "$runs/dssp-time-only" "$runs/bsp"
 plot timeline timeline.py "$runs/traced"
 plot timeline-file timeline.py "$runs/traced/trace.json" --from 0 --to 0.01
+# Who waited for whom: under BSP the two GTX 1080 Ti wait for w0, the GTX 1060 (the trace's
+# blocked events name it in args.waits_for); each row ends with its count.
+grep -q "x for w0" "$out/timeline-timeline.svg" || fail "timeline.py: no row says whom it waited for (x for w0)"
+grep -q -- "-&gt;w0" "$out/timeline-file-timeline.svg" || fail "timeline.py: the marks are not labelled ->w0"  # > is &gt; in SVG
+plot timeline-to timeline.py "$runs/traced" --to 0.01    # --to alone: from the trace's start
+plot timeline-bins timeline.py "$runs/traced" --bins 5   # aggregated into 5 cells a row
+grep -q "drawn as 5 cells" "$out/timeline-bins-timeline.svg" || fail "timeline.py --bins 5: not aggregated"
+# Without --out, a figure goes into the run folder it was drawn from.
+"$py" "$here/timeline.py" "$runs/traced" --name default >"$tmp/default.log" 2>&1 &&
+  [ -s "$runs/traced/default-timeline.png" ] || fail "timeline.py without --out: not in the run folder: $(cat "$tmp/default.log")"
+# Staleness over time: the read clock gap from metrics.csv; the missed updates from gradients.csv.
+plot staleness_time staleness_time.py "$runs/ssp" "$runs/asp-gradients"
+awk -F, 'NR > 1 && $1 ~ /^asp/ && $4 != "" { found = 1 } END { exit !found }' "$out/staleness_time-staleness_time.csv" ||
+  fail "staleness_time.py: no missed updates for the run with gradients.csv"
 if [ -e "$tmp/sweep/sweep.csv" ]; then
   plot time_to_target time_to_target.py "$tmp/sweep"
   plot time_to_target-csv time_to_target.py "$tmp/sweep/sweep.csv" --group policy.type --x policy.staleness
@@ -121,11 +136,49 @@ if [ -e "$tmp/sweep/sweep.csv" ]; then
 fi
 plot time_to_target-minimal time_to_target.py "$tmp/minimal/sweep.csv"
 
+# A missed target is never hidden (issue 32): a hand-written sweep whose numbers are worked out here.
+# ssp at s = 1: seeds reach the target at 2 s and 4 s, the third misses in a 10 s run; at s = 2 all
+# three reach it (3, 5, 7 s); at s = 4 none does. x = 1, 2, 4, 8 is a geometric grid: a log axis.
+mkdir -p "$tmp/missed"
+{
+  echo "policy.type,policy.staleness,seed,folder,status,time_to_target_s,virtual_time_s"
+  echo "ssp,1,1,,completed,2,10"; echo "ssp,1,2,,completed,4,10"; echo "ssp,1,3,,completed,,10"
+  echo "ssp,2,1,,completed,3,10"; echo "ssp,2,2,,completed,5,10"; echo "ssp,2,3,,completed,7,10"
+  echo "ssp,4,1,,completed,,10"; echo "ssp,4,2,,completed,,10"; echo "ssp,8,1,,completed,6,10"
+} >"$tmp/missed/sweep.csv"
+missed_check() {  # missed_check NAME WANT-LINE...: the sidecar CSV of plot NAME holds each line
+  local name=$1 line
+  shift
+  for line in "$@"; do
+    grep -qx -- "$line" "$out/$name-time_to_target.csv" ||
+      fail "time_to_target.py $name: no line '$line' in $(cat "$out/$name-time_to_target.csv" 2>&1)"
+  done
+}
+plot missed time_to_target.py "$tmp/missed"
+# censored: (2 + 4 + 10) / 3 = 5.33333, a lower bound; min-max 2..10. s = 4: nothing reached.
+missed_check missed "ssp,1,3,2,5.33333,2,10,1" "ssp,2,3,3,5,3,7,0" "ssp,4,2,0,,,,0" "ssp,8,1,1,6,6,6,0"
+grep -q "2/3 reached" "$out/missed-time_to_target.svg" || fail "time_to_target.py: the miss is not labelled '2/3 reached'"
+grep -q "lower bound" "$out/missed-time_to_target.svg" || fail "time_to_target.py: the legend does not explain the lower bound"
+grep -q "log scale" "$out/missed-time_to_target.svg" || fail "time_to_target.py: a geometric grid without a log axis"
+plot missed-drop time_to_target.py "$tmp/missed" --misses drop --band std --logx off
+# dropped: the mean of 2 and 4 is 3, sd 1.41421; 3, 5, 7: mean 5, sd 2.
+missed_check missed-drop "ssp,1,3,2,3,1.58579,4.41421,0" "ssp,2,3,3,5,3,7,0"
+grep -q "2/3 reached" "$out/missed-drop-time_to_target.svg" || fail "time_to_target.py --misses drop: the miss is not labelled"
+if grep -q "log scale" "$out/missed-drop-time_to_target.svg"; then fail "time_to_target.py --logx off: a log axis"; fi
+plot missed-ci time_to_target.py "$tmp/missed" --band ci95
+# 95% CI of 3, 5, 7: 5 +- 4.303 * 2 / sqrt(3) = 5 +- 4.96868.
+missed_check missed-ci "ssp,2,3,3,5,0.0313236,9.96868,0"
+if [ -e "$tmp/sweep/sweep.csv" ]; then  # the title names what ran: the scenario and the sweep's --set
+  grep -q "golden-tiny \[stop.max_updates=300, stop.target_accuracy=0.75\]" "$out/time_to_target-time_to_target.svg" ||
+    fail "time_to_target.py: the title does not name the sweep's --set fields"
+fi
+
 # Seed-averaged curves with bands: the shipped sweep file, stalesim summarize, bands.py.
 if "$bin" sweep "$here/../scenarios/sweep-tiny.sweep.json" --out "$tmp/bands" --quiet >"$tmp/bands.log" 2>&1 &&
   "$bin" summarize "$tmp/bands" --quiet >>"$tmp/bands.log" 2>&1; then
   plot bands bands.py "$tmp/bands"
   plot bands-minmax bands.py "$tmp/bands/curves.csv" --band minmax --metric test_accuracy
+  plot bands-ci bands.py "$tmp/bands" --band ci95
   refuse 2 bands.py "$tmp/bands" --metric no_such_column
   refuse 2 bands.py "$tmp/minimal"            # not summarised
 else
@@ -154,7 +207,7 @@ cmp -s "$out/curves-curves.png" "$out/again-curves.png" || fail "curves.py: two 
 cmp -s "$out/staleness-staleness.svg" "$out/again-staleness-staleness.svg" || fail "staleness.py: two runs differ in SVG"
 
 # --help, and bad input: exit 2 with an error.
-for script in curves.py time_to_target.py staleness.py workers.py bandwidth.py dssp_grants.py best_of.py timeline.py bands.py; do
+for script in curves.py time_to_target.py staleness.py staleness_time.py workers.py bandwidth.py dssp_grants.py best_of.py timeline.py bands.py; do
   "$py" "$here/$script" --help >"$tmp/help.log" 2>&1 || fail "$script --help: exit $?"
   grep -q -- "--out" "$tmp/help.log" || fail "$script --help: no --out"
 done
@@ -167,6 +220,8 @@ refuse 2 best_of.py "$runs/ssp"               # likewise
 refuse 2 best_of.py "$tmp/sweep" --metric no_such_column
 refuse 2 dssp_grants.py "$runs/ssp"           # no DSSP run
 refuse 2 timeline.py "$runs/ssp"              # a run without --trace
+refuse 2 timeline.py "$runs/traced" --from 0.5 --to 0.1
+refuse 2 staleness_time.py "$tmp/minimal"      # not a run folder
 refuse 2 time_to_target.py "$tmp/minimal/sweep.csv" --x policy.no_such_field
 
 # ---- papers_tune.py --criterion loss and the paper-length FASGD claim rows ---------------------

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Staleness histograms of runs: clock staleness and step staleness, side by side.
+"""Staleness histograms of runs: the read clock gap and the missed updates, side by side.
 
-From each run's staleness.csv: left, the fraction of gradients by read staleness in clocks (the
-worker's clock minus the server clock when it read: what SSP bounds); right, by step staleness
-(server version at apply minus the version read). One step line per run, normalised to
+From each run's staleness.csv: left, the fraction of gradients by read clock gap in clocks (the
+worker's clock minus the server clock when it read: what SSP bounds; the column clock_gradients);
+right, by missed updates (server version at apply minus the version read, tau; the column
+step_gradients). The names are the README's ("What is simulated"). One step line per run, normalised to
 fractions, the means in the legend. An axis whose staleness goes beyond 20 (ASP's clocks) is
 logarithmic above 20, with bins 21-50, 51-100, 101-200, ... there. The fraction axis is logarithmic with --log (shows the tails);
 --max-staleness N cuts the x axis at N. Writes OUT/[PREFIX-]staleness.png and .svg.
@@ -23,8 +24,8 @@ from matplotlib.ticker import FixedLocator, FormatStrFormatter  # noqa: E402
 LINEAR_UP_TO = 20  # x axes with a larger staleness are logarithmic above this
 SYMLOG_TICKS = [0, 5, 10, 15, 20] + [m * 10 ** e for e in range(1, 7) for m in (5, 10, 20)]
 
-KINDS = (("clock_gradients", "staleness", "clock staleness (clocks)"),
-         ("step_gradients", "step_staleness", "step staleness (server updates)"))
+KINDS = (("clock_gradients", "staleness", "read clock gap (clocks)"),
+         ("step_gradients", "step_staleness", "missed updates (server updates, tau)"))
 
 
 def histogram(run, column):
@@ -88,7 +89,7 @@ def main():
     labels = []
     for i in handles:
         means = [sr.number(runs[i].get(key + ".mean")) for _, key, _ in KINDS]
-        labels.append(runs[i].label + (" (mean {:.2f} clocks, {:.2f} steps)".format(*means)
+        labels.append(runs[i].label + (" (mean read clock gap {:.2f}, missed updates {:.2f})".format(*means)
                                        if all(sr.finite(m) for m in means) else ""))
     sr.legend_below(fig, list(handles.values()), labels, ncol=2)
     fig.suptitle(sr.common_title(runs, "Staleness of applied gradients"))

@@ -275,9 +275,65 @@ class Sweep:
             value = dig(summary, "manifest.scenario." + column)
         return None if value in (None, "") else value
 
+    def title(self, exclude=()):
+        """What ran: the runs' resolved scenario name (the sweep folder's name when they differ)
+        and the fields the sweep set for every point (sweep.json "sets", e.g. --set values), less
+        those named in exclude: 'tiny [stop.max_updates=300, stop.target_accuracy=0.75]'."""
+        names = {dig(self.summary(r), "manifest.scenario.name") for r in self.rows} - {None}
+        title = names.pop() if len(names) == 1 else self.name
+        try:
+            with open(os.path.join(self.dir, "sweep.json")) as f:
+                sets = json.load(f).get("sets") or []
+        except (OSError, ValueError, AttributeError):
+            sets = []
+        sets = [s for s in sets if isinstance(s, str) and s.split("=", 1)[0] not in exclude]
+        return f"{title} [{', '.join(sets)}]" if sets else title
+
     def ok(self, row):
         """Whether the row's run holds results (status completed or diverged)."""
         return self.cell(row, "status") in RESULT_STATUSES
+
+
+# ---- Spread over seeds ----------------------------------------------------------------------
+
+# Two-sided 95% Student t quantiles t(0.975, dof) for dof 1..30; beyond, the normal 1.96.
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042)
+
+BANDS = ("minmax", "std", "ci95")
+BAND_TEXT = {"minmax": "min-max", "std": "mean +- 1 sd", "ci95": "95% CI of the mean"}
+
+
+def band_half_width(kind, n, sd):
+    """Half the width of a band around a mean of n values with sample standard deviation sd: sd
+    for 'std', Student's t(0.975, n-1) * sd / sqrt(n) for 'ci95'; None when n < 2."""
+    if n < 2 or not finite(sd):
+        return None
+    if kind == "std":
+        return sd
+    return (_T95[n - 2] if n - 1 <= len(_T95) else 1.96) * sd / math.sqrt(n)
+
+
+def spread(values, kind):
+    """(mean, low, high) of a list of numbers: the band 'minmax', 'std' or 'ci95' around the mean
+    (low = high = mean for one value)."""
+    n = len(values)
+    mean = sum(values) / n
+    if kind == "minmax":
+        return mean, min(values), max(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else None
+    h = band_half_width(kind, n, sd) or 0.0
+    return mean, mean - h, mean + h
+
+
+def geometric(values, tolerance=1e-6):
+    """Whether three or more distinct positive numbers form a geometric grid (a constant ratio > 1)."""
+    v = sorted(set(values))
+    if len(v) < 3 or v[0] <= 0:
+        return False
+    ratios = [b / a for a, b in zip(v, v[1:])]
+    return ratios[0] > 1 + tolerance and all(abs(r / ratios[0] - 1) <= tolerance for r in ratios)
 
 
 # ---- Figures -----------------------------------------------------------------------------------
@@ -288,7 +344,10 @@ def parser(description, inputs="RUN", inputs_help="run folders (each with summar
     p = argparse.ArgumentParser(prog=PROG, description=description.strip(),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(inputs.lower(), metavar=inputs, nargs=nargs, help=inputs_help)
-    p.add_argument("--out", default=".", metavar="DIR", help="folder for the PNG and SVG (default: current folder)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="folder for the PNG and SVG (default: the input's own folder, the run or sweep "
+                        "folder, when there is one input; the current folder for several)")
+    p.set_defaults(_inputs=inputs.lower())
     p.add_argument("--name", default="", metavar="PREFIX",
                    help="prefix of the file names: PREFIX-<figure>.png/.svg (default: none)")
     return p
@@ -309,15 +368,39 @@ def style():
     })
 
 
+def out_dir(args):
+    """--out, else the one input's folder (a run or sweep folder, or the folder of a file given),
+    else, for several inputs, the current folder."""
+    if args.out is None:
+        given = getattr(args, getattr(args, "_inputs", ""), None)
+        given = [given] if isinstance(given, str) else list(given or [])
+        if len(given) == 1:
+            args.out = given[0] if os.path.isdir(given[0]) else os.path.dirname(given[0]) or "."
+        else:
+            args.out = "."
+    return args.out
+
+
 def save(fig, args, stem):
     """Write OUT/[PREFIX-]stem.png and .svg (no dates in the metadata) and print their paths."""
-    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(out_dir(args), exist_ok=True)
     base = os.path.join(args.out, f"{args.name}-{stem}" if args.name else stem)
     # bbox_inches="tight" takes in a legend placed under the panels (legend_below).
     fig.savefig(base + ".png", dpi=150, bbox_inches="tight", metadata={"Software": None})
     fig.savefig(base + ".svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     print(f"wrote {base}.png {base}.svg")
+
+
+def save_data(args, stem, header, rows):
+    """Write OUT/[PREFIX-]stem.csv: the numbers a figure draws, for a reader or a test to check."""
+    os.makedirs(out_dir(args), exist_ok=True)
+    path = os.path.join(args.out, f"{args.name}-{stem}.csv" if args.name else f"{stem}.csv")
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+    print(f"wrote {path}")
 
 
 def series_style(i):

@@ -3,9 +3,14 @@
 
 Each worker's compute, push, pull and wait spans are drawn as bars along virtual time, and a red
 mark shows where the policy blocked the worker (the trace's "blocked" events; their reason is in
-the event's args.why). The same picture as `stalesim timeline`, from the file Perfetto opens.
---from and --to cut the span shown (seconds; default: the whole trace). Writes
-OUT/[PREFIX-]timeline.png and .svg.
+the event's args.why). Who waited for whom: each mark is labelled with the worker it waited for
+(args.waits_for, else "slowest is worker N" in args.why: the slowest worker when the wait began),
+and each row ends with its count ("blocked 6x: 6x for w0"). The same picture as `stalesim
+timeline`, from the file Perfetto opens. --from and --to cut the span shown (seconds; default: the
+whole trace; --to alone starts at the trace's start). A long span stays readable: when a row has
+more spans in view than --bins, it is drawn as --bins cells, each the colour of what the worker
+did most of that cell (as the terminal timeline), and the marks lose their labels (the counts
+stay). Writes OUT/[PREFIX-]timeline.png and .svg (OUT: the run folder by default).
 
 Example: stalesim run scenarios/tutorial/01-bsp-straggler.json --trace --trace-window 0:0.05
          plots/timeline.py results/tutorial-01-bsp-straggler --out figures
@@ -13,6 +18,7 @@ Example: stalesim run scenarios/tutorial/01-bsp-straggler.json --trace --trace-w
 
 import json
 import os
+import re
 import sys
 
 sys.dont_write_bytecode = True  # keep plots/ free of __pycache__
@@ -25,8 +31,20 @@ KINDS = {"compute": ("compute", "C0"), "push": ("push", "C2"), "pull": ("pull", 
 WORKERS_PID = 1
 
 
+WAITS_FOR = re.compile(r"slowest is worker (\d+)")
+
+
+def waits_for(args):
+    """The worker a blocked event waited for: args.waits_for, else the "slowest is worker N" of its
+    reason; None when neither says (a value-bound hold waits for no one worker)."""
+    if isinstance(args.get("waits_for"), int):
+        return args["waits_for"]
+    m = WAITS_FOR.search(str(args.get("why", "")))
+    return int(m.group(1)) if m else None
+
+
 def load(path):
-    """(title, {tid: worker name}, {tid: {kind: [(start_s, dur_s)]}}, {tid: [blocked_s]})."""
+    """(title, {tid: worker name}, {tid: {kind: [(start_s, dur_s)]}}, {tid: [(blocked_s, waited for)]})."""
     if os.path.isdir(path):
         path = os.path.join(path, "trace.json")
     if not os.path.isfile(path):
@@ -49,7 +67,7 @@ def load(path):
         elif e.get("ph") == "X" and e.get("name") in KINDS:
             spans.setdefault(tid, {}).setdefault(e["name"], []).append((e["ts"] / 1e6, e["dur"] / 1e6))
         elif e.get("ph") == "i" and e.get("name") == "blocked":
-            blocks.setdefault(tid, []).append(e["ts"] / 1e6)
+            blocks.setdefault(tid, []).append((e["ts"] / 1e6, waits_for(e.get("args") or {})))
     if not spans:
         sr.fail(f"{path}: no worker spans (is it a stalesim trace?)")
     other = doc.get("otherData", {})
@@ -60,31 +78,84 @@ def load(path):
     return title, names, spans, blocks
 
 
+def dominant_cells(row_spans, lo, hi, bins):
+    """{kind: [(start_s, width_s)]}: the window cut into `bins` cells, each given to the kind that
+    covers most of it (cells nothing covers stay empty)."""
+    width = (hi - lo) / bins
+    cover = [dict() for _ in range(bins)]
+    for kind, bars in row_spans.items():
+        for start, dur in bars:
+            a, b = max(start, lo), min(start + dur, hi)
+            if b <= a:
+                continue
+            for c in range(int((a - lo) / width), min(bins, int((b - lo) / width) + 1)):
+                cell_lo = lo + c * width
+                overlap = min(b, cell_lo + width) - max(a, cell_lo)
+                if overlap > 0:
+                    cover[c][kind] = cover[c].get(kind, 0.0) + overlap
+    out = {}
+    for c, kinds in enumerate(cover):
+        if kinds:
+            best = max(KINDS, key=lambda k: kinds.get(k, 0.0))  # ties: the first in KINDS
+            out.setdefault(best, []).append((lo + c * width, width))
+    return out
+
+
 def main():
     p = sr.parser(__doc__, inputs="TRACE", inputs_help="a trace.json, or a run folder holding one", nargs=None)
     p.add_argument("--from", dest="start", type=float, default=None, metavar="S", help="first second shown")
     p.add_argument("--to", dest="end", type=float, default=None, metavar="S", help="last second shown")
+    p.add_argument("--bins", type=int, default=400, metavar="N",
+                   help="a row with more spans than N in view is drawn as N cells of its main activity (default 400)")
     args = p.parse_args()
+    if args.bins < 1:
+        sr.fail(f"--bins {args.bins}: expected an integer >= 1")
     title, names, spans, blocks = load(args.trace)
+    first = min(start for row in spans.values() for bars in row.values() for start, _ in bars)
+    last = max(start + dur for row in spans.values() for bars in row.values() for start, dur in bars)
+    lo = args.start if args.start is not None else first
+    hi = args.end if args.end is not None else last
+    if hi <= lo:
+        sr.fail(f"--from {lo:g} --to {hi:g}: an empty span (the trace covers {first:g} to {last:g} s)")
     sr.style()
     tids = sorted(set(spans) | set(names))
+    label_of = {t: names.get(t, f"worker {t}") for t in tids}
+    short = {t: f"w{t}" for t in tids}
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.35 * len(tids)), constrained_layout=True)
+    aggregated = False
     for row, tid in enumerate(tids):
+        row_spans = {k: [(s0, d) for s0, d in bars if s0 < hi and s0 + d > lo]
+                     for k, bars in spans.get(tid, {}).items()}
+        if sum(len(b) for b in row_spans.values()) > args.bins:
+            row_spans = dominant_cells(row_spans, lo, hi, args.bins)
+            aggregated = True
         for kind, (label, colour) in KINDS.items():
-            bars = spans.get(tid, {}).get(kind)
+            bars = row_spans.get(kind)
             if bars:
-                ax.broken_barh(bars, (row - 0.35, 0.7), color=colour, label=label,
-                               linewidth=0)
-        marks = blocks.get(tid, [])
-        if marks:
-            ax.plot(marks, [row - 0.45] * len(marks), "v", color="red", markersize=4, label="blocked by the policy")
-    ax.set_yticks(range(len(tids)), [names.get(t, f"worker {t}") for t in tids])
+                ax.broken_barh(bars, (row - 0.35, 0.7), color=colour, label=label, linewidth=0)
+        marks = [(t, w) for t, w in blocks.get(tid, []) if lo <= t <= hi]
+        if not marks:
+            continue
+        ax.plot([t for t, _ in marks], [row - 0.45] * len(marks), "v", color="red", markersize=4,
+                label="blocked by the policy (-> the worker it waits for)")
+        if len(marks) <= 40:
+            for t, w in marks:
+                if w is not None:
+                    ax.annotate(f"->{short.get(w, w)}", (t, row - 0.45), xytext=(2, 1), textcoords="offset points",
+                                fontsize=6, color="red", va="bottom")
+        counts = {}
+        for _, w in marks:
+            counts[w] = counts.get(w, 0) + 1
+        parts = [f"{n}x for {short.get(w, w)}" if w is not None else f"{n}x (no one worker)"
+                 for w, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))]
+        ax.annotate(f"blocked {len(marks)}x: {', '.join(parts)}", (1.01, row), xycoords=("axes fraction", "data"),
+                    fontsize=7, va="center", color="red")
+    ax.set_yticks(range(len(tids)), [label_of[t] for t in tids])
     ax.set_ylim(len(tids) - 0.5, -0.7)
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel("virtual time (s)")
-    if args.start is not None or args.end is not None:
-        lo, hi = ax.get_xlim()
-        ax.set_xlim(args.start if args.start is not None else lo, args.end if args.end is not None else hi)
+    ax.set_xlabel("virtual time (s)" + (f"; rows with more than {args.bins} spans drawn as {args.bins} cells "
+                                        "of their main activity" if aggregated else ""))
+    ax.set_xlim(lo, hi)
     ax.set_title(title, loc="left")
     handles, labels = ax.get_legend_handles_labels()
     seen = {}

@@ -81,6 +81,11 @@ std::string Narrator::blocked(int32_t worker, WaitCause cause, int64_t clock, in
   return {};
 }
 
+std::optional<int32_t> Narrator::waits_for(WaitCause cause) const {
+  if (cause == WaitCause::kValueBound) return std::nullopt;
+  return clocks_->slowest();
+}
+
 std::string Narrator::resumed(int32_t worker, WaitCause cause, int64_t clock, SimTime waited) const {
   switch (cause) {
     case WaitCause::kPolicy:

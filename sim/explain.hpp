@@ -13,6 +13,7 @@
 // deterministic.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ class Narrator {
   std::vector<Line> new_controller_calls();
   // Why `worker` (at `clock`) waits; `have` as in RunObserver::blocked.
   std::string blocked(int32_t worker, WaitCause cause, int64_t clock, int64_t have) const;
+  // The worker a wait of `cause` waits for: the slowest worker (the one at the minimum clock) for a
+  // policy or stale-copy wait; none for a value-bound hold, which waits for no one worker.
+  std::optional<int32_t> waits_for(WaitCause cause) const;
   // `worker` leaves a wait of `waited` that began with `cause` at `clock`.
   std::string resumed(int32_t worker, WaitCause cause, int64_t clock, SimTime waited) const;
   // "s = 3", "BSP (s = 0)", "s_L = 3, r_max = 12", ...: the policy's bound in words.

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sim/file_read.hpp"
 #include "sim/outputs.hpp"
@@ -140,6 +141,26 @@ struct SweepRows {
   }
 };
 
+// A group's time to target with its misses counted: the target (none when no point's scenario
+// sets stop.target_accuracy), how many seeds with a result reached it, and the mean over all of
+// them with each miss counted at its run's end (virtual_time_s): a lower bound of the true mean.
+struct TargetCount {
+  std::optional<double> target;
+  size_t runs = 0, reached = 0;
+  std::optional<double> censored_mean;
+};
+
+// stop.target_accuracy of the point's resolved scenario (its summary.json), none when unset.
+std::optional<double> target_of(const fs::path& folder) {
+  const fs::path p = folder / "summary.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return std::nullopt;
+  const auto j = nlohmann::json::parse(read(p), nullptr, /*allow_exceptions=*/false);
+  const auto ptr = nlohmann::json::json_pointer("/manifest/scenario/stop/target_accuracy");
+  if (j.is_discarded() || !j.contains(ptr) || !j.at(ptr).is_number()) return std::nullopt;
+  return j.at(ptr).get<double>();
+}
+
 SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
   SweepRows t;
   t.csv_path = root / "sweep.csv";
@@ -173,13 +194,15 @@ SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
 
 // sweep-summary.csv: a line per group with the statistics of every result column; returns those
 // statistics per group and metric.
-std::vector<std::map<std::string, Stats>> write_summary_csv(const SweepRows& t, SweepSummary& out) {
+std::vector<std::map<std::string, Stats>> write_summary_csv(const SweepRows& t,
+                                                            const std::vector<TargetCount>& targets,
+                                                            SweepSummary& out) {
   const auto& rows = t.rows;
   std::string& sc = out.summary_csv;
   for (const auto& c : out.group_columns) sc += csv_escape(c) + ",";
   sc += "seeds,with_result,quality_metric";
   for (const char* m : kMetrics) sc += fmt::format(",{0}_mean,{0}_std,{0}_min,{0}_max,{0}_n", m);
-  sc += "\n";
+  sc += ",target_accuracy,target_reached,target_missed,time_to_target_s_censored_mean\n";
   std::vector<std::map<std::string, Stats>> group_stats(t.keys.size());
   for (size_t g = 0; g < t.keys.size(); ++g) {
     size_t with = 0;
@@ -202,9 +225,54 @@ std::vector<std::map<std::string, Stats>> write_summary_csv(const SweepRows& t, 
       group_stats[g][m] = s;
       sc += "," + stat_cells(s) + fmt::format(",{}", s.n);
     }
+    const TargetCount& tc = targets[g];
+    if (tc.target)
+      sc += fmt::format(",{},{},{},{}", *tc.target, tc.reached, tc.runs - tc.reached,
+                        tc.censored_mean ? fmt::format("{}", *tc.censored_mean) : std::string());
+    else
+      sc += ",,,,";
     sc += "\n";
   }
   return group_stats;
+}
+
+// Per group: the target and how many seeds with a result reached it; each miss counted at its
+// run's end for the censored mean (none when a run's end is unknown).
+std::vector<TargetCount> count_targets(const fs::path& root, const SweepRows& t) {
+  const size_t time_col = t.col("time_to_target_s"), end_col = t.col("virtual_time_s");
+  std::vector<TargetCount> out(t.keys.size());
+  for (size_t g = 0; g < t.keys.size(); ++g) {
+    TargetCount& tc = out[g];
+    double sum = 0;
+    bool ends_known = true;
+    for (size_t r : t.members[g]) {
+      if (!t.ok(r)) continue;
+      const auto target = target_of(root / t.rows[r][t.folder_col]);
+      if (!target) continue;
+      tc.target = target;
+      ++tc.runs;
+      if (const auto when = number(t.rows[r][time_col])) {
+        ++tc.reached;
+        sum += *when;
+      } else if (const auto end = number(t.rows[r][end_col])) {
+        sum += *end;
+      } else {
+        ends_known = false;
+      }
+    }
+    if (tc.runs > 0 && ends_known) tc.censored_mean = sum / static_cast<double>(tc.runs);
+  }
+  return out;
+}
+
+// The table's time-to-target cell: "3 of 3: 12 ± 1"; with misses "2 of 3: 11 ± 1 (all ≥ 14)",
+// the mean over the seeds that reached it and, in brackets, the censored mean over all seeds.
+std::string target_cell(const TargetCount& tc, const Stats& reached) {
+  if (!tc.target) return "-";
+  std::string cell = fmt::format("{} of {}", tc.reached, tc.runs);
+  if (tc.reached > 0) cell += ": " + short_number(reached);
+  if (tc.reached < tc.runs && tc.censored_mean) cell += fmt::format(" (all ≥ {:.4g})", *tc.censored_mean);
+  return cell;
 }
 
 // curves.csv: every metrics.csv column but the time, per group and evaluation time.
@@ -263,10 +331,11 @@ void write_curves_csv(const fs::path& root, const SweepRows& t, SweepSummary& ou
 
 // The table: a line per group, columns padded to their widest cell.
 void write_table(const SweepRows& t, std::vector<std::map<std::string, Stats>>& group_stats,
-                 SweepSummary& out) {
+                 const std::vector<TargetCount>& targets, SweepSummary& out) {
   std::vector<std::vector<std::string>> table;
   std::vector<std::string> head = out.group_columns;
-  for (const char* h : {"n", "quality (mean ± std)", "min", "max", "final_test_loss", "time_to_target_s"})
+  for (const char* h :
+       {"n", "quality (mean ± std)", "min", "max", "final_test_loss", "reached target: time_to_target_s"})
     head.emplace_back(h);
   table.push_back(head);
   for (size_t g = 0; g < t.keys.size(); ++g) {
@@ -281,9 +350,11 @@ void write_table(const SweepRows& t, std::vector<std::map<std::string, Stats>>& 
     line.push_back(q.n ? fmt::format("{:.4g}", q.min) : "-");
     line.push_back(q.n ? fmt::format("{:.4g}", q.max) : "-");
     line.push_back(short_number(group_stats[g]["final_test_loss"]));
-    line.push_back(short_number(group_stats[g]["time_to_target_s"]));
+    line.push_back(target_cell(targets[g], group_stats[g]["time_to_target_s"]));
     table.push_back(line);
   }
+  bool missed = false;
+  for (const auto& tc : targets) missed = missed || tc.reached < tc.runs;
   std::vector<size_t> width(head.size(), 0);
   const auto display = [](const std::string& s) {  // "±" is two bytes, one column
     size_t n = 0;
@@ -300,6 +371,11 @@ void write_table(const SweepRows& t, std::vector<std::map<std::string, Stats>>& 
     }
     out.table += text + "\n";
   }
+  if (missed)
+    out.table +=
+        "k of n: k of the n seeds reached the target; the mean ± std is over those k. (all ≥ X): the mean "
+        "over\n"
+        "all n seeds with each miss counted at its run's end, a lower bound of the time to target.\n";
 }
 
 }  // namespace
@@ -311,9 +387,11 @@ SweepSummary summarize_sweep(const std::string& dir) {
   for (size_t c = 0; c < t.seed_col; ++c) out.group_columns.push_back(t.rows[0][c]);
   out.groups = t.keys.size();
   out.points = t.rows.size() - 1;
-  auto group_stats = write_summary_csv(t, out);
+  const auto targets = count_targets(root, t);
+  for (const auto& tc : targets) out.target_missed += tc.runs - tc.reached;
+  auto group_stats = write_summary_csv(t, targets, out);
   write_curves_csv(root, t, out);
-  write_table(t, group_stats, out);
+  write_table(t, group_stats, targets, out);
   return out;
 }
 

@@ -5,6 +5,10 @@
 // and its learning curves (metrics.csv) averaged over seeds at each evaluation time, with the same
 // spread, for plots/bands.py to draw as bands.
 //
+// A missed target is never hidden: where the points' scenarios set stop.target_accuracy, each group
+// says how many seeds reached it ("2 of 3"), the time-to-target mean is over those, and a censored
+// mean counts each miss at its run's end (virtual_time_s), a lower bound over all seeds.
+//
 // Only points with a result (status completed or diverged) count; an empty cell is left out of
 // its column's figures. Sums run over the seeds in sweep.csv order, so the files are the same
 // bytes on every run.
@@ -19,9 +23,10 @@ struct SweepSummary {
   size_t groups = 0;
   size_t points = 0;  // rows of sweep.csv
   size_t points_with_result = 0;
-  std::string summary_csv;  // DIR/sweep-summary.csv: one row per group
-  std::string curves_csv;   // DIR/curves.csv: one row per group and evaluation time
-  std::string table;        // for the terminal: a line per group
+  size_t target_missed = 0;  // points with a result whose scenario sets a target they did not reach
+  std::string summary_csv;   // DIR/sweep-summary.csv: one row per group
+  std::string curves_csv;    // DIR/curves.csv: one row per group and evaluation time
+  std::string table;         // for the terminal: a line per group
 };
 
 // Reads DIR/sweep.csv and the metrics.csv of each point with a result. Throws IoError naming the

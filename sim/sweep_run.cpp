@@ -228,9 +228,10 @@ void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force
           const json& op = d.front();
           const std::string path = op.value("path", "");
           const json::json_pointer ptr(path);
-          const std::string there = old["base"].contains(ptr) ? old["base"][ptr].dump() : "absent";
-          const std::string here = base.contains(ptr) ? base[ptr].dump() : "absent";
-          where = fmt::format("{}: {} there, {} here", path.empty() ? "/" : path, there, here);
+          const std::string there = old["base"].contains(ptr) ? old["base"][ptr].dump() : "not set";
+          const std::string here = base.contains(ptr) ? base[ptr].dump() : "not set";
+          where = fmt::format("{}: {} in the sweep already in {}, {} in this one", path.empty() ? "/" : path,
+                              there, dir, here);
         }
         throw IoError(fmt::format("{}: holds a sweep of another base scenario ({}) {}", dir, where, how));
       }

@@ -40,6 +40,7 @@ std::string pad(const std::string& s, size_t width) {
 
 void TimelineRecorder::start(const ClockTable& clocks, const SyncPolicy& policy,
                              const std::vector<std::string>& profiles) {
+  clocks_ = &clocks;
   Narrator n;
   n.start(clocks, policy);
   policy_ = fmt::format("{}, {}", policy.name(), n.bound());
@@ -60,11 +61,13 @@ void TimelineRecorder::activity(SimTime now, int32_t worker, Activity a) {
   row.current_blocked = false;
 }
 
-void TimelineRecorder::blocked(SimTime now, int32_t worker, WaitCause, int64_t, int64_t) {
+void TimelineRecorder::blocked(SimTime now, int32_t worker, WaitCause cause, int64_t, int64_t) {
   Row& row = rows_[static_cast<size_t>(worker)];
   if (now >= until_) return;
   row.current_blocked = true;  // the wait that began at `now`
   ++row.blocks;
+  // Who it waits for: the slowest worker now (as Narrator::waits_for); a value-bound hold, no one.
+  ++row.blocked_for[cause == WaitCause::kValueBound ? -1 : clocks_->slowest()];
 }
 
 void TimelineRecorder::update(SimTime now, int32_t worker, int64_t, int64_t, int64_t) {
@@ -139,7 +142,16 @@ std::string TimelineRecorder::render(const std::string& title, int width, bool c
       line += kGlyph[static_cast<size_t>(best)];
     }
     if (color) line += kReset;
-    line += fmt::format("│ {} updates, {} blocked, {:.0f}% waiting\n", row.updates, row.blocks,
+    // Who it waited for, most waited-for first: "6 blocked (6 for w0)".
+    std::vector<std::pair<int64_t, int32_t>> by_count;
+    for (const auto& [w, n] : row.blocked_for) by_count.emplace_back(-n, w);
+    std::sort(by_count.begin(), by_count.end());
+    std::string whom;
+    for (const auto& [n, w] : by_count)
+      whom += fmt::format("{}{} {}", whom.empty() ? " (" : ", ", -n,
+                          w < 0 ? "value-bound holds" : fmt::format("for w{}", w));
+    if (!whom.empty()) whom += ")";
+    line += fmt::format("│ {} updates, {} blocked{}, {:.0f}% waiting\n", row.updates, row.blocks, whom,
                         100.0 * static_cast<double>(waited) / static_cast<double>(total));
     out += line;
   }
@@ -148,8 +160,10 @@ std::string TimelineRecorder::render(const std::string& title, int width, bool c
                                kReset)
                  : std::string(kGlyph[static_cast<size_t>(c)]);
   };
-  out += fmt::format("{} compute  {} communicate (push, pull)  {} wait  {} blocked by the policy here",
-                     key(kCompute), key(kCommunicate), key(kWait), key(kMarker));
+  out += fmt::format(
+      "{} compute  {} communicate (push, pull)  {} wait  {} blocked by the policy here (for wN: waiting for "
+      "the slowest worker, wN)",
+      key(kCompute), key(kCommunicate), key(kWait), key(kMarker));
   if (end_ < until_) out += fmt::format("  (the run ended at {:g} s)", end_.seconds());
   out += "\n";
   return out;

@@ -10,6 +10,7 @@
 // then communicate, then wait. The text is deterministic; ANSI colours only when asked.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,9 +48,11 @@ class TimelineRecorder final : public RunObserver {
     bool current_blocked = false;
     int64_t updates = 0;
     int64_t blocks = 0;
+    std::map<int32_t, int64_t> blocked_for;  // the worker waited for -> waits (value-bound holds: -1)
   };
   void close(Row& row, SimTime end);
 
+  const ClockTable* clocks_ = nullptr;
   SimTime until_;
   SimTime end_;
   std::string policy_;

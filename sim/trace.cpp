@@ -121,8 +121,9 @@ void TraceRecorder::activity(SimTime now, int32_t worker, Activity a) {
 void TraceRecorder::blocked(SimTime now, int32_t worker, WaitCause cause, int64_t clock, int64_t have) {
   drain();
   open_[static_cast<size_t>(worker)].clock = clock;
-  instant(kWorkersPid, worker, "blocked", now,
-          nlohmann::json{{"clock", clock}, {"why", narrator_.blocked(worker, cause, clock, have)}}.dump());
+  nlohmann::json args{{"clock", clock}, {"why", narrator_.blocked(worker, cause, clock, have)}};
+  if (const auto w = narrator_.waits_for(cause)) args["waits_for"] = *w;
+  instant(kWorkersPid, worker, "blocked", now, args.dump());
 }
 
 void TraceRecorder::wire(SimTime start, SimTime end, int32_t worker, WireKind kind, int64_t bytes) {

@@ -234,8 +234,8 @@ TEST_CASE("a sweep folder holding something else is refused, with or without --f
                          d.string());
   CHECK(other.code == 2);
   CHECK(other.err.find(
-            "holds a sweep of another base scenario (/cluster/jitter/sigma: 0.05 there, 0.2 here)") !=
-        std::string::npos);
+            "holds a sweep of another base scenario (/cluster/jitter/sigma: 0.05 in the sweep already in " +
+            d.string() + ", 0.2 in this one)") != std::string::npos);
   fs::remove_all(d);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "sim/summarize.hpp"
@@ -201,6 +202,69 @@ TEST_CASE(
   const std::string once = slurp(a / "curves.csv");
   REQUIRE(run_cli("summarize " + q(a.string()) + " --quiet").code == 0);
   CHECK(slurp(a / "curves.csv") == once);
+}
+
+TEST_CASE(
+    "summarize never hides a missed target: 'k of n' reached, the mean over those, and a censored mean") {
+  Scratch s("missed-target");
+  // Three seeds without a target: the best test accuracy each reaches.
+  const fs::path probe = s.path / "probe", a = s.path / "a";
+  REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --seeds 1..3 --quiet --out " + q(probe.string())).code ==
+          0);
+  const auto prows = parse_csv(slurp(probe / "sweep.csv"));
+  REQUIRE(prows.size() == 4);
+  std::vector<double> best;
+  for (size_t r = 1; r < prows.size(); ++r) {
+    const auto m = parse_csv(slurp(probe / prows[r][col(prows[0], "folder")] / "metrics.csv"));
+    double top = 0;
+    for (size_t i = 1; i < m.size(); ++i)
+      if (!m[i][col(m[0], "test_accuracy")].empty())
+        top = std::max(top, std::stod(m[i][col(m[0], "test_accuracy")]));
+    best.push_back(top);
+  }
+  const auto [lo, hi] = std::minmax_element(best.begin(), best.end());
+  REQUIRE_MESSAGE(*lo < *hi, "the seeds reach the same best accuracy: no target splits them");
+  // A target between the worst and the best seed's best: at least one seed reaches it, one misses.
+  const double target = (*lo + *hi) / 2;
+  const size_t want_reached =
+      static_cast<size_t>(std::count_if(best.begin(), best.end(), [&](double b) { return b >= target; }));
+  REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --seeds 1..3 --quiet --set stop.target_accuracy=" +
+                  fmt::format("{}", target) + " --out " + q(a.string()))
+              .code == 0);
+  const auto rows = parse_csv(slurp(a / "sweep.csv"));
+  const auto& h = rows[0];
+  double reached_sum = 0, all_sum = 0;
+  size_t reached = 0;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const std::string& t = rows[r][col(h, "time_to_target_s")];
+    if (!t.empty()) {
+      ++reached;
+      reached_sum += std::stod(t);
+    }
+    all_sum += t.empty() ? std::stod(rows[r][col(h, "virtual_time_s")]) : std::stod(t);
+  }
+  REQUIRE(reached == want_reached);
+
+  const Outcome sum = run_cli("summarize " + q(a.string()));
+  INFO(sum.out);
+  REQUIRE(sum.code == 0);
+  CHECK(sum.out.find(fmt::format("{} of 3: ", reached)) != std::string::npos);
+  CHECK(sum.out.find("3 of 3") == std::string::npos);
+  CHECK(sum.out.find(fmt::format("(all ≥ {:.4g})", all_sum / 3)) != std::string::npos);
+  CHECK(sum.out.find(fmt::format("{} of them missed the target", 3 - reached)) != std::string::npos);
+  CHECK(sum.out.find("a lower bound") != std::string::npos);
+  const auto srows = parse_csv(slurp(a / "sweep-summary.csv"));
+  REQUIRE(srows.size() == 2);
+  const auto& sh = srows[0];
+  CHECK(srows[1][col(sh, "target_reached")] == std::to_string(reached));
+  CHECK(srows[1][col(sh, "target_missed")] == std::to_string(3 - reached));
+  CHECK(std::stod(srows[1][col(sh, "time_to_target_s_mean")]) == doctest::Approx(reached_sum / reached));
+  CHECK(std::stod(srows[1][col(sh, "time_to_target_s_censored_mean")]) == doctest::Approx(all_sum / 3));
+
+  // Without a target, the time-to-target cells say nothing and no miss is counted.
+  const Outcome none = run_cli("summarize " + q(probe.string()));
+  CHECK(none.out.find("missed the target") == std::string::npos);
+  CHECK(parse_csv(slurp(probe / "sweep-summary.csv"))[1][col(sh, "target_reached")].empty());
 }
 
 TEST_CASE("sweep file errors name the file, the JSON path and what is allowed, and nothing runs") {

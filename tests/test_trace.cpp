@@ -336,14 +336,31 @@ const std::string TIMELINE_PLAIN =
     "timeline of straggler: bsp, BSP (s = 0); 3 workers; 0 to 0.005 s, one cell = 0.1 ms\n"
     "              0ms         1.25ms       2.5ms       3.75ms     5ms\n"
     "w0 gtx1060   │▄█████████████▄████████████▄█████████████▄        │ 3 updates, 0 blocked, 0% waiting\n"
-    "w1 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked, 40% waiting\n"
-    "w2 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked, 39% waiting\n"
-    "█ compute  ▄ communicate (push, pull)  ░ wait  ▼ blocked by the policy here  (the run ended at "
-    "0.0041384 s)\n";
+    "w1 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for w0), 40% "
+    "waiting\n"
+    "w2 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for w0), 39% "
+    "waiting\n"
+    "█ compute  ▄ communicate (push, pull)  ░ wait  ▼ blocked by the policy here (for wN: waiting for the "
+    "slowest worker, wN)  (the run ended at 0.0041384 s)\n";
 
 TEST_CASE("explain shows DSSP's controller calls with the predicted push times that chose r") {
   const Traced t = run_traced(stalesim::testing::scenario(straggler_json("dssp")));
   CHECK(t.explain == DSSP_EXPLAIN);
+}
+
+TEST_CASE("the trace names the worker each blocked worker waits for: the slow GTX 1060 under BSP") {
+  const Traced t = run_traced(stalesim::testing::scenario(straggler_json("bsp")));
+  size_t blocked = 0;
+  const json doc = json::parse(t.trace);
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["name"] != "blocked") continue;
+    ++blocked;
+    INFO(e.dump());
+    CHECK(e["tid"] != 0);  // the fast workers
+    CHECK(e["args"]["waits_for"] == 0);
+    CHECK(e["args"]["why"].get<std::string>().find("slowest is worker 0") != std::string::npos);
+  }
+  CHECK(blocked > 0);
 }
 
 TEST_CASE("the timeline of BSP with one slow worker shows the fast workers waiting") {

@@ -932,7 +932,9 @@ Groups the points of a sweep that differ only in their seed and writes, in SWEEP
   curves.csv         per group and evaluation time: the seeds with a row there, and the mean, std,
                      min and max of every metrics.csv column (plots/bands.py draws them as bands)
 and prints a table: per group the quality (mean ± std, min, max), final test loss and time to
-target. Only points with a result (completed or diverged) count. Exit 2 when the folder holds no
+target as "k of n: mean ± std" (k of the n seeds reached the target, the mean over those) with,
+when some missed, all ≥ X in brackets: the mean with each miss counted at its run's end. sweep-summary.csv
+gives target_reached, target_missed and time_to_target_s_censored_mean likewise. Only points with a result (completed or diverged) count. Exit 2 when the folder holds no
 sweep.csv or a point's metrics.csv cannot be read.
 )";
     return kExitOk;
@@ -944,9 +946,10 @@ sweep.csv or a point's metrics.csv cannot be read.
   write_file_atomically((root / "curves.csv").string(), s.curves_csv);
   if (p.vm.count("quiet") == 0) std::cout << s.table;
   fmt::print(
-      "{}: {} points in {} groups over seeds ({} with a result); wrote {}/sweep-summary.csv and "
+      "{}: {} points in {} groups over seeds ({} with a result{}); wrote {}/sweep-summary.csv and "
       "{}/curves.csv\n",
-      dir, s.points, s.groups, s.points_with_result, dir, dir);
+      dir, s.points, s.groups, s.points_with_result,
+      s.target_missed ? fmt::format(", {} of them missed the target", s.target_missed) : std::string(), dir, dir);
   return kExitOk;
 }
 
