@@ -23,9 +23,9 @@
 namespace stalesim {
 
 // Every file a run folder may hold.
-inline constexpr std::array<std::string_view, 8> kRunFiles = {
-    "summary.json",  "metrics.csv", "staleness.csv", "decisions.csv",
-    "gradients.csv", "trace.json",  "explain.txt",   "done"};
+inline constexpr std::array<std::string_view, 9> kRunFiles = {
+    "summary.json", "metrics.csv",  "staleness.csv", "decisions.csv", "gradients.csv",
+    "trace.json",   "explain.txt",  "links.csv",     "done"};
 
 enum class FolderKind {
   kAbsent,  // nothing at the path
