@@ -234,7 +234,7 @@ TEST_CASE("bad topologies are rejected with the element and its JSON path") {
   }
 }
 
-TEST_CASE("links.csv counts each link direction's bytes and busy time; the trace sees each change") {
+TEST_CASE("links.csv counts each link direction's bytes and busy time, and the trace sees each change") {
   // The one-rack case above: the shard's host link carries both pulls over [0, 2 ms] and both
   // pushes back over [3, 5 ms] of a 5 ms run.
   struct Loads : RunObserver {
