@@ -8,6 +8,7 @@
 
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
+#include "sim/network/link_load.hpp"
 
 namespace stalesim {
 namespace {
@@ -245,6 +246,8 @@ RunEstimate estimate_run(const Scenario& s) {
   e.wall_s = (math ? math_flops / (e.gflops * 1e9) : 0.0) +
              iterations * kEventsPerIteration * kAssumedEventUs * 1e-6;
   e.memory = estimate_memory(s);
+  if (c.network.topology != "star")
+    e.topology = describe_link_load(s, link_load(s, e.push_bytes, e.pull_bytes), e.iterations_per_s);
 
   if (e.communication_share > 0.9)
     e.warnings.push_back(fmt::format(
@@ -294,6 +297,7 @@ std::string RunEstimate::describe() const {
       "estimate: wall time about {} on this machine (math at an assumed {:g} GFLOP/s, {:g} us per event); "
       "memory about {}\n",
       seconds(wall_s), gflops, kAssumedEventUs, memory.describe());
+  out += topology;
   for (const auto& w : warnings) out += "estimate: warning: " + w + "\n";
   return out;
 }

@@ -82,6 +82,7 @@ struct RunEstimate {
   double gflops = 0;                     // the rate assumed for it
   MemoryEstimate memory;
   std::vector<std::string> warnings;  // one sentence each
+  std::string topology;               // off the star: its lines (sim/network/link_load.hpp)
 
   // Several lines for `validate`, each starting "estimate: ".
   std::string describe() const;

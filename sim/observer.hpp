@@ -70,6 +70,11 @@ class RunObserver {
     (void)now, (void)info, (void)step;
   }
   virtual void evaluation(const MetricsRow& row) { (void)row; }
+  // Off the star (sim/network/flows.hpp): the link direction `link` ("tor0->spine") now carries
+  // `flows` flows using `utilisation` (0 to 1) of its bandwidth; called when either changes.
+  virtual void link_load(SimTime now, const std::string& link, double utilisation, int32_t flows) {
+    (void)now, (void)link, (void)utilisation, (void)flows;
+  }
   // The run ended at `end`: close open activities.
   virtual void finish(SimTime end) { (void)end; }
 };
@@ -101,6 +106,9 @@ class ObserverList final : public RunObserver {
   }
   void evaluation(const MetricsRow& row) override {
     for (auto* o : list_) o->evaluation(row);
+  }
+  void link_load(SimTime now, const std::string& link, double utilisation, int32_t flows) override {
+    for (auto* o : list_) o->link_load(now, link, utilisation, flows);
   }
   void finish(SimTime end) override {
     for (auto* o : list_) o->finish(end);

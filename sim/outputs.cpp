@@ -139,6 +139,7 @@ OutputFiles render_outputs(const Scenario& s, const RunResult& r) {
   f.staleness_csv = staleness_csv(r);
   f.decisions_csv = r.decisions_csv;
   f.gradients_csv = r.gradients_csv;
+  f.links_csv = r.links_csv;
   f.result_hash = result_hash(r, f.metrics_csv);
   f.summary_json = summary_json(s, r, f.result_hash).dump(2) + "\n";
   return f;
@@ -208,7 +209,8 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
         {"summary.json", &files.summary_json},   {"metrics.csv", &files.metrics_csv},
         {"staleness.csv", &files.staleness_csv}, {"decisions.csv", &files.decisions_csv},
         {"gradients.csv", &files.gradients_csv}, {"trace.json", &files.trace_json},
-        {"explain.txt", &files.explain_txt},     {"timing.csv", &files.timing_csv}};
+        {"explain.txt", &files.explain_txt},     {"timing.csv", &files.timing_csv},
+        {"links.csv", &files.links_csv}};
     for (const auto& [file, text] : outputs) {
       const bool always = std::string_view(file) == "summary.json" ||
                           std::string_view(file) == "metrics.csv" ||

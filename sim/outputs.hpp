@@ -30,6 +30,7 @@ struct OutputFiles {
   std::string staleness_csv;
   std::string decisions_csv;  // written as decisions.csv when not empty
   std::string gradients_csv;  // written as gradients.csv when not empty (--record gradients)
+  std::string links_csv;      // written as links.csv when not empty (topology off the star)
   std::string trace_json;     // written as trace.json when not empty (--trace; sim/trace.hpp)
   std::string explain_txt;    // written as explain.txt when not empty (--explain; sim/explain.hpp)
   std::string timing_csv;     // written as timing.csv when not empty (`stalesim real`; sim/real/real_run.hpp)

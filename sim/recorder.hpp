@@ -91,6 +91,7 @@ struct RunResult {
   nlohmann::json policy_facts;  // the policy's own facts (DSSP grants, ...), or null
   std::string decisions_csv;    // the policy's decision log, or empty
   std::string gradients_csv;    // --record gradients: time, worker, versions, tau, step; or empty
+  std::string links_csv;        // off the star: per-link counters (TopologyNetwork::links_csv); or empty
   int64_t peak_live_versions = 0;
   // Whether workers deferred their gradients (RunOptions::defer_gradients, where the model and the
   // policy allow it). Not written to the outputs, which are the same either way but for

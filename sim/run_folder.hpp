@@ -23,9 +23,9 @@
 namespace stalesim {
 
 // Every file a run folder may hold.
-inline constexpr std::array<std::string_view, 9> kRunFiles = {
+inline constexpr std::array<std::string_view, 10> kRunFiles = {
     "summary.json", "metrics.csv", "staleness.csv", "decisions.csv", "gradients.csv",
-    "trace.json",   "explain.txt", "timing.csv",    "done"};
+    "trace.json",   "explain.txt", "timing.csv",    "links.csv",     "done"};
 
 enum class FolderKind {
   kAbsent,  // nothing at the path

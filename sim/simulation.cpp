@@ -98,6 +98,7 @@ struct Simulation::Impl {
     }
     if (e.kind == kOrderStep) return protocol->on_message(e);
     if (e.kind == kEvaluate) return on_evaluate(e.payload);
+    if (e.kind == kFlowDone) return core.network.flows()->on_flow_event(core.engine);
     Worker& w = core.workers[e.target];
     if (e.kind == kCrash) return on_crash(core, w);
     if (e.kind == kRejoin) return on_rejoin(core, w);
@@ -131,6 +132,7 @@ struct Simulation::Impl {
     events.add(opt.observer);
     if (opt.record_gradients) events.add(&gradients);
     core.obs = events.empty() ? nullptr : &events;
+    if (core.network.flows()) core.network.flows()->observe(core.obs);
     if (core.obs) {
       std::vector<std::string> profiles;
       for (const auto& w : core.workers) profiles.push_back(core.profile_of(w));
@@ -246,6 +248,7 @@ struct Simulation::Impl {
     result.policy_facts = policy_records.take_facts();
     result.decisions_csv = policy_records.take_decisions_csv();
     if (record_gradients) result.gradients_csv = gradients.take();
+    if (c.network.flows()) result.links_csv = c.network.flows()->links_csv(c.engine.now());
   }
 };
 

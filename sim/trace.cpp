@@ -131,6 +131,11 @@ void TraceRecorder::wire(SimTime start, SimTime end, int32_t worker, WireKind ki
        end, fmt::format("{{\"worker\":{},\"bytes\":{}}}", worker, bytes));
 }
 
+// Off the star: one counter track per link direction, its utilisation and flow count.
+void TraceRecorder::link_load(SimTime now, const std::string& link, double utilisation, int32_t flows) {
+  counter("link " + link, now, fmt::format("{{\"utilisation\":{:.6f},\"flows\":{}}}", utilisation, flows));
+}
+
 void TraceRecorder::update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness,
                            int64_t step_staleness) {
   drain();

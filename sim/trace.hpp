@@ -44,6 +44,7 @@ class TraceRecorder final : public RunObserver {
   void update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness,
               int64_t step_staleness) override;
   void evaluation(const MetricsRow& row) override;
+  void link_load(SimTime now, const std::string& link, double utilisation, int32_t flows) override;
   void finish(SimTime end) override;
 
   // trace.json; valid after finish().

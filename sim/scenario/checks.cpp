@@ -9,6 +9,7 @@
 
 #include "models/cuda/cuda_model.hpp"
 #include "models/device_profile.hpp"
+#include "sim/network/topology.hpp"
 #include "sim/scenario/detail.hpp"
 
 namespace stalesim::scenario_detail {
@@ -128,6 +129,37 @@ void check_cluster(const Scenario& s, int64_t workers) {
 
 }  // namespace
 
+// Off the star (issue 33): the parameter server's pull-every-clock traffic only, links set by the
+// topology, and the topology itself sound (build_topology names the element at fault).
+void check_topology(const Scenario& s) {
+  const auto& n = s.cluster.network;
+  if (n.topology == "star") return;
+  if (!s.policy.pulls_every_clock() || s.policy.type == PolicyType::kVap)
+    fail("/cluster/network/topology",
+         fmt::format("\"{}\" carries the traffic of policies that fetch every clock ({}), got {}; use "
+                     "topology \"star\"",
+                     n.topology, pull_mode_policies(), policy_phrase(s)));
+  if (n.latency_sigma > 0)
+    fail("/cluster/network/latency_sigma",
+         fmt::format("latency jitter applies to the star topology only (topology is \"{}\")", n.topology));
+  for (size_t i = 0; i < s.cluster.workers.size(); ++i) {
+    const auto& g = s.cluster.workers[i];
+    for (const auto& [key, given] : {std::pair{"latency_us", g.latency_us.has_value()},
+                                     std::pair{"bandwidth_gbps", g.bandwidth_gbps.has_value()},
+                                     std::pair{"latency_sigma", g.latency_sigma.has_value()}})
+      if (given)
+        fail(fmt::format("/cluster/workers/{}/{}", i, key),
+             fmt::format("a group's own link applies to the star topology only; with topology \"{}\" "
+                         "the topology sets every link",
+                         n.topology));
+  }
+  try {
+    (void)build_topology(s);
+  } catch (const TopologyError& e) {
+    fail(e.path, e.problem);
+  }
+}
+
 // Rules between fields that no single field can state.
 void check_cross_fields(const Scenario& s) {
   if (s.stop.virtual_time_s && *s.stop.virtual_time_s / s.eval.every_s >= 1e7)
@@ -184,6 +216,7 @@ void check_cross_fields(const Scenario& s) {
   if (workers > kMaxWorkers)
     fail("/cluster/workers", fmt::format("{} workers in total; at most {}", workers, kMaxWorkers));
   check_cluster(s, workers);
+  check_topology(s);
   const auto& stop = s.stop;
   if (stop.at_target && !stop.target_accuracy)
     fail("/stop/at_target", "at_target is true but target_accuracy is not set");

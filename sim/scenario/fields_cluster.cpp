@@ -492,6 +492,7 @@ std::vector<FieldInfo> cluster_fields(const Scenario& d) {
   append(t, group_jitter_fields(d));
   append(t, schedule_fields(d));
   append(t, network_fields(d));
+  append(t, topology_fields(d));
   append(t, jitter_fields(d));
   return t;
 }

@@ -14,6 +14,7 @@
 
 #include "models/device_profile.hpp"
 #include "sim/algorithms.hpp"
+#include "sim/scenario/topology_spec.hpp"
 
 namespace stalesim {
 
@@ -86,6 +87,10 @@ struct NetworkSpec {
                                         // mean 1 with this log standard deviation; 0 = none
   double message_overhead_us = 0.0;     // per message and shard: time the server link is busy on
                                         // top of the bytes (request handling, serialization)
+  std::string topology = "star";        // "star" | "racks" | "graph" (sim/scenario/topology_spec.hpp)
+  RacksSpec racks;                      // racks only
+  GraphSpec graph;                      // graph only
+  PlacementSpec placement;              // racks and graph
   bool operator==(const NetworkSpec&) const = default;
 };
 

@@ -119,6 +119,7 @@ std::vector<FieldInfo> model_fields(const Scenario& d);      // model (fields_mo
 std::vector<FieldInfo> optimizer_fields(const Scenario& d);  // optimizer (fields_optimizer.cpp)
 std::vector<FieldInfo> policy_fields(const Scenario& d);     // policy (fields_policy.cpp)
 std::vector<FieldInfo> cluster_fields(const Scenario& d);    // cluster (fields_cluster.cpp)
+std::vector<FieldInfo> topology_fields(const Scenario& d);   // cluster.network's topology (fields_topology.cpp)
 std::vector<FieldInfo> run_fields(const Scenario& d);        // compute, stop, eval (fields_run.cpp)
 
 // Appends `rows` to `table`.

@@ -184,6 +184,12 @@ void WorkerCore::grant(Worker& w) {
     w.params.reset();
   }
   set_state(w, WorkerState::kCommunicating);
+  if (TopologyNetwork* net = network.flows()) {  // off the star: flows from the shards' hosts
+    result.bytes_pull += message_bytes;
+    ++result.messages_pull;
+    if (order) return order->on_params(w);
+    return net->to_worker(engine, w.id, message_bytes, {kParamsArrive, static_cast<uint32_t>(w.id), w.gen});
+  }
   const SimTime sent = server_transfer(engine.now(), message_bytes, w.id, WireKind::kPull);
   granted_sent = sent;
   result.bytes_pull += message_bytes;
@@ -217,6 +223,8 @@ void WorkerCore::push(Worker& w, int64_t bytes) {
   if (order) return order->on_push_applied(w);
   set_state(w, WorkerState::kCommunicating, Activity::kPush);
   w.push_bytes.push_back(bytes);
+  if (TopologyNetwork* net = network.flows())  // off the star: flows to the shards' hosts
+    return net->to_shards(engine, w.id, bytes, {kPushAtServer, static_cast<uint32_t>(w.id), w.gen});
   engine.schedule_in(worker_link(w, bytes) + latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id),
                      w.gen);
 }
@@ -224,6 +232,8 @@ void WorkerCore::push(Worker& w, int64_t bytes) {
 void WorkerCore::on_push_at_server(Worker& w) {
   const int64_t bytes = w.push_bytes.front();
   w.push_bytes.pop_front();
+  if (network.flows())  // the flows have delivered it whole
+    return void(engine.schedule(engine.now(), kPushApplied, static_cast<uint32_t>(w.id), w.gen));
   engine.schedule(server_transfer(engine.now(), bytes, w.id, WireKind::kPush), kPushApplied,
                   static_cast<uint32_t>(w.id), w.gen);
 }

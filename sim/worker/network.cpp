@@ -2,6 +2,8 @@
 
 #include "sim/worker/network.hpp"
 
+#include "sim/worker/worker.hpp"
+
 #include <fmt/format.h>
 #include <cmath>
 
@@ -33,9 +35,11 @@ Network::Network(const Scenario& s)
   if (link_jitter)
     for (int32_t i = 0; i < s.cluster.worker_count(); ++i)
       rngs_.emplace_back(s.seed, Purpose::kNetwork, static_cast<uint64_t>(i));
+  if (net.topology != "star") flows_ = std::make_unique<TopologyNetwork>(s, kFlowDone);
 }
 
 SimTime Network::latency(int32_t id, int32_t group) {
+  if (flows_) return flows_->request_latency(id);
   const GroupLink& g = groups_[static_cast<size_t>(group)];
   if (!(g.latency_sigma > 0)) return g.latency;
   const double s = g.latency_sigma;

@@ -3,10 +3,12 @@
 // lognormal jitter) and the server's links, one FIFO per shard shared by pushes and pulls.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "base/rng.hpp"
 #include "base/sim_time.hpp"
+#include "sim/network/topology_network.hpp"
 #include "sim/observer.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -32,6 +34,10 @@ class Network {
   // order. Returns when the last part is through.
   // Observers see shard 0's link (the trace's link track), one span per message.
   SimTime server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind, RunObserver* obs);
+  // Off the star (cluster.network.topology racks or graph): the flow-level network that carries
+  // pulls and pushes instead of the links above; null on the star.
+  TopologyNetwork* flows() { return flows_.get(); }
+  const TopologyNetwork* flows() const { return flows_.get(); }
 
  private:
   struct GroupLink {
@@ -44,6 +50,7 @@ class Network {
   std::vector<SimTime> shard_free_;  // when each server shard's link is next idle
   SimTime message_overhead_;         // per message and shard on the server link
   double server_gbps_ = 0;
+  std::unique_ptr<TopologyNetwork> flows_;
 };
 
 }  // namespace stalesim

@@ -32,6 +32,7 @@ enum EventKind : uint32_t {
   kCrash = 10,              // schedule: a worker crashes (payload: index in the crash list)
   kRejoin = 11,             // schedule: a crashed worker rejoins (payload: index in the crash list)
   kRejoinRequest = 12,      // a rejoined worker's request for parameters reaches the server
+  kFlowDone = 13,           // off the star: the network's earliest flow finishes (sim/network/flows.hpp)
 };
 
 enum class WorkerState : uint8_t { kCommunicating, kComputing, kWaiting };

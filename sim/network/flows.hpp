@@ -1,0 +1,125 @@
+#pragma once
+// Flow-level sharing of links (issue 33), the fluid model of SimGrid's network models and of
+// Bertsekas and Gallager, "Data Networks" (1992), section 6.5.2: every message part is a flow
+// along its route of channels; at every moment the flows share each channel's bandwidth max-min
+// fair, computed by progressive filling (raise every unfixed flow's rate together until a channel
+// is full, fix the flows through it, repeat). Rates are recomputed when a flow starts or ends,
+// and each flow's finish time with them; the network keeps one engine event, at the earliest
+// finish, cancelled and rescheduled when that changes. A part arrives `latency` after its last
+// bit has left (the route's propagation delay); a message's completion event is scheduled when
+// its last part arrives.
+//
+// Determinism: flows are kept in start order, channels in first-use order, every sum in that
+// order; finish times are integer nanoseconds (rounded up), so equal inputs give equal times.
+// Cost per start or end: O(flows x route length + bottleneck levels x channels in use).
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "base/sim_time.hpp"
+#include "sim/engine.hpp"
+
+namespace stalesim {
+
+class FlowNetwork {
+ public:
+  // One part of a message: `bytes` over the channels `route` (storage owned by the caller and
+  // kept alive until the part arrives), arriving `latency` after its last bit left.
+  struct Part {
+    std::span<const int32_t> route;
+    int64_t bytes = 0;
+    SimTime latency;
+  };
+  // The event scheduled when a message has arrived whole.
+  struct Done {
+    uint32_t kind = 0;
+    uint32_t target = 0;
+    uint64_t payload = 0;
+  };
+  // Per channel, for links.csv and the trace.
+  struct ChannelStats {
+    int64_t bytes = 0;     // bytes of the flows that finished on it
+    int64_t busy_ns = 0;   // time with at least one flow on it
+    int32_t peak = 0;      // most flows on it at once
+    int32_t active = 0;    // flows on it now
+    int64_t since_ns = 0;  // when `active` last rose from 0
+  };
+
+  // `channel_gbps`: each channel's bandwidth (Gbit/s = bit/ns), > 0. `event_kind`: the engine
+  // event kind the network's own finish events use; the owner routes them to on_event().
+  FlowNetwork(std::vector<double> channel_gbps, uint32_t event_kind);
+
+  // Starts a message of `parts` now. `done` runs when every part has arrived (at once, after the
+  // latency, when every part is empty).
+  void send(Engine& engine, std::span<const Part> parts, Done done);
+  // Runs the network's finish event: ends the flows due now, recomputes the rates.
+  void on_event(Engine& engine);
+
+  // Called, when set, for each channel whose flow count or used bandwidth changed, after the
+  // rates are recomputed: (now, channel, used Gbit/s, flows). For the trace's link counters.
+  using LoadHook = std::function<void(SimTime, int32_t, double, int32_t)>;
+  void on_load(LoadHook hook) {
+    hook_ = std::move(hook);
+    last_load_.assign(capacity_.size(), 0.0);
+    last_flows_.assign(capacity_.size(), 0);
+  }
+
+  const std::vector<ChannelStats>& stats() const { return stats_; }
+  size_t active_flows() const { return flows_.size(); }
+  // Current rate (Gbit/s) of the flows in start order, for tests.
+  std::vector<double> rates() const;
+
+ private:
+  struct Flow {
+    std::span<const int32_t> route;
+    double left_bits = 0;
+    double rate = 0;  // bit/ns
+    int64_t finish = 0;
+    int64_t bytes = 0;
+    SimTime latency;
+    int32_t message = 0;
+  };
+  struct Message {
+    int32_t parts_left = 0;
+    SimTime arrive;
+    Done done;
+  };
+  void advance(SimTime now);
+  void recompute(SimTime now);
+  void reschedule(Engine& engine);
+  void part_arrived(Engine& engine, int32_t message, SimTime at);
+  void report_loads(SimTime now);
+  void channel_up(int32_t ch, int64_t now);
+  void channel_down(int32_t ch, int64_t now);
+
+  std::vector<double> capacity_;
+  uint32_t kind_;
+  std::vector<Flow> flows_;
+  std::vector<Message> messages_;
+  std::vector<int32_t> free_messages_;
+  std::vector<ChannelStats> stats_;
+  SimTime last_;
+  EventId pending_{};
+  int64_t pending_at_ = -1;
+  // Progressive filling scratch, by channel; `used_` lists the channels with flows.
+  std::vector<double> rem_;
+  std::vector<int32_t> unfixed_;
+  std::vector<int32_t> used_;
+  std::vector<int32_t> start_;  // per channel: its flows are on_channel_[start_, end_)
+  std::vector<int32_t> end_;
+  std::vector<int32_t> on_channel_;
+  std::vector<uint8_t> fixed_;
+  std::vector<std::pair<double, int32_t>> heap_;  // (share, channel)
+  std::vector<Flow> ended_;                       // scratch of on_event
+  std::vector<double> load_;                      // scratch of report_loads
+  LoadHook hook_;
+  std::vector<double> last_load_;  // by channel, as last reported (hook set only)
+  std::vector<int32_t> last_flows_;
+  std::vector<int32_t> touched_;   // channels whose load may have changed since the last report
+};
+
+}  // namespace stalesim

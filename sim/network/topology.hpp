@@ -1,0 +1,69 @@
+#pragma once
+// A non-star network as data (issue 33): nodes (hosts and switches), full-duplex links, routes
+// and the placement of workers and server shards on hosts. Built from cluster.network (topology
+// "racks" or "graph", sim/scenario/topology_spec.hpp) when the scenario is loaded, which rejects a
+// bad topology, and again by the network model.
+//
+// Link i is two channels, one per direction: channel 2i from its `a` end to its `b` end, channel
+// 2i + 1 back. Each channel has the link's bandwidth to itself (full duplex). A route is the list
+// of channels from one host to another with the fewest links; among equally short routes the one
+// whose links are listed first wins (breadth-first search visiting each node's links in list
+// order), so routes do not depend on anything but the topology. A route never passes through a
+// host: hosts are endpoints, switches forward.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/sim_time.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace stalesim {
+
+// A bad topology: the JSON path of the element at fault and the problem in words. The loader
+// turns it into a ScenarioError naming the file (exit 2).
+struct TopologyError {
+  std::string path;
+  std::string problem;
+};
+
+struct Topology {
+  struct Node {
+    std::string name;  // racks: "rack3/host7", "tor3", "spine"; graph: as given
+    bool host = false;
+  };
+  struct Link {
+    int32_t a = 0, b = 0;  // node indices
+    double gbps = 0;       // each direction
+    SimTime latency;       // one-way
+  };
+  std::vector<Node> nodes;
+  std::vector<Link> links;
+  std::vector<int32_t> hosts;        // node index of host h
+  std::vector<int32_t> worker_host;  // host of each worker
+  std::vector<int32_t> shard_host;   // host of each server shard
+  // Racks only: hosts_per_rack x host link bandwidth / uplink bandwidth (1 = none).
+  std::optional<double> oversubscription;
+
+  int32_t channels() const { return static_cast<int32_t>(links.size()) * 2; }
+  double channel_gbps(int32_t ch) const { return links[static_cast<size_t>(ch / 2)].gbps; }
+  SimTime channel_latency(int32_t ch) const { return links[static_cast<size_t>(ch / 2)].latency; }
+  // "tor0->spine": the channel's direction in node names.
+  std::string channel_name(int32_t ch) const;
+  // The channels from host `from` to host `to` (empty when from == to). Throws TopologyError when
+  // there is no route.
+  std::vector<int32_t> route(int32_t from, int32_t to) const;
+  SimTime route_latency(const std::vector<int32_t>& r) const;
+  std::string host_name(int32_t h) const { return nodes[static_cast<size_t>(hosts[static_cast<size_t>(h)])].name; }
+};
+
+// The topology of `s` (cluster.network.topology "racks" or "graph"), placed and checked: every
+// node name unique, every link between two known, different nodes, enough hosts, one worker or
+// shard per host, every worker able to reach every shard. Throws TopologyError.
+Topology build_topology(const Scenario& s);
+
+// Racks: how many racks a scenario's racks topology has (racks.count, else just enough).
+int32_t rack_count(const Scenario& s);
+
+}  // namespace stalesim

@@ -1,0 +1,60 @@
+#pragma once
+// The network's shape (cluster.network.topology, issue 33): "star" (default; every worker's own
+// link to the server shards, each shard's link one FIFO: sim/worker/network.hpp), "racks" (hosts
+// behind a top-of-rack switch, each switch's uplink to one spine) or "graph" (any switches, hosts
+// and links, written out as data like a SimGrid platform file). Workers and server shards sit on
+// hosts (PlacementSpec). Off the star, messages are flows that share every link max-min fair
+// (sim/network/flows.hpp).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stalesim {
+
+// Racks of hosts: host link (cluster.network.bandwidth_gbps and latency_us; a shard's host at
+// server_bandwidth_gbps) to the rack's top-of-rack switch, whose uplink goes to the one spine.
+// Host h of rack r is host number r * hosts_per_rack + h.
+struct RacksSpec {
+  std::optional<int32_t> count;         // racks; unset = just enough for the workers and shards
+  int32_t hosts_per_rack = 32;          // >= 1
+  double uplink_bandwidth_gbps = 100.0;  // each top-of-rack switch's uplink to the spine
+  double uplink_latency_us = 1.0;       // one-way latency of an uplink
+  bool operator==(const RacksSpec&) const = default;
+};
+
+// A general topology: named nodes (hosts and switches) and full-duplex links between them.
+// Hosts are numbered in the order they are listed. Routes take the fewest links (ties: the link
+// listed first), and never pass through a host.
+struct GraphNode {
+  std::string name;
+  std::string kind = "host";  // "host" | "switch"
+  bool operator==(const GraphNode&) const = default;
+};
+struct GraphLink {
+  std::string from;
+  std::string to;
+  double bandwidth_gbps = 10.0;  // each direction
+  double latency_us = 0.0;       // one-way
+  bool operator==(const GraphLink&) const = default;
+};
+struct GraphSpec {
+  std::vector<GraphNode> nodes;
+  std::vector<GraphLink> links;
+  bool operator==(const GraphSpec&) const = default;
+};
+
+// Which host holds each worker and each server shard (one of them per host).
+struct PlacementSpec {
+  // "first": shard k on host k; "spread": one per rack in turn from the racks' last hosts (graph:
+  // host floor(k x hosts / shards)); "explicit": shard_hosts.
+  std::string shards = "first";
+  std::vector<int64_t> shard_hosts;  // explicit: the host of each shard
+  // "fill": the hosts no shard holds, in host order; "explicit": worker_hosts.
+  std::string workers = "fill";
+  std::vector<int64_t> worker_hosts;  // explicit: the host of each worker
+  bool operator==(const PlacementSpec&) const = default;
+};
+
+}  // namespace stalesim

@@ -1,0 +1,274 @@
+// Issue 33: topologies as data (racks, graph, placement, bad topologies) and flow-level sharing
+// of links (max-min fair, full duplex), with hand-computed times.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "sim/estimate.hpp"
+#include "sim/network/flows.hpp"
+#include "sim/network/topology.hpp"
+#include "tests/sim_test_util.hpp"
+
+using namespace stalesim;
+using namespace stalesim::testing;
+
+namespace {
+
+constexpr uint32_t kFlow = 99;
+constexpr uint32_t kDone = 1;
+
+// Runs an engine whose only events are the flow network's and the messages' completions; returns
+// each completion's (target, time in ns) in order.
+struct FlowBench {
+  Engine engine;
+  FlowNetwork net;
+  std::vector<std::vector<int32_t>> routes;
+  std::vector<std::pair<uint32_t, int64_t>> done;
+  explicit FlowBench(std::vector<double> gbps) : net(std::move(gbps), kFlow) {}
+  // Starts message `id` of `bytes` over route `r` at `at` (schedules a start event, kind 2).
+  void at(int64_t ns, uint32_t id) { engine.schedule(SimTime::from_ns(ns), 2, id); }
+  std::vector<std::pair<int64_t, int32_t>> starts;  // by message id: bytes, route index
+  void run() {
+    engine.run_until(SimTime::max(), [&](const Event& e) {
+      if (e.kind == kFlow) return net.on_event(engine);
+      if (e.kind == kDone) return done.emplace_back(e.target, e.time.ns()), void();
+      const auto [bytes, r] = starts[e.target];
+      FlowNetwork::Part p{routes[static_cast<size_t>(r)], bytes, SimTime::zero()};
+      net.send(engine, std::span(&p, 1), {kDone, e.target, 0});
+    });
+  }
+};
+
+// A scenario of time-only workers with 1 ms iterations and 1,000,000-byte messages, no latency.
+nlohmann::json racks_json(int workers) {
+  auto j = nlohmann::json::parse(R"({
+    "name": "racks", "model": { "type": "time-only", "parameters": 250000, "flops_per_sample": 1 },
+    "optimizer": { "batch_size": 1 }, "policy": { "type": "bsp" },
+    "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 2, "iteration_ms": 1 } ],
+                 "network": { "latency_us": 0, "bandwidth_gbps": 8, "topology": "racks",
+                              "racks": { "hosts_per_rack": 4, "uplink_bandwidth_gbps": 8,
+                                         "uplink_latency_us": 0 } },
+                 "jitter": { "type": "none" } },
+    "stop": { "max_updates": 2 }, "eval": { "every_s": 100 } })");
+  j["cluster"]["workers"][0]["count"] = workers;
+  return j;
+}
+
+nlohmann::json graph_json() {
+  auto j = racks_json(2);
+  auto& n = j["cluster"]["network"];
+  n["topology"] = "graph";
+  n.erase("racks");
+  n["graph"] = nlohmann::json::parse(R"({
+    "nodes": [ { "name": "ps" }, { "name": "a" }, { "name": "b" }, { "name": "sw", "kind": "switch" } ],
+    "links": [ { "from": "ps", "to": "sw", "bandwidth_gbps": 8 }, { "from": "a", "to": "sw", "bandwidth_gbps": 8 },
+               { "from": "b", "to": "sw", "bandwidth_gbps": 8 } ] })");
+  return j;
+}
+
+void check_error(const nlohmann::json& j, const std::string& message) {
+  CHECK_THROWS_WITH_AS(scenario(j), message.c_str(), ScenarioError);
+}
+
+}  // namespace
+
+TEST_CASE("two flows on one channel share it equally, and opposite directions do not interfere") {
+  FlowBench b({8.0, 8.0});  // one link: channel 0 one way, channel 1 the other; 8 bit/ns each
+  b.routes = {{0}, {1}};
+  b.starts = {{1'000'000, 0}, {1'000'000, 0}, {1'000'000, 1}};
+  b.at(0, 0);
+  b.at(0, 1);
+  b.at(0, 2);
+  b.run();
+  // 8,000,000 bits at 4 bit/ns each on channel 0: 2 ms; the reverse flow alone at 8: 1 ms.
+  REQUIRE(b.done.size() == 3);
+  CHECK(b.done[0] == std::pair<uint32_t, int64_t>{2, 1'000'000});
+  CHECK(b.done[1] == std::pair<uint32_t, int64_t>{0, 2'000'000});
+  CHECK(b.done[2] == std::pair<uint32_t, int64_t>{1, 2'000'000});
+  CHECK(b.net.stats()[0].bytes == 2'000'000);
+  CHECK(b.net.stats()[0].busy_ns == 2'000'000);
+  CHECK(b.net.stats()[0].peak == 2);
+  CHECK(b.net.stats()[1].busy_ns == 1'000'000);
+}
+
+TEST_CASE("rates are recomputed when a flow starts and when one ends") {
+  FlowBench b({8.0});
+  b.routes = {{0}};
+  b.starts = {{1'000'000, 0}, {1'000'000, 0}};
+  b.at(0, 0);
+  b.at(500'000, 1);
+  b.run();
+  // A alone 0.5 ms (4e6 bits), then both at 4 bit/ns: A's other 4e6 bits end at 1.5 ms; B has
+  // 4e6 bits left, alone again at 8 bit/ns: 2 ms.
+  REQUIRE(b.done.size() == 2);
+  CHECK(b.done[0] == std::pair<uint32_t, int64_t>{0, 1'500'000});
+  CHECK(b.done[1] == std::pair<uint32_t, int64_t>{1, 2'000'000});
+}
+
+TEST_CASE("max-min fairness: a flow held back elsewhere leaves its share to the others") {
+  // Channel 0 (10 bit/ns) carries flows X and Y; Y also crosses channel 1 (2 bit/ns). Max-min
+  // fair: Y gets 2, X the remaining 8 (not the equal 5).
+  FlowBench b({10.0, 2.0});
+  b.routes = {{0}, {0, 1}};
+  b.starts = {{1'000'000, 0}, {1'000'000, 1}};
+  b.at(0, 0);
+  b.at(0, 1);
+  b.engine.run_until(SimTime::from_ns(1), [&](const Event& e) {
+    const auto [bytes, r] = b.starts[e.target];
+    FlowNetwork::Part p{b.routes[static_cast<size_t>(r)], bytes, SimTime::zero()};
+    b.net.send(b.engine, std::span(&p, 1), {kDone, e.target, 0});
+  });
+  CHECK(b.net.rates() == std::vector<double>{8.0, 2.0});
+  b.run();
+  // X: 8e6 bits at 8 = 1 ms; then Y alone, still limited to 2 by channel 1: 4 ms in all.
+  CHECK(b.done[0] == std::pair<uint32_t, int64_t>{0, 1'000'000});
+  CHECK(b.done[1] == std::pair<uint32_t, int64_t>{1, 4'000'000});
+}
+
+TEST_CASE("racks: hosts, switches, routes through the spine and the derived oversubscription") {
+  auto j = racks_json(6);
+  j["cluster"]["network"]["racks"]["uplink_bandwidth_gbps"] = 4;
+  j["cluster"]["network"]["placement"] = {{"shards", "spread"}};
+  j["cluster"]["servers"] = 2;
+  const Scenario s = scenario(j);
+  const Topology t = build_topology(s);
+  CHECK(rack_count(s) == 2);  // 6 workers + 2 shards in racks of 4
+  CHECK(t.hosts.size() == 8);
+  CHECK(t.oversubscription == doctest::Approx(8.0));  // 4 hosts x 8 / 4
+  CHECK(t.shard_host == std::vector<int32_t>{3, 7});  // each rack's last host
+  CHECK(t.worker_host == std::vector<int32_t>{0, 1, 2, 4, 5, 6});
+  const auto in_rack = t.route(0, 3);
+  const auto across = t.route(0, 7);
+  CHECK(in_rack.size() == 2);
+  REQUIRE(across.size() == 4);
+  CHECK(t.channel_name(across[0]) == "rack0/host0->tor0");
+  CHECK(t.channel_name(across[1]) == "tor0->spine");
+  CHECK(t.channel_name(across[2]) == "spine->tor1");
+  CHECK(t.channel_name(across[3]) == "tor1->rack1/host3");
+  CHECK(t.channel_gbps(across[1]) == 4.0);
+}
+
+TEST_CASE("a shard's link shared by two pulls: both arrive together, unlike the star's FIFO") {
+  // One rack: the shard's host link carries both pulls at 4 bit/ns: 2 ms; compute 1 ms; both
+  // pushes share the link back: 2 ms more. The star's FIFO serves one after the other: 6 ms.
+  auto j = racks_json(2);
+  CHECK(run(j).end_time.ns() == 5'000'000);
+  j["cluster"]["network"] = {{"latency_us", 0}, {"bandwidth_gbps", 8}};
+  CHECK(run(j).end_time.ns() == 6'000'000);
+}
+
+TEST_CASE("an oversubscribed uplink slows the traffic that crosses it, and latency adds per hop") {
+  // Shard on rack 1, two workers on rack 0: both pulls cross the 2 Gbit/s uplink at 1 bit/ns:
+  // 8 ms; compute 1 ms; pushes 8 ms. Latency 10 us per host link and 5 us per uplink: each
+  // message 2 x 10 + 2 x 5 = 30 us; the first request too: 3 x 30 us.
+  auto j = racks_json(2);
+  j["cluster"]["network"]["racks"]["uplink_bandwidth_gbps"] = 2;
+  j["cluster"]["network"]["racks"]["uplink_latency_us"] = 5;
+  j["cluster"]["network"]["latency_us"] = 10;
+  j["cluster"]["network"]["placement"] = {{"shards", "explicit"}, {"shard_hosts", {4}}};
+  j["cluster"]["network"]["racks"]["count"] = 2;
+  CHECK(run(j).end_time.ns() == 17'000'000 + 90'000);
+}
+
+TEST_CASE("a graph topology routes through its switch") {
+  CHECK(run(graph_json()).end_time.ns() == 5'000'000);
+}
+
+TEST_CASE("bad topologies are rejected with the element and its JSON path") {
+  SUBCASE("a host placed twice") {
+    auto j = racks_json(2);
+    j["cluster"]["network"]["placement"] = {{"workers", "explicit"}, {"worker_hosts", {1, 0}}};
+    check_error(j, "test.json: /cluster/network/placement/worker_hosts/1: host 0 ('rack0/host0') is given to "
+                   "shard 0 and to worker 1: one worker or shard per host");
+  }
+  SUBCASE("a host that does not exist") {
+    auto j = racks_json(2);
+    j["cluster"]["network"]["placement"] = {{"shards", "explicit"}, {"shard_hosts", {9}}};
+    check_error(j, "test.json: /cluster/network/placement/shard_hosts/0: shard 0 is placed on host 9, and the "
+                   "topology's hosts are 0 to 3");
+  }
+  SUBCASE("too few hosts") {
+    auto j = racks_json(8);
+    j["cluster"]["network"]["racks"]["count"] = 2;
+    check_error(j, "test.json: /cluster/network/racks/count: 8 workers and 1 server shards need 9 hosts, the "
+                   "topology has 8");
+  }
+  SUBCASE("zero bandwidth") {
+    auto j = graph_json();
+    j["cluster"]["network"]["graph"]["links"][1]["bandwidth_gbps"] = 0;
+    CHECK_THROWS_WITH_AS(scenario(j), doctest::Contains("/cluster/network/graph/links/1/bandwidth_gbps"),
+                         ScenarioError);
+  }
+  SUBCASE("an unreachable host") {
+    auto j = graph_json();
+    j["cluster"]["network"]["graph"]["links"].erase(2);
+    check_error(j, "test.json: /cluster/network/graph/nodes/2: worker 1 cannot reach shard 0: no route of links "
+                   "from host 'b' to host 'ps'");
+  }
+  SUBCASE("a route through a host is no route") {
+    auto j = graph_json();
+    j["cluster"]["network"]["graph"]["links"][2] = {{"from", "b"}, {"to", "a"}, {"bandwidth_gbps", 8}};
+    check_error(j, "test.json: /cluster/network/graph/nodes/2: worker 1 cannot reach shard 0: no route of links "
+                   "from host 'b' to host 'ps'");
+  }
+  SUBCASE("a loop") {
+    auto j = graph_json();
+    j["cluster"]["network"]["graph"]["links"].push_back({{"from", "sw"}, {"to", "sw"}, {"bandwidth_gbps", 8}});
+    check_error(j, "test.json: /cluster/network/graph/links/3: a loop from 'sw' back to itself: no route can "
+                   "use it; remove it");
+  }
+  SUBCASE("an unknown node and a name given twice") {
+    auto j = graph_json();
+    j["cluster"]["network"]["graph"]["links"][0]["to"] = "sw2";
+    check_error(j, "test.json: /cluster/network/graph/links/0/to: 'sw2' is not a node of graph.nodes");
+    j = graph_json();
+    j["cluster"]["network"]["graph"]["nodes"][2]["name"] = "a";
+    check_error(j, "test.json: /cluster/network/graph/nodes/2/name: 'a' names two nodes (first nodes/1)");
+  }
+  SUBCASE("a policy with a cache off the star") {
+    auto j = racks_json(2);
+    j["policy"] = {{"type", "essp"}, {"staleness", 1}};
+    CHECK_THROWS_WITH_AS(scenario(j), doctest::Contains("/cluster/network/topology"), ScenarioError);
+  }
+}
+
+TEST_CASE("links.csv counts each link direction's bytes and busy time, and the trace sees each change") {
+  // The one-rack case above: the shard's host link carries both pulls over [0, 2 ms] and both
+  // pushes back over [3, 5 ms] of a 5 ms run.
+  struct Loads : RunObserver {
+    std::vector<std::tuple<int64_t, std::string, double, int32_t>> seen;
+    void link_load(SimTime now, const std::string& link, double u, int32_t flows) override {
+      seen.emplace_back(now.ns(), link, u, flows);
+    }
+  } loads;
+  RunOptions opt;
+  opt.observer = &loads;
+  const RunResult r = run_scenario(scenario(racks_json(2)), opt);
+  CHECK(r.links_csv.starts_with("link,from,to,bandwidth_gbps,bytes,busy_s,utilisation,peak_flows\n"));
+  CHECK(r.links_csv.find("\n0,rack0/host0,tor0,8,2000000,0.002000000,0.400000,2\n") != std::string::npos);
+  CHECK(r.links_csv.find("\n0,tor0,rack0/host0,8,2000000,0.002000000,0.400000,2\n") != std::string::npos);
+  CHECK(r.links_csv.find("\n3,rack0/host3,tor0,8,0,0.000000000,0.000000,0\n") != std::string::npos);
+  using Row = std::tuple<int64_t, std::string, double, int32_t>;
+  CHECK(std::count(loads.seen.begin(), loads.seen.end(), Row{0, "rack0/host0->tor0", 1.0, 2}) == 1);
+  CHECK(std::count(loads.seen.begin(), loads.seen.end(), Row{2'000'000, "rack0/host0->tor0", 0.0, 0}) == 1);
+  CHECK(std::count(loads.seen.begin(), loads.seen.end(), Row{3'000'000, "tor0->rack0/host0", 1.0, 2}) == 1);
+  // The star writes no links.csv.
+  auto star = racks_json(2);
+  star["cluster"]["network"] = {{"latency_us", 0}, {"bandwidth_gbps", 8}};
+  CHECK(run(star).links_csv.empty());
+}
+
+TEST_CASE("validate's estimate prints the oversubscription and names the bottleneck link") {
+  auto j = racks_json(6);
+  j["cluster"]["network"]["racks"]["uplink_bandwidth_gbps"] = 4;
+  const std::string text = estimate_run(scenario(j)).describe();
+  CHECK(text.find("estimate: topology racks: 2 racks of 4 hosts; oversubscription 8:1") != std::string::npos);
+  // The shard (host 0) sends six pulls of 1 MB: 6 ms on its 8 Gbit/s link; the uplink carries
+  // three (the workers of rack 1) at 4 Gbit/s: 6 ms too; the first listed wins the tie.
+  CHECK(text.find("estimate: bottleneck link rack0/host0->tor0 (8 Gbit/s): 6 ms per round") != std::string::npos);
+  j["cluster"]["network"]["racks"]["uplink_bandwidth_gbps"] = 2;
+  CHECK(estimate_run(scenario(j)).describe().find("estimate: bottleneck link tor0->spine (2 Gbit/s): 12 ms") !=
+        std::string::npos);
+}
