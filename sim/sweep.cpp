@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 #include "sim/outputs.hpp"
 #include "sim/scenario/fields.hpp"
 #include "sim/scenario/load.hpp"
@@ -197,11 +197,17 @@ std::vector<std::string> folder_labels(const std::vector<std::string>& keys) {
 }
 
 std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw IoError(fmt::format("{}: cannot read", p.string()));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  std::string why;
+  auto text = read_regular_file(p.string(), kMaxSummaryBytes, why);
+  if (!text) throw IoError(fmt::format("{}: cannot read: {}", p.string(), why));
+  return std::move(*text);
+}
+
+json read_json(const fs::path& p) {
+  std::string why;
+  auto j = read_json_file(p.string(), kMaxSummaryBytes, why);
+  if (!j) throw IoError(fmt::format("{}: {}", p.string(), why));
+  return std::move(*j);
 }
 
 // "policy.staleness=4, policy.type=ssp, seed=2".

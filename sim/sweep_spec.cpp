@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 #include "sim/scenario/paths.hpp"
 
 namespace stalesim {
@@ -125,6 +125,8 @@ ordered_json parse_sweep_json(const std::string& path) {
   if (!text) throw ScenarioError(fmt::format("{}: cannot read the sweep file: {}", path, error));
   if (const std::string shape = json_shape_problem(*text); !shape.empty())
     throw ScenarioError(fmt::format("{}: {}", path, shape));
+  if (const auto dup = duplicate_key(*text))
+    throw ScenarioError(fmt::format("{}: {}: duplicate key (a JSON object names each key once)", path, *dup));
   ordered_json doc;
   try {
     doc = ordered_json::parse(*text);

@@ -38,7 +38,7 @@
 #include "sim/build_info.hpp"
 #include "sim/estimate.hpp"
 #include "sim/explain.hpp"
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 #include "sim/gradient_pool.hpp"
 #include "sim/memory_estimate.hpp"
 #include "sim/outputs.hpp"

@@ -1,0 +1,392 @@
+// Hostile input, round three (issue 30), through the real binary: only provable temporaries are
+// stalesim's, every input file is read bounded, recursive parsers are bounded, reproduce of a
+// sweep checks sweep.csv, impossible runs are refused up front, out of memory has its own exit
+// code, and what a user wrote reaches the terminal escaped. Every case asserts the exit code, the
+// message, and that nothing outside the output folder changed (a snapshot of the scratch folder).
+
+#include <doctest/doctest.h>
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/memory_estimate.hpp"
+#include "sim/run_folder.hpp"
+#include "sim/scenario/load.hpp"
+#include "tests/cli_test_util.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using stalesim::testing::Outcome;
+using stalesim::testing::run_cli;
+using stalesim::testing::Scratch;
+using stalesim::testing::slurp;
+
+namespace {
+
+const std::string kTiny = "tests/golden/tiny/scenario.json";
+
+std::string q(const std::string& s) { return "'" + s + "'"; }
+
+// Every entry under `root` (not following links) with its type and, for files, its contents;
+// entries under `skip` (the output folder) are left out.
+std::map<std::string, std::string> snapshot(const fs::path& root, const fs::path& skip = {}) {
+  std::map<std::string, std::string> out;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    const fs::path p = it->path();
+    if (!skip.empty() && (p == skip || p.string().starts_with(skip.string() + "/"))) {
+      if (it->is_directory() && !it->is_symlink()) it.disable_recursion_pending();
+      continue;
+    }
+    const auto st = fs::symlink_status(p);
+    std::string v;
+    if (st.type() == fs::file_type::symlink)
+      v = "link:" + fs::read_symlink(p).string();
+    else if (st.type() == fs::file_type::regular)  // a huge (sparse) file by its size only
+      v = fs::file_size(p) > (1u << 20) ? "big:" + std::to_string(fs::file_size(p)) : "file:" + slurp(p);
+    else if (st.type() == fs::file_type::directory)
+      v = "dir";
+    else
+      v = "other";
+    out[fs::relative(p, root).string()] = v;
+  }
+  return out;
+}
+
+// The PID of a process that has ended.
+pid_t dead_pid() {
+  std::fflush(nullptr);  // the child must not write this process's buffered output again
+  const pid_t p = ::fork();
+  if (p == 0) ::_exit(0);
+  int st = 0;
+  ::waitpid(p, &st, 0);
+  return p;
+}
+
+// A temporary as stalesim makes it (name and marker agreeing), for `pid`, in `parent`.
+fs::path forge_temporary(const fs::path& parent, const std::string& kind, long pid, const std::string& target,
+                         const std::string& token = "0123456789abcdef") {
+  const fs::path dir = parent / (".stalesim-" + kind + "-" + std::to_string(pid) + "-" + token);
+  fs::create_directories(dir);
+  std::ofstream(dir / ".stalesim-temporary")
+      << json{{"stalesim_temporary", 1}, {"kind", kind}, {"pid", pid}, {"token", token}, {"target", target}}
+             .dump();
+  return dir;
+}
+
+bool has(const std::string& text, const std::string& fragment) { return text.find(fragment) != std::string::npos; }
+
+}  // namespace
+
+// ---- 1. Own temporaries only ---------------------------------------------------------------
+
+TEST_CASE("--force refuses a run folder holding a user's .photos.old-2023/, and leaves all of it") {
+  Scratch s("photos");
+  const fs::path r = s.path / "r";
+  REQUIRE(run_cli("run " + kTiny + " --quiet --out " + q(r.string())).code == 0);
+  s.write("r/.photos.old-2023/cat.jpg", "meow");
+  const auto before = snapshot(s.path);
+  const Outcome o = run_cli("run " + kTiny + " --quiet --force --out " + q(r.string()));
+  CHECK(o.code == 2);
+  CHECK_MESSAGE(has(o.err, "this folder holds the folder '.photos.old-2023', which holds 'cat.jpg', which no stalesim "
+                           "run or sweep writes; nothing was deleted"),
+                o.err);
+  CHECK(snapshot(s.path) == before);
+}
+
+TEST_CASE("names that look like stalesim's old temporaries are foreign: never deleted or moved") {
+  // Each a sibling of the output folder `myrun`, with a dead PID where the name has digits.
+  const std::string dead = std::to_string(dead_pid());
+  const std::vector<std::string> names = {".myrun.old-2023",   ".myrun.old-" + dead,  ".myrun.partial-" + dead,
+                                          ".myrun.probe-" + dead, ".myrun.tmp-" + dead, ".other.old-1"};
+  for (const auto& name : names) {
+    for (const bool holds_run : {false, true}) {
+      CAPTURE(name);
+      CAPTURE(holds_run);
+      Scratch s("lookalike");
+      const fs::path out = s.path / "myrun";
+      if (holds_run) {
+        // A run folder of the user's under that name (it could be restored, if it were ours).
+        REQUIRE(run_cli("run " + kTiny + " --quiet --out " + q((s.path / name).string())).code == 0);
+      } else {
+        s.write(name + "/holiday.txt", "keep");
+      }
+      const auto before = snapshot(s.path);
+      const Outcome o = run_cli("run " + kTiny + " --quiet --force --out " + q(out.string()));
+      CHECK(o.code == 0);
+      CHECK_MESSAGE(o.err.empty(), o.err);
+      CHECK(fs::is_regular_file(out / "done"));
+      CHECK(snapshot(s.path, out) == before);
+    }
+  }
+}
+
+TEST_CASE("a sweep folder holding a user's hidden folder is refused by sweep --force and left whole") {
+  Scratch s("sweepphotos");
+  const fs::path sw = s.path / "sw";
+  REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + q(sw.string()))
+              .code == 0);
+  s.write("sw/.backup.old-2023/a.csv", "1,2\n");
+  s.write("sw/.0123456789abcdef.partial-" + std::to_string(dead_pid()) + "/metrics.csv", "mine\n");
+  const auto before = snapshot(s.path);
+  const Outcome o = run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --force --out " +
+                            q(sw.string()));
+  CHECK(o.code == 2);
+  CHECK_MESSAGE(has(o.err, "is not a sweep folder: it holds the folder '."), o.err);
+  CHECK(snapshot(s.path) == before);
+}
+
+TEST_CASE("a temporary is ours only when its name and marker agree and its writer is gone") {
+  Scratch s("proof");
+  const long dead = dead_pid();
+  // Proven and stale: removed.
+  const fs::path ours = forge_temporary(s.path, "partial", dead, "r");
+  s.write(ours.filename().string() + "/run/metrics.csv", "");
+  // Not provable: kept, each for its own reason.
+  const fs::path no_marker = s.path / (".stalesim-partial-" + std::to_string(dead) + "-00000000000000aa");
+  fs::create_directories(no_marker / "run");
+  const fs::path wrong_token = forge_temporary(s.path, "partial", dead, "r", "00000000000000bb");
+  std::ofstream(wrong_token / ".stalesim-temporary")
+      << json{{"kind", "partial"}, {"pid", dead}, {"token", "00000000000000cc"}, {"target", "r"}}.dump();
+  const fs::path wrong_pid = forge_temporary(s.path, "partial", dead, "r", "00000000000000dd");
+  std::ofstream(wrong_pid / ".stalesim-temporary")
+      << json{{"kind", "partial"}, {"pid", dead + 1}, {"token", "00000000000000dd"}, {"target", "r"}}.dump();
+  const fs::path wrong_kind = forge_temporary(s.path, "probe", dead, "r", "00000000000000ee");
+  fs::rename(wrong_kind, s.path / (".stalesim-partial-" + std::to_string(dead) + "-00000000000000ee"));
+  const fs::path alive = forge_temporary(s.path, "partial", ::getpid(), "r", "00000000000000ff");
+  const fs::path other_name = forge_temporary(s.path, "tmp", dead, "q", "0000000000000011");
+  const fs::path garbage = s.path / (".stalesim-tmp-" + std::to_string(dead) + "-0000000000000022");
+  s.write(garbage.filename().string() + "/.stalesim-temporary", "{not json");
+  const fs::path linked = s.path / (".stalesim-tmp-" + std::to_string(dead) + "-0000000000000033");
+  fs::create_directory_symlink(other_name, linked);
+  const fs::path marker_link = s.path / (".stalesim-tmp-" + std::to_string(dead) + "-0000000000000044");
+  fs::create_directories(marker_link);
+  fs::create_symlink(other_name / ".stalesim-temporary", marker_link / ".stalesim-temporary");
+
+  stalesim::clean_stale_temporaries(s.path, "r");
+  CHECK_FALSE(fs::exists(ours));
+  for (const auto& kept : {no_marker, wrong_token, wrong_pid, alive, other_name, garbage, marker_link}) {
+    CAPTURE(kept);
+    CHECK(fs::exists(kept));
+  }
+  CHECK(fs::exists(s.path / (".stalesim-partial-" + std::to_string(dead) + "-00000000000000ee")));
+  CHECK(fs::is_symlink(linked));
+  // Cleaning every name removes the dead writer's `q` temporary too, and still nothing else.
+  stalesim::clean_stale_temporaries(s.path, "");
+  CHECK_FALSE(fs::exists(other_name));
+  CHECK(fs::exists(no_marker / "run"));
+  CHECK(fs::is_symlink(linked));
+}
+
+TEST_CASE("a killed two-rename replace is restored from its own temporary, never from a marker's ../ target") {
+  Scratch s("restore");
+  const fs::path r = s.path / "r";
+  REQUIRE(run_cli("run " + kTiny + " --quiet --out " + q(r.string())).code == 0);
+  const std::string summary = slurp(r / "summary.json");
+  const fs::path t = forge_temporary(s.path, "partial", dead_pid(), "r");
+  fs::rename(r, t / "old");  // as the fallback leaves it when killed between its renames
+  const Outcome o = run_cli("run " + kTiny + " --quiet --out " + q(r.string()));
+  CHECK(o.code == 2);  // the old run is back, so the folder is occupied
+  CHECK(has(o.err, "output folder exists and is not empty (use --force to replace it)"));
+  CHECK(slurp(r / "summary.json") == summary);
+  CHECK_FALSE(fs::exists(t));
+
+  // A marker naming a target outside the folder is not followed.
+  Scratch inner("escape");
+  fs::create_directories(inner.path / "sub");
+  const fs::path bad = forge_temporary(inner.path / "sub", "partial", dead_pid(), "../escaped");
+  REQUIRE(run_cli("run " + kTiny + " --quiet --out " + q((s.path / "x").string())).code == 0);
+  fs::rename(s.path / "x", bad / "old");
+  stalesim::clean_stale_temporaries(inner.path / "sub", "");
+  CHECK_FALSE(fs::exists(inner.path / "escaped"));
+}
+
+TEST_CASE("a run leaves no temporary behind, and its temporaries carry a marker naming it") {
+  Scratch s("clean");
+  const fs::path r = s.path / "r";
+  const Outcome o = run_cli("run " + kTiny + " --quiet --out " + q(r.string()));
+  CHECK(o.code == 0);
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(s.path)) entries.push_back(e.path().filename().string());
+  CHECK(entries == std::vector<std::string>{"r"});
+  // A temporary made by this process is ours, with its target; the same folder renamed is not.
+  const fs::path t = stalesim::create_temporary(s.path, "tmp", "r");
+  const auto info = stalesim::our_temporary(t);
+  REQUIRE(info.has_value());
+  CHECK(info->target == "r");
+  CHECK(info->pid == ::getpid());
+  CHECK(t.filename().string().size() < 60);
+  fs::rename(t, s.path / ".r.tmp-1");
+  CHECK_FALSE(stalesim::our_temporary(s.path / ".r.tmp-1").has_value());
+}
+
+// ---- 2. One bounded reader for every file ---------------------------------------------------
+
+TEST_CASE("every input file is refused cleanly when it is a FIFO, a link to /dev/zero, a folder or huge") {
+  Scratch s("readers");
+  ::mkfifo((s.path / "fifo.json").c_str(), 0644);
+  fs::create_symlink("/dev/zero", s.path / "zero.json");
+  fs::create_directories(s.path / "folder.json");
+  {
+    std::ofstream(s.path / "huge.json") << "{";
+  }
+  fs::resize_file(s.path / "huge.json", std::uintmax_t{6} << 30);  // 6 GiB, sparse
+  struct Kind {
+    std::string file;
+    std::string why;
+  };
+  const std::vector<Kind> kinds = {{"fifo.json", "not a regular file (a FIFO)"},
+                                   {"zero.json", "not a regular file (a character device)"},
+                                   {"folder.json", "not a regular file (a folder)"},
+                                   {"huge.json", "(6442450944 bytes)"}};
+  // Each reader: the command line for a file, and what its message starts with.
+  const std::string tiny_json = slurp(fs::path(STALESIM_SOURCE_DIR) / kTiny);
+  for (const auto& k : kinds) {
+    const std::string f = (s.path / k.file).string();
+    // A scenario naming the file as its device profile.
+    json sc = json::parse(tiny_json);
+    sc["cluster"]["workers"] = json::array({{{"profile", f}, {"count", 1}}});
+    std::ofstream(s.path / "sc.json") << sc.dump();
+    const std::vector<std::pair<std::string, std::string>> readers = {
+        {"profiles " + q(f), f + ": cannot read: "},
+        {"validate " + q((s.path / "sc.json").string()), f + ": cannot read: "},
+        {"run " + q((s.path / "sc.json").string()) + " --quiet --out " + q((s.path / "out").string()),
+         f + ": cannot read: "},
+        {"timeline " + q((s.path / "sc.json").string()), f + ": cannot read: "},
+        {"validate " + q(f), f + ": cannot read: "},
+        {"sweep " + q(f) + " --quiet --out " + q((s.path / "out").string()), f + ": cannot read"},
+        {"reproduce " + q(f), f + ": cannot read: "},
+    };
+    for (const auto& [cmd, expect] : readers) {
+      CAPTURE(cmd);
+      if (k.file == "folder.json" && cmd.starts_with("reproduce")) continue;  // a folder is a run folder there
+      const auto before = snapshot(s.path);
+      const Outcome o = run_cli(cmd);
+      CHECK(o.code == 2);
+      CHECK_MESSAGE(has(o.err, expect), o.err);
+      CHECK_MESSAGE(has(o.err, k.why), o.err);
+      CHECK(snapshot(s.path) == before);
+    }
+  }
+}
+
+TEST_CASE("a sweep's sweep.csv or sweep.json that is a FIFO, a device or huge is refused, with no hang") {
+  Scratch s("sweepfiles");
+  const fs::path sw = s.path / "sw";
+  REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + q(sw.string()))
+              .code == 0);
+  const std::string csv = slurp(sw / "sweep.csv");
+  const auto replace_csv = [&](int how) {
+    fs::remove(sw / "sweep.csv");
+    if (how == 0) ::mkfifo((sw / "sweep.csv").c_str(), 0644);
+    if (how == 1) fs::create_symlink("/dev/zero", sw / "sweep.csv");
+    if (how == 2) {
+      std::ofstream(sw / "sweep.csv") << csv;
+      fs::resize_file(sw / "sweep.csv", std::uintmax_t{3} << 30);
+    }
+  };
+  for (int how = 0; how < 3; ++how) {
+    CAPTURE(how);
+    replace_csv(how);
+    for (const std::string cmd : {"reproduce", "summarize"}) {
+      CAPTURE(cmd);
+      const auto before = snapshot(s.path);
+      const Outcome o = run_cli(cmd + " " + q(sw.string()));
+      CHECK(o.code == 2);
+      CHECK_MESSAGE(has(o.err, (sw / "sweep.csv").string() + ": cannot read"), o.err);
+      CHECK_MESSAGE(has(o.err, how == 2 ? "larger than" : "not a regular file"), o.err);
+      CHECK(snapshot(s.path) == before);
+    }
+  }
+}
+
+TEST_CASE("a sweep.json nested thousands deep is refused on resume, with no crash, and left alone") {
+  Scratch s("deepbase");
+  const fs::path sw = s.path / "sw";
+  REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + q(sw.string()))
+              .code == 0);
+  json manifest = json::parse(slurp(sw / "sweep.json"));
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::string text = manifest.dump();
+  text.replace(text.find("\"base\":"), 0, "\"deep\":" + deep + ",");
+  std::ofstream(sw / "sweep.json") << text;
+  const auto before = snapshot(s.path);
+  const Outcome o =
+      run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + q(sw.string()));
+  CHECK(o.code == 2);
+  CHECK_MESSAGE(has(o.err, "holds a sweep.json that is not a stalesim sweep's"), o.err);
+  CHECK(snapshot(s.path) == before);
+}
+
+TEST_CASE("a device profile nested deeply is refused with exit 2, not a crash") {
+  Scratch s("deepprofile");
+  const fs::path f = s.write("deep.json", "{\"name\": " + std::string(200000, '[') + std::string(200000, ']') + "}");
+  const Outcome o = run_cli("profiles " + q(f.string()));
+  CHECK(o.code == 2);
+  CHECK_MESSAGE(has(o.err, f.string() + ": invalid JSON: arrays and objects nested deeper than 64 levels"), o.err);
+}
+
+TEST_CASE("duplicate keys are refused in every JSON file: sweep files, profiles, summaries, --set values") {
+  Scratch s("dups");
+  const std::string sc = "\"scenario\": \"" + std::string(STALESIM_SOURCE_DIR) + "/scenarios/sweep-tiny.json\"";
+  const fs::path sweep_file =
+      s.write("d.sweep.json", "{" + sc + ", \"grid\": {\"policy.staleness\": [0, 1], \"policy.staleness\": [2]}}");
+  const fs::path sweep_top = s.write("t.sweep.json", "{" + sc + ", " + sc + "}");
+  const fs::path profile = s.write("p.json", R"({"name": "a", "name": "b", "description": "x",
+      "peak_fp32_tflops": 1, "memory_bandwidth_gbs": 1, "efficiency": 0.5, "overhead_us": 1, "source": "s"})");
+  const fs::path r = s.path / "r";
+  REQUIRE(run_cli("run " + kTiny + " --quiet --out " + q(r.string())).code == 0);
+  std::string summary = slurp(r / "summary.json");
+  summary.replace(summary.find("\"status\""), 0, "\"status\": \"completed\", ");
+  std::ofstream(r / "summary.json") << summary;
+  const std::vector<std::tuple<std::string, std::string>> cases = {
+      {"sweep " + q(sweep_file.string()) + " --quiet --out " + q((s.path / "o").string()),
+       sweep_file.string() + ": /grid/policy.staleness: duplicate key"},
+      {"sweep " + q(sweep_top.string()) + " --quiet --out " + q((s.path / "o").string()),
+       sweep_top.string() + ": /scenario: duplicate key"},
+      {"profiles " + q(profile.string()), profile.string() + ": duplicate key at /name"},
+      {"reproduce " + q(r.string()), (r / "summary.json").string() + ": duplicate key at /status"},
+      {"validate " + kTiny + R"( --set 'cluster.network={"latency_us": 1, "latency_us": 2}')",
+       "/latency_us: duplicate key"},
+  };
+  for (const auto& [cmd, expect] : cases) {
+    CAPTURE(cmd);
+    const auto before = snapshot(s.path);
+    const Outcome o = run_cli(cmd);
+    CHECK(o.code == 2);
+    CHECK_MESSAGE(has(o.err, expect), o.err);
+    CHECK(snapshot(s.path) == before);
+  }
+}
+
+TEST_CASE("check_layers fails on a file read outside base/file_read, so a new reader cannot skip it") {
+  Scratch s("layers");
+  for (const char* d : {"sim", "models", "base", "tools"}) fs::create_directories(s.path / d);
+  s.write("sim/new_reader.cpp", "void f() { std::ifstream in(\"x\"); }\n");
+  const std::string script = std::string(STALESIM_SOURCE_DIR) + "/tests/layers/check_layers.sh";
+  const std::string out = (s.path / "out.txt").string();
+  const int st = std::system(("bash " + q(script) + " " + q(s.str()) + " >" + q(out) + " 2>&1").c_str());
+  CHECK(WEXITSTATUS(st) == 1);
+  CHECK(has(slurp(out), "a file read outside base/file_read"));
+  CHECK(has(slurp(out), "sim/new_reader.cpp:1:"));
+  for (const std::string other : {"FILE* f = fopen(p, \"r\");", "int fd = ::open(p, O_RDONLY);", "gzopen(p, \"rb\");"}) {
+    s.write("sim/new_reader.cpp", other + "\n");
+    CHECK(WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >/dev/null 2>&1").c_str())) == 1);
+  }
+  fs::remove(s.path / "sim/new_reader.cpp");
+  CHECK(WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >/dev/null 2>&1").c_str())) == 0);
+}
+
