@@ -104,7 +104,9 @@ class Reader {
     try {
       return Expr::parse(v.get<std::string>());
     } catch (const ExprError& e) {
-      fail(at, fmt::format("'{}': {}", v.get<std::string>(), e.what()));
+      const std::string& text = v.get<std::string>();
+      // A long expression is quoted by its start only: the message stays one readable line.
+      fail(at, fmt::format("'{}': {}", text.size() > 80 ? text.substr(0, 60) + "..." : text, e.what()));
     }
   }
 

@@ -390,3 +390,47 @@ TEST_CASE("check_layers fails on a file read outside base/file_read, so a new re
   CHECK(WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >/dev/null 2>&1").c_str())) == 0);
 }
 
+// ---- 3. Every recursive parser bounded -----------------------------------------------------
+
+TEST_CASE("sweep-file expressions are bounded in length, nesting and chain length: exit 2, no crash") {
+  Scratch s("expr");
+  const std::string sc = "\"scenario\": \"" + std::string(STALESIM_SOURCE_DIR) + "/scenarios/sweep-tiny.json\"";
+  const auto refused = [&](const std::string& expr, const std::string& expect) {
+    CAPTURE(expect);
+    const fs::path f = s.write("e.sweep.json", "{" + sc + ", \"derived\": {\"x\": {\"expr\": \"" + expr + "\"}}}");
+    const fs::path out = s.path / "out";
+    const auto before = snapshot(s.path);
+    const Outcome o = run_cli("sweep " + q(f.string()) + " --quiet --out " + q(out.string()));
+    CHECK(o.code == 2);
+    CHECK_MESSAGE(has(o.err, f.string() + ": /derived/x/expr: "), o.err.substr(0, 300));
+    CHECK_MESSAGE(has(o.err, expect), o.err.substr(0, 300));
+    CHECK(o.err.size() < 20000);  // the expression is not echoed whole
+    CHECK(snapshot(s.path) == before);
+  };
+  const auto repeat = [](const std::string& part, size_t n) {
+    std::string out;
+    for (size_t i = 0; i < n; ++i) out += part;
+    return out;
+  };
+  // Parentheses a few thousand deep (a 10 KB file).
+  refused(repeat("(", 4000) + "1" + repeat(")", 4000), "nested deeper than 100 levels");
+  refused(repeat("(", 101) + "1" + repeat(")", 101), "nested deeper than 100 levels");
+  refused(repeat("-", 5000) + "1", "nested deeper than 100 levels");
+  refused(repeat("!", 5000) + "true", "nested deeper than 100 levels");
+  refused(repeat("not ", 2000) + "true", "nested deeper than 100 levels");
+  refused(repeat("abs(", 200) + "1" + repeat(")", 200), "nested deeper than 100 levels");
+  // A 100,000-term sum and a million unary operators: refused by length before parsing.
+  refused("1" + repeat("+1", 100000), "the expression is 200001 characters long; at most 10000 are read");
+  refused(repeat("-", 1000000) + "1", "the expression is 1000001 characters long; at most 10000 are read");
+  // A chain of 1,500 terms fits the length but not the chain limit.
+  refused("1" + repeat("+1", 1500), "more than 1000 operations chained in one expression");
+  refused("1" + repeat("*1", 1500), "more than 1000 operations chained in one expression");
+  // Within the bounds, a deep but legal expression still works.
+  const fs::path ok = s.write("ok.sweep.json", "{" + sc + ", \"set\": {\"stop.max_updates\": 5}, \"derived\": "
+                                                "{\"x\": {\"expr\": \"" + repeat("(", 90) + "1" + repeat(")", 90) +
+                                                " + " + "1" + repeat("+1", 900) + "\"}}}");
+  const Outcome o = run_cli("sweep " + q(ok.string()) + " --quiet --out " + q((s.path / "okout").string()));
+  CHECK_MESSAGE(o.code == 0, o.err.substr(0, 300));
+  CHECK(has(slurp(s.path / "okout" / "sweep.csv"), "\n902,"));
+}
+
