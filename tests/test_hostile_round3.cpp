@@ -434,3 +434,124 @@ TEST_CASE("sweep-file expressions are bounded in length, nesting and chain lengt
   CHECK(has(slurp(s.path / "okout" / "sweep.csv"), "\n902,"));
 }
 
+// ---- 4. reproduce of a sweep checks sweep.csv; duplicate keys everywhere --------------------
+
+namespace {
+
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  std::istringstream in(text);
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream l(line);
+    while (std::getline(l, cell, ',')) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.push_back("");
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+std::string csv_text(const std::vector<std::vector<std::string>>& rows) {
+  std::string out;
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) out += (i ? "," : "") + r[i];
+    out += "\n";
+  }
+  return out;
+}
+
+size_t column(const std::vector<std::string>& header, const std::string& name) {
+  return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+}
+
+// A finished two-point sweep (policy.staleness 0 and 1) in s/sw; its sweep.csv's rows.
+std::vector<std::vector<std::string>> make_sweep(const Scratch& s) {
+  const Outcome o = run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " +
+                            q((s.path / "sw").string()));
+  REQUIRE(o.code == 0);
+  return csv_rows(slurp(s.path / "sw" / "sweep.csv"));
+}
+
+}  // namespace
+
+TEST_CASE("reproduce SWEEP_DIR reports an edited sweep.csv cell as a mismatch, whatever the column") {
+  Scratch s("forged");
+  const auto rows = make_sweep(s);
+  REQUIRE(rows.size() == 3);
+  const fs::path csv = s.path / "sw" / "sweep.csv";
+  const std::string original = slurp(csv);
+  {
+    const Outcome o = run_cli("reproduce " + q((s.path / "sw").string()));
+    CHECK(o.code == 0);
+    CHECK(has(o.out, "2 of 2 folders match"));
+  }
+  struct Edit {
+    std::string column;
+    std::string value;
+    std::string expect;
+  };
+  const std::vector<Edit> edits = {
+      {"final_test_accuracy", "0.999", "column 'final_test_accuracy' says '0.999'"},
+      {"result_hash", "00000000000000000000000000000000", "column 'result_hash' says '0000"},
+      {"server_updates", "7", "column 'server_updates' says '7'"},
+      {"status", "diverged", "column 'status' says 'diverged'"},
+      {"quality", "0.5", "column 'quality' says '0.5'"},
+      {"seed", "99", "column 'seed' says '99' but the folder's summary.json gives '1': the folder holds another "
+                     "point's run"},
+      {"policy.staleness", "5", "column 'policy.staleness' says '5'"},
+  };
+  for (const auto& e : edits) {
+    CAPTURE(e.column);
+    auto forged = rows;
+    const size_t c = column(forged[0], e.column);
+    REQUIRE(c < forged[0].size());
+    forged[1][c] = e.value;
+    std::ofstream(csv) << csv_text(forged);
+    const auto before = snapshot(s.path);
+    const Outcome o = run_cli("reproduce " + q((s.path / "sw").string()));
+    CHECK(o.code == 3);
+    CHECK_MESSAGE(has(o.out, "MISMATCH: point 0"), o.out);
+    CHECK_MESSAGE(has(o.out, "sweep.csv line 2: " + e.expect), o.out);
+    CHECK(has(o.out, "1 of 2 folders match"));
+    CHECK(snapshot(s.path) == before);
+  }
+  // Two rows whose folders are swapped: each folder holds the other point's run.
+  auto swapped = rows;
+  const size_t f = column(swapped[0], "folder");
+  std::swap(swapped[1][f], swapped[2][f]);
+  std::ofstream(csv) << csv_text(swapped);
+  const Outcome o = run_cli("reproduce " + q((s.path / "sw").string()));
+  CHECK(o.code == 3);
+  CHECK(has(o.out, "column 'policy.staleness' says '0' but the folder's summary.json gives '1': the folder holds "
+                   "another point's run"));
+  CHECK(has(o.out, "0 of 2 folders match"));
+  std::ofstream(csv) << original;
+}
+
+TEST_CASE("reproduce SWEEP_DIR refuses a row whose folder is outside the sweep, before rerunning anything") {
+  Scratch s("decoy");
+  const auto rows = make_sweep(s);
+  // A complete run outside the sweep, which would match its own rerun.
+  REQUIRE(run_cli("run scenarios/sweep-tiny.json --quiet --out " + q((s.path / "decoy").string())).code == 0);
+  fs::create_directory_symlink(s.path / "decoy", s.path / "sw" / "linked");
+  fs::create_directories(s.path / "sw" / ".hidden");
+  const size_t f = column(rows[0], "folder");
+  const std::vector<std::string> folders = {
+      "../decoy", (s.path / "decoy").string(), "linked", ".hidden", ".", "..", "missing", "a/../../decoy"};
+  for (const std::string& folder : folders) {
+    CAPTURE(folder);
+    auto forged = rows;
+    forged[1][f] = folder;
+    std::ofstream(s.path / "sw" / "sweep.csv") << csv_text(forged);
+    const auto before = snapshot(s.path);
+    const Outcome o = run_cli("reproduce " + q((s.path / "sw").string()));
+    CHECK(o.code == 2);
+    CHECK_MESSAGE(has(o.err, "sweep.csv: line 2: folder '" + folder + "' is not a folder of this sweep"), o.err);
+    CHECK(has(o.err, "nothing was rerun"));
+    CHECK(o.out.empty());
+    CHECK(snapshot(s.path) == before);
+  }
+}
+

@@ -53,6 +53,7 @@
 #include "sim/sweep.hpp"
 #include "sim/sweep_mpi.hpp"
 #include "sim/sweep_spec.hpp"
+#include "sim/text.hpp"
 #include "sim/timeline.hpp"
 #include "sim/trace.hpp"
 
@@ -782,6 +783,15 @@ int reproduce_sweep(const std::string& dir, int threads) {
       not_run.push_back(r);
       continue;
     }
+    // A row names a folder directly inside the sweep folder, never a path that leaves it (an
+    // edited "../decoy" would otherwise be compared and reported as a match).
+    std::error_code ec;
+    if (f.find('/') != std::string::npos || f == "." || f == ".." || f.starts_with(".") ||
+        fs::symlink_status(fs::path(dir) / f, ec).type() != fs::file_type::directory)
+      throw IoError(fmt::format("{}: line {}: folder '{}' is not a folder of this sweep (a row names a folder "
+                                "directly inside {}); nothing was rerun",
+                                csv_path.string(), r + 1, escaped(f), dir));
+
     auto it = std::find_if(folders.begin(), folders.end(), [&](const auto& e) { return e.first == f; });
     if (it == folders.end())
       folders.push_back({f, {r}});
@@ -805,9 +815,21 @@ int reproduce_sweep(const std::string& dir, int threads) {
     const std::string run_dir = (fs::path(dir) / folder).string();
     try {
       const Reproduction r = prepare_reproduction(run_dir);
+      // sweep.csv must say what the folder holds: each of its rows against the folder's summary.
+      std::string row_problem;
+      for (size_t row : points)
+        if (const std::string d = sweep_row_mismatch(header, rows[row], r.summary); !d.empty()) {
+          row_problem = fmt::format("sweep.csv line {}: {}", row + 1, d);
+          break;
+        }
+      if (!row_problem.empty()) {
+        ++mismatched;
+        fmt::print("MISMATCH: {}: {}/: {}\n", what, folder, row_problem);
+        continue;
+      }
       if (!warned && !r.build_differences.empty()) {
         std::string list;
-        for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + d;
+        for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + escaped(d);
         fmt::print(stderr, "warning: built differently ({}): a mismatch may come from the build\n", list);
         warned = true;
       }
@@ -829,7 +851,7 @@ int reproduce_sweep(const std::string& dir, int threads) {
         ++mismatched;
         for (const auto& d : res.differences) fmt::print("MISMATCH: {}: {}/{}\n", what, folder, describe(d));
       }
-    } catch (const std::runtime_error& e) {
+    } catch (const std::exception& e) {
       ++mismatched;
       fmt::print("MISMATCH: {}: {}\n", what, e.what());
     }
