@@ -263,6 +263,28 @@ RunEstimate estimate_run(const Scenario& s) {
   return e;
 }
 
+void check_feasible(const Scenario& s, const RunEstimate& e, const std::string& origin) {
+  const double end = e.expected_end_s;
+  if (!std::isfinite(end) || end <= 0) return;
+  const auto fail = [&](const char* field, const std::string& why) {
+    throw ScenarioError(fmt::format("{}: {}: {}; nothing was run", origin, field, why));
+  };
+  // The clock's last instant, in seconds (int64 nanoseconds).
+  const double clock_s = static_cast<double>(std::numeric_limits<int64_t>::max()) / 1e9;
+  if (end >= clock_s)
+    fail(s.stop.virtual_time_s ? "/stop/virtual_time_s" : "/stop/max_updates",
+         fmt::format("the estimate ends this run at about {:.3g} s of virtual time ({:.3g} updates at {:.3g} "
+                     "per virtual second), past the simulator's clock range ({:.3g} s, about 292 years): "
+                     "lower stop.max_updates or set stop.virtual_time_s",
+                     end, e.expected_updates, e.updates_per_s, clock_s));
+  const double evaluations = std::floor(end / s.eval.every_s);
+  if (evaluations >= static_cast<double>(kMaxEvaluations))
+    fail("/eval/every_s",
+         fmt::format("{:g} s until the expected end at about {:.3g} s of virtual time is {:.3g} evaluations; at "
+                     "most {}: raise eval.every_s",
+                     s.eval.every_s, end, evaluations, kMaxEvaluations));
+}
+
 std::string RunEstimate::describe() const {
   std::string out;
   for (size_t g = 0; g < groups.size(); ++g) {

@@ -555,3 +555,42 @@ TEST_CASE("reproduce SWEEP_DIR refuses a row whose folder is outside the sweep, 
   }
 }
 
+// ---- 5. Impossible runs refused up front ---------------------------------------------------
+
+TEST_CASE("validate and run refuse a run the estimate knows cannot finish, before running anything") {
+  Scratch s("impossible");
+  struct Impossible {
+    std::string sets;
+    std::string expect;
+  };
+  const std::vector<Impossible> cases = {
+      // 9e15 updates at the tiny run's pace end past the clock's 292 years.
+      {"--set stop.max_updates=9000000000000000",
+       "/stop/max_updates: the estimate ends this run at about"},
+      {"--set stop.max_updates=9000000000000000 --set optimizer.batch_size=50",
+       "past the simulator's clock range"},
+      // Evaluations: eval.every_s tiny against the expected end, with no virtual_time_s to catch it.
+      {"--set stop.max_updates=100000 --set eval.every_s=1e-9",
+       "/eval/every_s: 1e-09 s until the expected end at about"},
+      {"--set stop.max_updates=1000000 --set eval.every_s=1e-7", "evaluations; at most 10000000: raise eval.every_s"},
+  };
+  for (const auto& c : cases) {
+    for (const std::string cmd : {"validate", "run"}) {
+      CAPTURE(c.sets);
+      CAPTURE(cmd);
+      const fs::path out = s.path / "out";
+      const auto before = snapshot(s.path);
+      const Outcome o = run_cli(cmd + " " + kTiny + " " + c.sets +
+                                (cmd == std::string("run") ? " --quiet --out " + q(out.string()) : ""));
+      CHECK(o.code == 2);
+      CHECK_MESSAGE(has(o.err, kTiny + ": "), o.err);
+      CHECK_MESSAGE(has(o.err, c.expect), o.err);
+      CHECK(has(o.err, "nothing was run"));
+      CHECK(o.out.empty());  // validate prints no scenario, run no progress
+      CHECK(snapshot(s.path) == before);
+    }
+  }
+  // The same scenario within range passes validate.
+  CHECK(run_cli("validate " + kTiny + " --set stop.max_updates=100000 --set eval.every_s=1e-3").code == 0);
+}
+

@@ -259,7 +259,9 @@ int cmd_run(const std::vector<std::string>& args) {
   const OutputGuard guard = output_guard(p.vm["scenario"].as<std::string>());
   check_output_dir(out, force, guard);
   check_memory(sc, p.vm["scenario"].as<std::string>(), memory_limit());
-  if (!quiet) fmt::print(stderr, "{}\n", estimate_run(sc).one_line());
+  const RunEstimate estimate = estimate_run(sc);
+  check_feasible(sc, estimate, p.vm["scenario"].as<std::string>());
+  if (!quiet) fmt::print(stderr, "{}\n", estimate.one_line());
 
   pin_eigen_cache_sizes();
   catch_signals();
@@ -360,9 +362,11 @@ int cmd_validate(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const Scenario sc = load(p.vm);
+  const RunEstimate estimate = estimate_run(sc);
+  check_feasible(sc, estimate, p.vm["scenario"].as<std::string>());
   std::cout << scenario_to_json(sc).dump(2) << "\n";
   std::cout.flush();
-  fmt::print(stderr, "{}", estimate_run(sc).describe());
+  fmt::print(stderr, "{}", estimate.describe());
   return kExitOk;
 }
 
