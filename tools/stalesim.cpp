@@ -2,7 +2,8 @@
 // its outputs; the simulator itself lives in the stalesim::sim and stalesim::models libraries.
 //
 // Exit codes: 0 success (a diverged run included: its outputs say so), 2 bad input (usage,
-// scenario, data, output folder), 3 failed simulation (deadlock), 130 interrupted.
+// scenario, data, output folder), 3 failed simulation (deadlock), 4 out of memory (std::bad_alloc),
+// 130 interrupted.
 // sweep: 3 when any point failed. reproduce: 3 on MISMATCH.
 
 #include <signal.h>
@@ -64,7 +65,8 @@ namespace {
 
 constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;
-constexpr int kExitFailed = 3;
+constexpr int kExitFailed = 3;  // a failed simulation (deadlock), a reproduction mismatch, an internal error
+constexpr int kExitOutOfMemory = 4;
 constexpr int kExitInterrupted = 130;
 
 class UsageError : public std::runtime_error {
@@ -129,7 +131,7 @@ Commands:
   version            print the version and build
 
 Run 'stalesim COMMAND --help' for a command's options.
-Exit codes: 0 success, 2 bad input, 3 failed simulation (deadlock), 130 interrupted.
+Exit codes: 0 success, 2 bad input, 3 failed simulation (deadlock), 4 out of memory, 130 interrupted.
             sweep: 3 when a point failed; reproduce: 3 on MISMATCH.
 )";
 
@@ -1252,6 +1254,13 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "stalesim: {}\n", e.what());
   } catch (const DeviceError& e) {  // no GPU, or a build without CUDA
     fmt::print(stderr, "stalesim: {}\n", e.what());
+  } catch (const std::bad_alloc&) {
+    // Out of memory is not a deadlock (exit 3) nor bad input: its own code, and what to do.
+    fmt::print(stderr,
+               "stalesim: out of memory: the process could not allocate what it needed; 'stalesim validate "
+               "SCENARIO' prints the memory estimate (lower the model, batch, workers or cache, or run "
+               "on a machine with more memory)\n");
+    return kExitOutOfMemory;
   } catch (const std::exception& e) {
     fmt::print(stderr, "stalesim: internal error: {}\n", e.what());
     return kExitFailed;
