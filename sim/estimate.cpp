@@ -8,6 +8,7 @@
 
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
+#include "sim/text.hpp"
 
 namespace stalesim {
 namespace {
@@ -292,7 +293,7 @@ std::string RunEstimate::describe() const {
     out += fmt::format(
         "estimate: group {} ({} x {}): iteration {} = compute {} + worker link {} + server link {}{}; "
         "computing {:.1f}% of the time, worker link busy {:.1f}%\n",
-        g, ge.count, ge.profile, seconds(ge.iteration_s), seconds(ge.compute_s), seconds(ge.worker_link_s),
+        g, ge.count, escaped(ge.profile), seconds(ge.iteration_s), seconds(ge.compute_s), seconds(ge.worker_link_s),
         seconds(ge.server_link_s),
         ge.iteration_s > ge.compute_s + ge.worker_link_s + ge.server_link_s * 1.0001
             ? fmt::format(" + waiting {}",

@@ -661,3 +661,152 @@ TEST_CASE("out of memory exits 4 with its own message, never 3") {
   CHECK(has(run_cli("--help").out, "4 out of memory"));
 }
 
+// ---- 7. What a user wrote is printed escaped; names the filesystem takes work ---------------
+
+TEST_CASE("a profile name with escape sequences and newlines reaches the terminal escaped") {
+  Scratch s("escapes");
+  const std::string evil = "evil\x1b[2J\nMATCH: forged\x07";
+  const json profile = {{"name", evil},
+                        {"description", "desc\x1b]0;title\x07 and\ttab"},
+                        {"peak_fp32_tflops", 10},
+                        {"memory_bandwidth_gbs", 500},
+                        {"efficiency", 0.5},
+                        {"overhead_us", 10},
+                        {"source", "test"}};
+  std::ofstream(s.path / "evil.json") << profile.dump();
+  json sc = json::parse(slurp(fs::path(STALESIM_SOURCE_DIR) / kTiny));
+  sc["cluster"]["workers"] = json::array({{{"profile", (s.path / "evil.json").string()}, {"count", 2}}});
+  std::ofstream(s.path / "sc.json") << sc.dump();
+  const std::string sc_path = q((s.path / "sc.json").string());
+  // Where each command shows the name: 0 stdout, 1 stderr, 2 nowhere (run's one-line estimate).
+  const std::vector<std::pair<std::string, int>> commands = {
+      {"profiles " + q((s.path / "evil.json").string()), 0},
+      {"validate " + sc_path, 1},
+      {"timeline " + sc_path, 0},
+      {"run " + sc_path + " --out " + q((s.path / "out").string()), 2},
+  };
+  for (const auto& [cmd, where] : commands) {
+    CAPTURE(cmd);
+    const Outcome o = run_cli(cmd);
+    CHECK(o.code == 0);
+    const std::string all = o.out + o.err;
+    CHECK(all.find('\x1b') == std::string::npos);
+    CHECK(all.find('\x07') == std::string::npos);
+    CHECK(all.find("\nMATCH: forged") == std::string::npos);
+    if (where < 2)
+      CHECK_MESSAGE(has(where == 1 ? o.err : o.out, "evil\\x1b[2J\\nMATCH: forged\\x07"), all.substr(0, 2000));
+  }
+}
+
+TEST_CASE("reproduce prints a tampered manifest's build flags and dataset paths escaped") {
+  Scratch s("tampered");
+  const fs::path r = s.path / "r";
+  REQUIRE(run_cli("run " + kTiny + " --quiet --out " + q(r.string())).code == 0);
+  json summary = json::parse(slurp(r / "summary.json"));
+  REQUIRE(summary["manifest"].contains("flags"));
+  summary["manifest"]["flags"] = "-O2\x1b[31m\nMATCH: all good";
+  summary["manifest"]["datasets"] = json::array({{{"path", "/nonexistent\x1b[1m\nfake"}, {"bytes", 1}, {"xxh64", "0"}}});
+  std::ofstream(r / "summary.json") << summary.dump(2) << "\n";
+  const auto before = snapshot(s.path);
+  const Outcome o = run_cli("reproduce " + q(r.string()) + " --quiet");
+  CHECK(o.code == 3);  // the edited summary no longer matches the rerun's
+  const std::string all = o.out + o.err;
+  CHECK(all.find('\x1b') == std::string::npos);
+  CHECK(all.find("\nMATCH: all good") == std::string::npos);
+  CHECK_MESSAGE(has(o.err, "\\x1b[1m\\nfake"), o.err);
+  CHECK_MESSAGE(has(o.err, "-O2\\x1b[31m\\nMATCH: all good"), o.err);
+  CHECK(snapshot(s.path) == before);
+}
+
+TEST_CASE("an output folder name of 250 bytes works: temporaries do not grow with the name") {
+  Scratch s("longname");
+  const std::string name(250, 'n');
+  const fs::path out = s.path / name;
+  const Outcome o = run_cli("run " + kTiny + " --quiet --out " + q(out.string()));
+  CHECK_MESSAGE(o.code == 0, o.err);
+  CHECK(fs::is_regular_file(out / "done"));
+  const Outcome again = run_cli("run " + kTiny + " --quiet --force --out " + q(out.string()));
+  CHECK_MESSAGE(again.code == 0, again.err);
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(s.path)) entries.push_back(e.path().filename().string());
+  CHECK(entries == std::vector<std::string>{name});
+  // A sweep too: its sweep.csv and sweep.json temporaries and its points.
+  const fs::path sw = s.path / std::string(255, 's');
+  const Outcome sweep =
+      run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + q(sw.string()));
+  CHECK_MESSAGE(sweep.code == 0, sweep.err);
+  CHECK(fs::is_regular_file(sw / "sweep.csv"));
+}
+
+TEST_CASE("data.path naming a file says so, instead of a file inside it being not found") {
+  Scratch s("datapath");
+  const fs::path file = s.write("images.gz", "not a folder");
+  for (const std::string& path : std::vector<std::string>{file.string(), "/dev/null"}) {
+    CAPTURE(path);
+    const fs::path out = s.path / "out";
+    const auto before = snapshot(s.path);
+    const Outcome o = run_cli("run " + kTiny + " --quiet --out " + q(out.string()) +
+                              " --set data.dataset=fashion-mnist --set data.path=" + q(path));
+    CHECK(o.code == 2);
+    CHECK_MESSAGE(has(o.err, path + ": data.path is not a folder (it names a file or device"), o.err);
+    CHECK_FALSE(has(o.err, "not found"));
+    CHECK(snapshot(s.path) == before);
+  }
+}
+
+TEST_CASE("--out . in an empty directory writes in place: the shell's working directory stays") {
+  Scratch s("dot");
+  fs::create_directories(s.path / "here");
+  struct stat before {};
+  REQUIRE(::stat((s.path / "here").c_str(), &before) == 0);
+  const std::string bin = STALESIM_BINARY;
+  const std::string scenario = std::string(STALESIM_SOURCE_DIR) + "/" + kTiny;
+  const std::string cmd = "cd " + q((s.path / "here").string()) + " && " + q(bin) + " run " + q(scenario) +
+                          " --quiet --out . >/dev/null 2>" + q((s.path / "err").string());
+  CHECK(std::system(cmd.c_str()) == 0);
+  struct stat after {};
+  REQUIRE(::stat((s.path / "here").c_str(), &after) == 0);
+  CHECK(before.st_ino == after.st_ino);  // the same folder, not a swapped-in one
+  CHECK(fs::is_regular_file(s.path / "here" / "done"));
+  CHECK(fs::is_regular_file(s.path / "here" / "summary.json"));
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(s.path)) entries.push_back(e.path().filename().string());
+  std::sort(entries.begin(), entries.end());
+  CHECK(entries == std::vector<std::string>{"err", "here"});
+  // Now a run folder: --force refuses it as the working directory.
+  const std::string again = "cd " + q((s.path / "here").string()) + " && " + q(bin) + " run " + q(scenario) +
+                            " --quiet --force --out . >/dev/null 2>" + q((s.path / "err").string());
+  CHECK(WEXITSTATUS(std::system(again.c_str())) == 2);
+  CHECK(has(slurp(s.path / "err"), "--force will not replace the working directory"));
+}
+
+TEST_CASE("an empty writable folder inside an unwritable parent is accepted and written in place") {
+  // As root every folder is writable: run stalesim as nobody (setpriv), where it can be.
+  std::string as;
+  if (::geteuid() == 0) {
+    if (std::system("command -v setpriv >/dev/null 2>&1") != 0) {
+      MESSAGE("skipped: root, and no setpriv to drop privileges");
+      return;
+    }
+    as = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  }
+  Scratch s("ro");
+  fs::create_directories(s.path / "locked" / "out");
+  fs::permissions(s.path, fs::perms::all);
+  fs::permissions(s.path / "locked" / "out", fs::perms::all);
+  fs::permissions(s.path / "locked", fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                                         fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  const Outcome o = run_cli("run " + kTiny + " --quiet --out " + q((s.path / "locked" / "out").string()), as);
+  CHECK_MESSAGE(o.code == 0, o.err);
+  CHECK(fs::is_regular_file(s.path / "locked" / "out" / "done"));
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(s.path / "locked")) entries.push_back(e.path().filename().string());
+  CHECK(entries == std::vector<std::string>{"out"});
+  // A missing folder there cannot be made: refused with the reason, nothing made.
+  const Outcome no = run_cli("run " + kTiny + " --quiet --out " + q((s.path / "locked" / "new").string()), as);
+  CHECK(no.code == 2);
+  CHECK_MESSAGE(has(no.err, "output folder not writable: " + (s.path / "locked").string() + ": Permission denied"),
+                no.err);
+  CHECK_FALSE(fs::exists(s.path / "locked" / "new"));
+  fs::permissions(s.path / "locked", fs::perms::owner_all);
+}

@@ -403,9 +403,9 @@ int cmd_profiles(const std::vector<std::string>& args) {
              "bf16 TFLOP/s", "mem GB/s", "efficiency", "overhead us", "description");
   auto opt = [](double x) { return x > 0 ? fmt::format("{:g}", x) : std::string("-"); };
   for (const auto& pr : list)
-    fmt::print("{:<12} {:>12g} {:>12} {:>12} {:>12g} {:>10g} {:>12g}  {}\n", pr.name, pr.peak_fp32_tflops,
-               opt(pr.peak_fp16_tflops), opt(pr.peak_bf16_tflops), pr.memory_bandwidth_gbs, pr.efficiency,
-               pr.overhead_us, pr.description);
+    fmt::print("{:<12} {:>12g} {:>12} {:>12} {:>12g} {:>10g} {:>12g}  {}\n", escaped(pr.name),
+               pr.peak_fp32_tflops, opt(pr.peak_fp16_tflops), opt(pr.peak_bf16_tflops), pr.memory_bandwidth_gbs,
+               pr.efficiency, pr.overhead_us, escaped(pr.description));
   if (args.empty()) std::cout << kOwn;
   return kExitOk;
 }
@@ -840,7 +840,8 @@ int reproduce_sweep(const std::string& dir, int threads) {
         warned = true;
       }
       for (const auto& c : r.dataset_changes)
-        fmt::print(stderr, "warning: {}: dataset file {}: a mismatch may come from the data\n", folder, c);
+        fmt::print(stderr, "warning: {}: dataset file {}: a mismatch may come from the data\n", escaped(folder),
+                   escaped(c));
       RunOptions ro;
       ro.interrupt = &g_interrupt;
       ro.threads = threads;
@@ -939,11 +940,11 @@ folder, and a closing count; exit 0 when every point matches, 3 otherwise.
   const bool quiet = p.vm.count("quiet") > 0;
   if (!r.build_differences.empty()) {
     std::string list;
-    for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + d;
+    for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + escaped(d);
     fmt::print(stderr, "warning: built differently ({}): a mismatch may come from the build\n", list);
   }
   for (const auto& c : r.dataset_changes)
-    fmt::print(stderr, "warning: dataset file {}: a mismatch may come from the data\n", c);
+    fmt::print(stderr, "warning: dataset file {}: a mismatch may come from the data\n", escaped(c));
 
   pin_eigen_cache_sizes();
   catch_signals();
