@@ -107,14 +107,7 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   // parameters the worker holds (counted in the snapshots); the cache modes and VAP compute it when
   // the compute ends and keep it until it is applied.
   double per_worker = cached ? 1 : 0;
-  if (cached) {
-    // The local copy, and the worker's own pushes not yet in the server's version it holds: at
-    // most staleness + 1 each, and all workers together never more than the run's pushes
-    // (stop.max_updates bounds them: a huge bound with a short run holds a few, not n (s + 1)).
-    double own = static_cast<double>(s.policy.staleness) + 1;
-    if (s.stop.max_updates) own = std::min(own, static_cast<double>(*s.stop.max_updates) / n);
-    per_worker += 1 + own;
-  }
+  if (cached) per_worker += 1 + static_cast<double>(s.policy.staleness) + 1;
   per_worker += policy.worker_vectors + rule.worker_vectors;
   e.worker_bytes = n * (per_worker * vec +
                         (deferred ? deferred_floats(s, classes) * kFloat + s.optimizer.batch_size * 4.0 : 0) +

@@ -15,8 +15,8 @@
 // - workers' state: in the cache modes and VAP one gradient in flight per worker (pull mode
 //   computes it at apply time into the server's scratch; deferred: the batch indices, layer deltas
 //   and hidden activations, (classes + 2 x hidden) x batch floats); the cache modes add a local copy
-//   and up to staleness + 1 own pushes (all workers' together no more than stop.max_updates); VAP
-//   an in-transit sum and a held update; B-FASGD the last gradient;
+//   and up to staleness + 1 own pushes; VAP an in-transit sum and a held update; B-FASGD the last
+//   gradient;
 // - server: the update buffer, softsync's sum, momentum, FASGD's three moving averages, DC-ASGD's
 //   moving average and one backup copy per worker;
 // - gradients: the server's scratch gradient; batch indices (4 bytes per training sample).

@@ -6,7 +6,6 @@
 
 #include <doctest/doctest.h>
 
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,9 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/memory_estimate.hpp"
 #include "sim/run_folder.hpp"
-#include "sim/scenario/load.hpp"
 #include "tests/cli_test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -594,54 +591,8 @@ TEST_CASE("validate and run refuse a run the estimate knows cannot finish, befor
   CHECK(run_cli("validate " + kTiny + " --set stop.max_updates=100000 --set eval.every_s=1e-3").code == 0);
 }
 
-// ---- 6. Memory: estimates bounded by the run, out of memory has its own exit code ----------
+// ---- 6. Out of memory has its own exit code ---------------------------------------------
 
-namespace {
-
-// Peak resident memory of one `stalesim run` (wait4's ru_maxrss of that process alone).
-double peak_rss(const fs::path& scenario, const fs::path& out) {
-  const std::string bin = STALESIM_BINARY, sc = scenario.string(), o = out.string();
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (!std::freopen("/dev/null", "w", stdout) || !std::freopen("/dev/null", "w", stderr)) ::_exit(97);
-    ::execl(bin.c_str(), bin.c_str(), "run", sc.c_str(), "--out", o.c_str(), "--force", "--quiet",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  struct rusage ru {};
-  ::wait4(pid, &status, 0, &ru);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
-  return static_cast<double>(ru.ru_maxrss) * 1024.0;
-}
-
-}  // namespace
-
-TEST_CASE("a lazy-cache SSP with a huge staleness bound is estimated by its stop.max_updates") {
-  Scratch s("lazy");
-  json sc = json::parse(R"({ "name": "lazy", "seed": 1, "optimizer": { "batch_size": 4, "lr": 0.01 },
-    "model": { "type": "mlp", "hidden": [200] },
-    "policy": { "type": "ssp", "staleness": 1000000, "cache": "lazy" },
-    "data": { "dataset": "blobs", "blobs": { "classes": 10, "features": 1000, "train": 2000, "test": 50 } },
-    "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 64 } ] },
-    "stop": { "max_updates": 1280 }, "eval": { "every_s": 1000 } })");
-  for (const int64_t staleness : {int64_t{2}, int64_t{1000}, int64_t{1000000}}) {
-    CAPTURE(staleness);
-    sc["policy"]["staleness"] = staleness;
-    std::ofstream(s.path / "lazy.json") << sc.dump();
-    const double estimate =
-        stalesim::estimate_memory(stalesim::load_scenario_file((s.path / "lazy.json").string())).total();
-    const double measured = peak_rss(s.path / "lazy.json", s.path / "out");
-    MESSAGE("staleness " << staleness << ": estimate " << stalesim::format_bytes(estimate) << ", peak RSS "
-                         << stalesim::format_bytes(measured));
-    CHECK(estimate == doctest::Approx(measured).epsilon(0.3));
-    // Not refused under a limit the run fits in.
-    const Outcome o = run_cli("validate " + q((s.path / "lazy.json").string()), "STALESIM_MEMORY_LIMIT=1G ");
-    CHECK(o.code == 0);
-  }
-}
 
 TEST_CASE("out of memory exits 4 with its own message, never 3") {
   Scratch s("oom");
