@@ -21,6 +21,8 @@
 #include <limits>
 #include <optional>
 
+#include "base/file_read.hpp"
+
 namespace stalesim {
 namespace {
 
@@ -248,6 +250,11 @@ std::vector<uint8_t> read_dataset_file(const std::string& dir, const std::string
   const std::string gz = join_path(dir, base + ".gz");
   const std::string plain = join_path(dir, base);
   std::error_code ec;
+  // The folder itself first: a data.path naming a file would otherwise read as "FILE/x: not found".
+  if (const auto st = fs::status(dir.empty() ? "." : dir, ec);
+      st.type() != fs::file_type::directory && st.type() != fs::file_type::not_found)
+    throw DataError(dir + ": data.path is not a folder (it names a file or device; give the folder that holds " +
+                    base + ".gz)");
   std::string path;
   if (fs::is_regular_file(gz, ec)) {
     path = gz;
@@ -263,15 +270,11 @@ std::vector<uint8_t> read_dataset_file(const std::string& dir, const std::string
     }
     throw DataError(msg);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  const uintmax_t size = fs::file_size(path, ec);
-  if (ec) fail(path, "cannot read size: " + ec.message());
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (static_cast<uintmax_t>(in.gcount()) != size) {
-    fail(path, "read " + std::to_string(in.gcount()) + " of " + std::to_string(size) + " bytes");
-  }
+  std::string why;
+  const auto text = read_regular_file(path, kMaxDataFileBytes, why);
+  if (!text) fail(path, "cannot read: " + why);
+  const std::vector<uint8_t> bytes(text->begin(), text->end());
+  const uintmax_t size = bytes.size();
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016" PRIx64, static_cast<uint64_t>(XXH64(bytes.data(), bytes.size(), 0)));
   info = DataFile{path, static_cast<uint64_t>(size), hex};

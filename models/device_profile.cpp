@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 #include <cstdio>
 
+#include "base/file_read.hpp"
 #include "models/profile_calibration.hpp"
 
 namespace stalesim {
@@ -113,18 +112,11 @@ DeviceProfile profile_from_json(const nlohmann::json& j) {
 }
 
 DeviceProfile load_profile_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ProfileError("", path + ": cannot read the profile file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  nlohmann::json j;
+  std::string error;
+  const auto j = read_json_file(path, kMaxProfileBytes, error);
+  if (!j) throw ProfileError("", path + ": " + error + " (a device profile: see stalesim profiles)");
   try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ProfileError("", path + ": invalid JSON at byte " + std::to_string(e.byte));
-  }
-  try {
-    return profile_from_json(j);
+    return profile_from_json(*j);
   } catch (const ProfileError& e) {
     throw ProfileError(e.field(), path + ": " + e.what() + " (a device profile: see stalesim profiles)");
   }

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 #include "sim/outputs.hpp"
 
 namespace stalesim {

@@ -9,6 +9,7 @@
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
 #include "sim/network/link_load.hpp"
+#include "sim/text.hpp"
 
 namespace stalesim {
 namespace {
@@ -266,6 +267,28 @@ RunEstimate estimate_run(const Scenario& s) {
   return e;
 }
 
+void check_feasible(const Scenario& s, const RunEstimate& e, const std::string& origin) {
+  const double end = e.expected_end_s;
+  if (!std::isfinite(end) || end <= 0) return;
+  const auto fail = [&](const char* field, const std::string& why) {
+    throw ScenarioError(fmt::format("{}: {}: {}; nothing was run", origin, field, why));
+  };
+  // The clock's last instant, in seconds (int64 nanoseconds).
+  const double clock_s = static_cast<double>(std::numeric_limits<int64_t>::max()) / 1e9;
+  if (end >= clock_s)
+    fail(s.stop.virtual_time_s ? "/stop/virtual_time_s" : "/stop/max_updates",
+         fmt::format("the estimate ends this run at about {:.3g} s of virtual time ({:.3g} updates at {:.3g} "
+                     "per virtual second), past the simulator's clock range ({:.3g} s, about 292 years): "
+                     "lower stop.max_updates or set stop.virtual_time_s",
+                     end, e.expected_updates, e.updates_per_s, clock_s));
+  const double evaluations = std::floor(end / s.eval.every_s);
+  if (evaluations >= static_cast<double>(kMaxEvaluations))
+    fail("/eval/every_s",
+         fmt::format("{:g} s until the expected end at about {:.3g} s of virtual time is {:.3g} evaluations; at "
+                     "most {}: raise eval.every_s",
+                     s.eval.every_s, end, evaluations, kMaxEvaluations));
+}
+
 std::string RunEstimate::describe() const {
   std::string out;
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -273,7 +296,7 @@ std::string RunEstimate::describe() const {
     out += fmt::format(
         "estimate: group {} ({} x {}): iteration {} = compute {} + worker link {} + server link {}{}; "
         "computing {:.1f}% of the time, worker link busy {:.1f}%\n",
-        g, ge.count, ge.profile, seconds(ge.iteration_s), seconds(ge.compute_s), seconds(ge.worker_link_s),
+        g, ge.count, escaped(ge.profile), seconds(ge.iteration_s), seconds(ge.compute_s), seconds(ge.worker_link_s),
         seconds(ge.server_link_s),
         ge.iteration_s > ge.compute_s + ge.worker_link_s + ge.server_link_s * 1.0001
             ? fmt::format(" + waiting {}",

@@ -93,4 +93,15 @@ struct RunEstimate {
 // REQUIRES: a loaded (validated) scenario.
 RunEstimate estimate_run(const Scenario& s);
 
+// The most evaluations one run makes (eval.every_s over the virtual time): the estimate
+// (check_feasible) and the simulation each refuse a run past it.
+inline constexpr uint64_t kMaxEvaluations = 10'000'000;
+
+// Refuses, before anything runs, a run the estimate already knows cannot finish: one expected to
+// end past the clock's range (int64 nanoseconds, about 292 years; e.g. stop.max_updates with a
+// slow pace and no stop.virtual_time_s), or one whose evaluations (eval.every_s over the expected
+// end) exceed the simulation's cap of 10,000,000. Throws ScenarioError naming `origin` and the
+// field to change. `validate` and `run` both call it.
+void check_feasible(const Scenario& s, const RunEstimate& e, const std::string& origin);
+
 }  // namespace stalesim

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 
 namespace stalesim {
 

@@ -195,12 +195,18 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
   if (ec) throw IoError(fmt::format("{}: cannot create folder: {}", parent.string(), ec.message()));
   if (guard.clean_stale) clean_stale_temporaries(parent, name);
   check_target(dir, target, force, guard);
+  // An existing empty folder is written in place: it is never swapped away (it may be the
+  // working directory of the shell that runs us, or sit in a folder we cannot write).
+  const bool in_place = inspect_folder(target).kind == FolderKind::kEmpty;
+  if (in_place) clean_stale_temporaries(target, "");
 
-  const fs::path tmp = parent / fmt::format(".{}.partial-{}", name, ::getpid());
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec) || ec)
-    throw IoError(fmt::format("{}: cannot write here: {}", parent.string(),
-                              ec ? ec.message() : std::string("a folder of that name is in the way")));
+  const fs::path temporary = create_temporary(in_place ? target : parent, "partial", in_place ? "." : name);
+  const fs::path tmp = temporary / "run";
+  if (::mkdir(tmp.c_str(), 0755) != 0) {
+    const int err = errno;
+    fs::remove_all(temporary, ec);
+    throw IoError(fmt::format("{}: cannot write here: {}", parent.string(), std::strerror(err)));
+  }
   const auto step = [&](std::string_view s) {
     if (guard.checkpoint) guard.checkpoint(s);
   };
@@ -221,10 +227,13 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
     }
     if (done) write_text_file(tmp / "done", files.result_hash + "\n");
     step("done");
-    install_folder(tmp, target, guard.checkpoint);
+    if (in_place)
+      install_in_place(temporary, target, guard.checkpoint);
+    else
+      install_folder(temporary, target, guard.checkpoint);
   } catch (...) {
     std::error_code ignored;
-    fs::remove_all(tmp, ignored);
+    fs::remove_all(temporary, ignored);
     throw;
   }
 }
@@ -246,11 +255,19 @@ void check_output_dir(const std::string& dir, bool force, const OutputGuard& gua
   if (ec) throw IoError(fmt::format("{}: cannot create the output folder: {}", dir, ec.message()));
   clean_stale_temporaries(parent, target.filename().string());
   check_target(dir, target, force, guard);
-  const fs::path probe = parent / fmt::format(".{}.probe-{}", target.filename().string(), ::getpid());
-  if (::mkdir(probe.c_str(), 0755) != 0)
-    throw IoError(
-        fmt::format("{}: output folder not writable: {}: {}", dir, parent.string(), std::strerror(errno)));
-  ::rmdir(probe.c_str());
+  // The folder the run's temporary will go in: an existing empty folder is written in place.
+  const bool in_place = inspect_folder(target).kind == FolderKind::kEmpty;
+  fs::path probe;
+  try {
+    probe = create_temporary(in_place ? target : parent, "probe", in_place ? "." : target.filename().string());
+  } catch (const IoError& e) {
+    const std::string what = e.what();
+    const size_t at = what.rfind(": ");  // the OS reason
+    throw IoError(fmt::format("{}: output folder not writable: {}: {}", dir,
+                              (in_place ? target : parent).string(),
+                              at == std::string::npos ? what : what.substr(at + 2)));
+  }
+  fs::remove_all(probe, ec);
 }
 
 bool holds_finished_run(const std::string& dir) {

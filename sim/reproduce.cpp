@@ -13,7 +13,7 @@
 #include <xxhash.h>
 
 #include "sim/build_info.hpp"
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 #include "sim/outputs.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario/load.hpp"
@@ -165,23 +165,14 @@ std::vector<std::string> dataset_changes(const json& manifest) {
                                 fs::exists(path, ec) ? "not a regular file" : "missing", bytes, xxh));
       continue;
     }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      out.push_back(fmt::format("{}: missing (the run read {} bytes, xxh64 {})", path, bytes, xxh));
+    std::string why;
+    const auto text = read_regular_file(path, kMaxDataFileBytes, why);
+    if (!text) {
+      out.push_back(fmt::format("{}: cannot read: {} (the run read {} bytes, xxh64 {})", path, why, bytes, xxh));
       continue;
     }
-    XXH64_state_t* st = XXH64_createState();
-    XXH64_reset(st, 0);
-    std::vector<char> buf(1 << 20);
-    uint64_t size = 0;
-    while (in) {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      const auto n = static_cast<size_t>(in.gcount());
-      XXH64_update(st, buf.data(), n);
-      size += n;
-    }
-    const std::string now = fmt::format("{:016x}", static_cast<uint64_t>(XXH64_digest(st)));
-    XXH64_freeState(st);
+    const uint64_t size = text->size();
+    const std::string now = fmt::format("{:016x}", static_cast<uint64_t>(XXH64(text->data(), text->size(), 0)));
     if (now != xxh || size != bytes)
       out.push_back(fmt::format("{}: changed since the run (xxh64 {} vs {}, {} vs {} bytes)", path, xxh, now,
                                 bytes, size));
@@ -196,11 +187,10 @@ Reproduction prepare_reproduction(const std::string& path) {
   if (fs::is_directory(p, ec)) p /= "summary.json";
   r.summary_path = p.string();
   r.dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
-  const std::string text = read_text(p);
-  if (const std::string shape = json_shape_problem(text); !shape.empty())
-    throw IoError(fmt::format("{}: invalid JSON: {}", r.summary_path, shape));
-  r.summary = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (r.summary.is_discarded()) throw IoError(fmt::format("{}: invalid JSON", r.summary_path));
+  std::string why;
+  auto summary = parse_json_bounded(read_text(p), why);
+  if (!summary) throw IoError(fmt::format("{}: {}", r.summary_path, why));
+  r.summary = std::move(*summary);
   const json::json_pointer scenario_ptr("/manifest/scenario");
   if (!r.summary.is_object() || !r.summary.contains(scenario_ptr))
     throw IoError(fmt::format("{}: not a run's summary.json (it has no manifest.scenario)", r.summary_path));

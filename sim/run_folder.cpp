@@ -2,18 +2,21 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <system_error>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "base/file_read.hpp"
 
 namespace stalesim {
 
@@ -21,28 +24,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::uintmax_t kMaxManifestBytes = 64u << 20;  // a summary.json or sweep.json we read back
-
 bool is_run_file(const std::string& name) {
   return std::find(kRunFiles.begin(), kRunFiles.end(), name) != kRunFiles.end();
 }
 
-// ".NAME.KIND-PID" for KIND in partial, old, probe, tmp: the PID, else nullopt. `name` empty:
-// any NAME.
-std::optional<long> temporary_pid(const std::string& entry, const std::string& name) {
-  if (entry.size() < 3 || entry[0] != '.') return std::nullopt;
-  const size_t dash = entry.rfind('-');
-  if (dash == std::string::npos || dash + 1 >= entry.size()) return std::nullopt;
-  const std::string digits = entry.substr(dash + 1);
-  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-      digits.size() > 9)
-    return std::nullopt;
-  const size_t dot = entry.rfind('.', dash);
-  if (dot == std::string::npos || dot == 0) return std::nullopt;
-  const std::string kind = entry.substr(dot + 1, dash - dot - 1);
-  if (kind != "partial" && kind != "old" && kind != "probe" && kind != "tmp") return std::nullopt;
-  if (!name.empty() && entry.substr(1, dot - 1) != name) return std::nullopt;
-  return std::stol(digits);
+constexpr std::string_view kTempPrefix = ".stalesim-";
+constexpr std::string_view kMarker = ".stalesim-temporary";
+constexpr std::uint64_t kMaxMarkerBytes = 64u << 10;
+
+bool is_hex(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// 16 hex digits from the kernel's random source (never used for anything simulated).
+std::string random_token() {
+  std::uint64_t v = 0;
+  auto* p = reinterpret_cast<unsigned char*>(&v);
+  size_t got = 0;
+  while (got < sizeof v) {
+    const ssize_t n = ::getrandom(p + got, sizeof v - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw IoError(fmt::format("cannot draw a random token: {}", std::strerror(errno)));
+    got += static_cast<size_t>(n);
+  }
+  return fmt::format("{:016x}", v);
 }
 
 bool process_alive(long pid) {
@@ -51,31 +56,14 @@ bool process_alive(long pid) {
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
-std::optional<nlohmann::json> read_manifest(const fs::path& p) {
-  std::error_code ec;
-  if (!fs::is_regular_file(fs::symlink_status(p, ec))) return std::nullopt;
-  const auto size = fs::file_size(p, ec);
-  if (ec || size > kMaxManifestBytes) return std::nullopt;
-  std::ifstream f(p, std::ios::binary);
-  std::string text(static_cast<size_t>(size), '\0');
-  f.read(text.data(), static_cast<std::streamsize>(size));
-  if (!f) return std::nullopt;
-  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+std::optional<nlohmann::json> read_manifest(const fs::path& p, std::uint64_t max_bytes = kMaxManifestBytes) {
+  std::string why;
+  auto j = read_json_file(p.string(), max_bytes, why);
+  if (!j || !j->is_object()) return std::nullopt;
   return j;
 }
 
 std::string quoted(const std::string& name) { return fmt::format("'{}'", name); }
-
-// Whether every entry of `dir` is a regular file a run writes (a run's temporary folder).
-bool only_run_files(const fs::path& dir) {
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!is_run_file(it->path().filename().string()) || !it->is_regular_file(ec) || it->is_symlink(ec))
-      return false;
-  }
-  return !ec;
-}
 
 // Whether `inner` is `outer` or lies below it (both canonical).
 bool within(const fs::path& inner, const fs::path& outer) {
@@ -107,7 +95,7 @@ FolderCheck inspect_folder(const fs::path& path) {
     any = true;
     const std::string name = it->path().filename().string();
     const fs::file_status es = it->symlink_status(ec);
-    if (temporary_pid(name, "")) continue;  // ours: hidden temporaries of a run or sweep
+    if (our_temporary(it->path())) continue;  // a run's or sweep's hidden temporary, proven ours
     if (es.type() == fs::file_type::regular && is_run_file(name)) {
       run_files = true;
       summary = summary || name == "summary.json";
@@ -190,41 +178,79 @@ void refuse_protected(const std::string& dir, const fs::path& target, const std:
       refuse(fmt::format("a folder that holds {}", p.string()));
 }
 
+std::optional<Temporary> our_temporary(const fs::path& path) {
+  // ".stalesim-KIND-PID-TOKEN"
+  const std::string entry = path.filename().string();
+  if (!entry.starts_with(kTempPrefix)) return std::nullopt;
+  const std::string rest = entry.substr(kTempPrefix.size());
+  const size_t d1 = rest.find('-'), d2 = rest.rfind('-');
+  if (d1 == std::string::npos || d2 == d1) return std::nullopt;
+  const std::string kind = rest.substr(0, d1), digits = rest.substr(d1 + 1, d2 - d1 - 1),
+                    token = rest.substr(d2 + 1);
+  if (kind != "partial" && kind != "probe" && kind != "tmp") return std::nullopt;
+  if (digits.empty() || digits.size() > 9 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  if (token.size() != 16 || !is_hex(token)) return std::nullopt;
+  std::error_code ec;
+  if (fs::symlink_status(path, ec).type() != fs::file_type::directory) return std::nullopt;
+  const auto marker = read_manifest(path / std::string(kMarker), kMaxMarkerBytes);
+  if (!marker) return std::nullopt;
+  const long pid = std::stol(digits);
+  const auto field = [&](const char* key) -> const nlohmann::json* {
+    const auto it = marker->find(key);
+    return it == marker->end() ? nullptr : &*it;
+  };
+  const auto* m_kind = field("kind");
+  const auto* m_pid = field("pid");
+  const auto* m_token = field("token");
+  const auto* m_target = field("target");
+  if (!m_kind || !m_pid || !m_token || !m_target || !m_kind->is_string() || !m_pid->is_number_integer() ||
+      !m_token->is_string() || !m_target->is_string())
+    return std::nullopt;
+  if (*m_kind != kind || m_pid->get<long>() != pid || *m_token != token) return std::nullopt;
+  return Temporary{path, kind, pid, m_target->get<std::string>()};
+}
+
+fs::path create_temporary(const fs::path& parent, std::string_view kind, const std::string& target) {
+  const fs::path dir = parent / fmt::format("{}{}-{}-{}", kTempPrefix, kind, ::getpid(), random_token());
+  if (::mkdir(dir.c_str(), 0700) != 0)
+    throw IoError(fmt::format("{}: cannot write here: {}", parent.string(), std::strerror(errno)));
+  const nlohmann::json marker = {{"stalesim_temporary", 1},
+                                 {"kind", kind},
+                                 {"pid", static_cast<long>(::getpid())},
+                                 {"token", dir.filename().string().substr(dir.filename().string().rfind('-') + 1)},
+                                 {"target", target}};
+  try {
+    write_text_file(dir / std::string(kMarker), marker.dump() + "\n");
+  } catch (...) {
+    ::rmdir(dir.c_str());
+    throw;
+  }
+  return dir;
+}
+
 void clean_stale_temporaries(const fs::path& parent, const std::string& name) {
   std::error_code ec;
-  struct Stale {
-    fs::path path;
-    std::string kind;    // partial, old, probe or tmp
-    std::string target;  // the NAME it belongs to
-    bool operator<(const Stale& o) const { return path < o.path; }
-  };
-  std::vector<Stale> stale;
+  std::vector<Temporary> stale;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string entry = it->path().filename().string();
-    const auto pid = temporary_pid(entry, name);
-    if (!pid || process_alive(*pid)) continue;
-    const size_t dot = entry.rfind('.', entry.rfind('-'));
-    stale.push_back(
-        {it->path(), entry.substr(dot + 1, entry.rfind('-') - dot - 1), entry.substr(1, dot - 1)});
+    if (!it->path().filename().string().starts_with(kTempPrefix)) continue;
+    auto t = our_temporary(it->path());
+    if (!t || process_alive(t->pid) || (!name.empty() && t->target != name)) continue;
+    stale.push_back(std::move(*t));
   }
-  std::sort(stale.begin(), stale.end());  // a fixed order, whatever the directory's
-  for (const auto& [p, kind, of] : stale) {
-    const fs::path target = parent / of;
+  // A fixed order, whatever the directory's.
+  std::sort(stale.begin(), stale.end(), [](const Temporary& a, const Temporary& b) { return a.path < b.path; });
+  for (const auto& t : stale) {
     std::error_code e;
-    const fs::file_status st = fs::symlink_status(p, e);
-    if (st.type() == fs::file_type::regular && kind == "tmp") {
-      fs::remove(p, e);  // a sweep.csv or sweep.json being written
-      continue;
+    const fs::path target = parent / t.target;
+    const fs::path old = t.path / "old";  // a replace killed between its two renames: the old run
+    if (t.target.find('/') == std::string::npos && t.target != "." && t.target != ".." &&
+        inspect_folder(old).kind == FolderKind::kRun && inspect_folder(target).kind == FolderKind::kAbsent) {
+      fs::rename(old, target, e);
+      if (e) continue;  // keep it all rather than lose the run
     }
-    if (st.type() != fs::file_type::directory) continue;
-    const FolderCheck c = inspect_folder(p);
-    if (kind == "old" && c.kind == FolderKind::kRun && inspect_folder(target).kind == FolderKind::kAbsent) {
-      fs::rename(p, target, e);  // a replace killed between its renames: the old run comes back
-      if (!e) continue;
-    }
-    if (c.kind == FolderKind::kRun || c.kind == FolderKind::kEmpty || c.kind == FolderKind::kSweep ||
-        only_run_files(p))
-      fs::remove_all(p, e);
+    fs::remove_all(t.path, e);
   }
 }
 
@@ -248,23 +274,25 @@ void write_text_file(const fs::path& path, std::string_view contents) {
     throw IoError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
 }
 
-void install_folder(const fs::path& fresh, const fs::path& target,
+void install_folder(const fs::path& temporary, const fs::path& target,
                     const std::function<void(std::string_view)>& checkpoint) {
   const auto step = [&](std::string_view s) {
     if (checkpoint) checkpoint(s);
   };
+  const fs::path fresh = temporary / "run";
   std::error_code ec;
   if (fs::symlink_status(target, ec).type() == fs::file_type::not_found) {
     step("rename");
     if (std::rename(fresh.c_str(), target.c_str()) != 0)
       throw IoError(fmt::format("{}: cannot create: {}", target.string(), std::strerror(errno)));
     step("renamed");
+    fs::remove_all(temporary, ec);
     return;
   }
   step("swap");
   if (::renameat2(AT_FDCWD, fresh.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
     step("swapped");  // `fresh` now holds the old run
-    fs::remove_all(fresh, ec);
+    fs::remove_all(temporary, ec);
     step("removed");
     return;
   }
@@ -272,9 +300,8 @@ void install_folder(const fs::path& fresh, const fs::path& target,
   if (err != EINVAL && err != ENOSYS && err != ENOTSUP)
     throw IoError(fmt::format("{}: cannot replace: {}", target.string(), std::strerror(err)));
   // No atomic exchange on this filesystem: two renames. A kill between them leaves the old run
-  // in .NAME.old-PID, which clean_stale_temporaries restores.
-  const fs::path old =
-      target.parent_path() / fmt::format(".{}.old-{}", target.filename().string(), ::getpid());
+  // in TEMPORARY/old, which clean_stale_temporaries restores.
+  const fs::path old = temporary / "old";
   if (std::rename(target.c_str(), old.c_str()) != 0)
     throw IoError(fmt::format("{}: cannot replace: {}", target.string(), std::strerror(errno)));
   step("moved-old");
@@ -284,8 +311,28 @@ void install_folder(const fs::path& fresh, const fs::path& target,
     throw IoError(fmt::format("{}: cannot replace: {}", target.string(), std::strerror(e2)));
   }
   step("renamed");
-  fs::remove_all(old, ec);
+  fs::remove_all(temporary, ec);
   step("removed");
+}
+
+void install_in_place(const fs::path& temporary, const fs::path& target,
+                      const std::function<void(std::string_view)>& checkpoint) {
+  // summary.json first: from then on the folder reads as an unfinished run (--force replaces
+  // it); done last.
+  std::vector<std::string> order = {"summary.json"};
+  for (const auto f : kRunFiles)
+    if (f != "summary.json" && f != "done") order.emplace_back(f);
+  order.emplace_back("done");
+  const fs::path fresh = temporary / "run";
+  std::error_code ec;
+  for (const auto& f : order) {
+    if (fs::symlink_status(fresh / f, ec).type() != fs::file_type::regular) continue;
+    if (checkpoint) checkpoint("place");
+    if (std::rename((fresh / f).c_str(), (target / f).c_str()) != 0)
+      throw IoError(fmt::format("{}: cannot write: {}", (target / f).string(), std::strerror(errno)));
+  }
+  if (checkpoint) checkpoint("placed");
+  fs::remove_all(temporary, ec);
 }
 
 }  // namespace stalesim

@@ -6,6 +6,7 @@
 
 #include "sim/csv_observers.hpp"
 #include "sim/engine.hpp"
+#include "sim/estimate.hpp"
 #include "sim/evaluation.hpp"
 #include "sim/worker/core.hpp"
 #include "sim/worker/faults.hpp"
@@ -13,14 +14,6 @@
 #include "sim/workloads.hpp"
 
 namespace stalesim {
-
-namespace {
-
-// The most evaluation points of one run (a metrics row each): eval.every_s far below the run's
-// length would otherwise evaluate without end.
-constexpr uint64_t kMaxEvaluations = 10'000'000;
-
-}  // namespace
 
 DataSplit load_data(const Scenario& s) {
   DataSplit d;

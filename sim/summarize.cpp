@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 #include "sim/outputs.hpp"
 #include "sim/text.hpp"
 
@@ -165,7 +165,7 @@ SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
   SweepRows t;
   t.csv_path = root / "sweep.csv";
   std::error_code ec;
-  if (!fs::is_regular_file(t.csv_path, ec))
+  if (fs::symlink_status(t.csv_path, ec).type() == fs::file_type::not_found)  // else read() says why
     throw IoError(fmt::format(
         "{}: no sweep.csv: not a finished sweep folder (run 'stalesim sweep' into it first)", dir));
   t.rows = parse_csv(read(t.csv_path));

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 #include "sim/outputs.hpp"
 #include "sim/scenario/fields.hpp"
 #include "sim/scenario/load.hpp"
@@ -197,11 +197,17 @@ std::vector<std::string> folder_labels(const std::vector<std::string>& keys) {
 }
 
 std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw IoError(fmt::format("{}: cannot read", p.string()));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  std::string why;
+  auto text = read_regular_file(p.string(), kMaxSummaryBytes, why);
+  if (!text) throw IoError(fmt::format("{}: cannot read: {}", p.string(), why));
+  return std::move(*text);
+}
+
+json read_json(const fs::path& p) {
+  std::string why;
+  auto j = read_json_file(p.string(), kMaxSummaryBytes, why);
+  if (!j) throw IoError(fmt::format("{}: {}", p.string(), why));
+  return std::move(*j);
 }
 
 // "policy.staleness=4, policy.type=ssp, seed=2".
@@ -384,6 +390,50 @@ std::string describe_point(const SweepPlan& plan, size_t point) {
   std::string out;
   for (const auto& o : p.overrides) out += (out.empty() ? "" : ", ") + o.path + "=" + o.value;
   return out + fmt::format("{}seed={}", out.empty() ? "" : ", ", point_seed(plan, p));
+}
+
+std::string sweep_row_mismatch(const std::vector<std::string>& header, const std::vector<std::string>& row,
+                               const json& summary) {
+  const auto differs = [](const std::string& column, const std::string& said, const std::string& there) {
+    return fmt::format("column '{}' says '{}' but the folder's summary.json gives '{}'", column, said, there);
+  };
+  try {
+    if (!summary.is_object()) return "the folder's summary.json is not an object";
+    const json::json_pointer scenario_ptr("/manifest/scenario");
+    if (!summary.contains(scenario_ptr) || !summary[scenario_ptr].is_object())
+      return "the folder's summary.json has no manifest scenario";
+    const json& scenario = summary[scenario_ptr];
+    const std::vector<std::string> results = result_cells(summary);
+    const auto seed_at = std::find(header.begin(), header.end(), "seed");
+    const auto seed_col = static_cast<size_t>(seed_at - header.begin());
+    for (size_t c = 0; c < header.size() && c < row.size(); ++c) {
+      const std::string& name = header[c];
+      std::optional<std::string> there;
+      if (name == "status") {
+        there = summary.contains("status") ? cell_of(summary["status"]) : std::string();
+      } else if (name == "seed") {
+        there = scenario.contains("seed") ? cell_of(scenario["seed"]) : std::string();
+      } else if (const auto r = std::find(kResultColumns.begin() + 2, kResultColumns.end(), name);
+                 r != kResultColumns.end()) {
+        const auto i = static_cast<size_t>(r - (kResultColumns.begin() + 2));
+        if (i < results.size()) there = results[i];
+      } else if (c < seed_col) {
+        // A grid key names a scenario field; a derived column without a path names none.
+        try {
+          const json::json_pointer ptr(dotted_pointer(name));
+          if (scenario.contains(ptr)) there = cell_of(scenario[ptr]);
+        } catch (const std::exception&) {
+        }
+      }
+      if (there && *there != row[c]) {
+        const std::string why = differs(name, row[c], *there);
+        return c <= seed_col ? why + ": the folder holds another point's run" : why;
+      }
+    }
+  } catch (const std::exception& e) {
+    return fmt::format("the folder's summary.json cannot be read as a run's ({})", e.what());
+  }
+  return "";
 }
 
 std::string sweep_csv(const SweepPlan& plan, const std::vector<RunRecord>& records) {

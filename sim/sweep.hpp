@@ -208,6 +208,14 @@ inline constexpr std::array<const char*, 16> kResultColumns = {"folder",
 // The result cells of a run (kResultColumns from "result_hash" on) read from its summary.json.
 std::vector<std::string> result_cells(const nlohmann::json& summary);
 
+// How a row of sweep.csv (under `header`) disagrees with the summary.json of the folder it
+// names, in words ("column 'final_test_accuracy' says '0.9' but summary.json gives '0.5'"), or ""
+// when it agrees: its status and result cells, its seed, and each column before "seed" that
+// names a scenario field (a grid key), against the scenario in the summary's manifest. A
+// folder holding another point's run disagrees on a key or the seed.
+std::string sweep_row_mismatch(const std::vector<std::string>& header, const std::vector<std::string>& row,
+                               const nlohmann::json& summary);
+
 struct SweepOptions {
   int jobs = 1;  // threads running points concurrently, >= 1
   // Threads of each point's run (RunOptions::threads, >= 1): a sweep keeps jobs x threads threads

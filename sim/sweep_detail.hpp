@@ -48,5 +48,7 @@ std::string describe_overrides(const std::vector<Override>& overrides, std::opti
 
 // The whole file. Throws IoError "PATH: cannot read".
 std::string read_text(const std::filesystem::path& p);
+// The JSON file `p` read bounded (read_json_file), or IoError "PATH: the problem".
+nlohmann::json read_json(const std::filesystem::path& p);
 
 }  // namespace stalesim::sweep_detail

@@ -17,7 +17,8 @@ struct ExprNode {
   json literal;
   std::string name;  // kName: the name; kUnary/kBinary: the operator; kCall: the function
   std::vector<std::shared_ptr<const ExprNode>> args;
-  size_t at = 0;  // character position, from 1
+  size_t at = 0;     // character position, from 1
+  size_t depth = 1;  // the longest path to a leaf, this node included
 };
 
 namespace {
@@ -33,6 +34,22 @@ const std::vector<std::string>& functions() {
 class Parser {
  public:
   explicit Parser(std::string_view text) : s_(text) {}
+
+  // One level of parentheses, a unary operator or a function call: the parser recurses, so the
+  // nesting is capped (kMaxExprNesting) before the stack could run out.
+  struct Nest {
+    explicit Nest(Parser& p) : p_(p) {
+      if (++p_.nesting_ > kMaxExprNesting)
+        p_.fail(fmt::format("nested deeper than {} levels (parentheses, unary operators and function calls)",
+                            kMaxExprNesting));
+    }
+    ~Nest() { --p_.nesting_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    Parser& p_;
+  };
 
   NodePtr parse_all(std::vector<std::string>& names) {
     names_ = &names;
@@ -75,9 +92,16 @@ class Parser {
     n->name = std::move(name);
     n->args = std::move(args);
     n->at = at;
+    for (const auto& a : n->args) n->depth = std::max(n->depth, a->depth + 1);
+    // Evaluating and freeing a tree recurse along its depth: a long chain (a 100,000-term sum) is
+    // refused here, before either could exhaust the stack.
+    if (n->depth > kMaxExprDepth)
+      fail(fmt::format("more than {} operations chained in one expression (split it into derived fields)",
+                       kMaxExprDepth));
     return n;
   }
   NodePtr parse_or() {
+    const Nest nest(*this);
     NodePtr l = parse_and();
     for (size_t at = i_; accept("||") || accept("or"); at = i_)
       l = node(ExprNode::Kind::kBinary, "||", {l, parse_and()}, at + 1);
@@ -94,9 +118,13 @@ class Parser {
     const size_t at = i_ + 1;
     if ((s_.substr(i_, 1) == "!" && s_.substr(i_, 2) != "!=")) {
       ++i_;
+      const Nest nest(*this);
       return node(ExprNode::Kind::kUnary, "!", {parse_not()}, at);
     }
-    if (accept("not")) return node(ExprNode::Kind::kUnary, "!", {parse_not()}, at);
+    if (accept("not")) {
+      const Nest nest(*this);
+      return node(ExprNode::Kind::kUnary, "!", {parse_not()}, at);
+    }
     return parse_cmp();
   }
   NodePtr parse_cmp() {
@@ -145,8 +173,14 @@ class Parser {
   NodePtr parse_unary() {
     skip();
     const size_t at = i_ + 1;
-    if (accept("-")) return node(ExprNode::Kind::kUnary, "-", {parse_unary()}, at);
-    if (accept("+")) return parse_unary();
+    if (accept("-")) {
+      const Nest nest(*this);
+      return node(ExprNode::Kind::kUnary, "-", {parse_unary()}, at);
+    }
+    if (accept("+")) {
+      const Nest nest(*this);
+      return parse_unary();
+    }
     return parse_primary();
   }
   NodePtr parse_primary() {
@@ -229,6 +263,7 @@ class Parser {
 
   std::string_view s_;
   size_t i_ = 0;
+  size_t nesting_ = 0;
   std::vector<std::string>* names_ = nullptr;
 };
 
@@ -326,6 +361,9 @@ json eval_node(const ExprNode& n, const std::function<json(const std::string&)>&
 }  // namespace
 
 Expr Expr::parse(std::string_view text) {
+  if (text.size() > kMaxExprChars)
+    throw ExprError(
+        fmt::format("the expression is {} characters long; at most {} are read", text.size(), kMaxExprChars));
   Expr e;
   e.text_ = std::string(text);
   Parser p(e.text_);

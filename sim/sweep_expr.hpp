@@ -25,6 +25,12 @@
 
 namespace stalesim {
 
+// Bounds that keep parsing, evaluating and freeing an expression off a deep stack: its length,
+// how deep parentheses, unary operators and calls nest, and how long a chain of operations is.
+inline constexpr size_t kMaxExprChars = 10000;
+inline constexpr size_t kMaxExprNesting = 100;
+inline constexpr size_t kMaxExprDepth = 1000;
+
 // A syntax or evaluation problem; what() says what and where (a character position from 1).
 class ExprError : public std::runtime_error {
  public:

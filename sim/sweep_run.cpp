@@ -26,6 +26,7 @@ namespace stalesim {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using sweep_detail::read_json;
 using sweep_detail::read_text;
 
 namespace {
@@ -108,7 +109,7 @@ std::optional<RunRecord> read_back(const fs::path& folder, const json& scenario_
   if (!fs::is_regular_file(folder / "done", ec) || !fs::is_regular_file(folder / "summary.json", ec))
     return std::nullopt;
   try {
-    const json summary = json::parse(read_text(folder / "summary.json"));
+    const json summary = read_json(folder / "summary.json");
     if (summary.at("manifest").at("scenario") != scenario_json) return std::nullopt;
     if (read_text(folder / "done") != summary.at("result_hash").get<std::string>() + "\n")
       return std::nullopt;
@@ -166,22 +167,19 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
 
 void write_file_atomically(const std::string& path, const std::string& text) {
   const fs::path target(path);
-  const fs::path tmp =
-      target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), ::getpid());
+  const fs::path temporary = create_temporary(target.parent_path(), "tmp", target.filename().string());
+  std::error_code ec;
   try {
-    write_text_file(tmp, text);
+    write_text_file(temporary / target.filename(), text);
   } catch (const IoError&) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
+    fs::remove_all(temporary, ec);
     throw;
   }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    fs::remove(tmp, ec);
-    throw IoError(fmt::format("{}: cannot write: {}", path, why));
-  }
+  fs::rename(temporary / target.filename(), target, ec);
+  const std::string why = ec.message();
+  const bool failed = static_cast<bool>(ec);
+  fs::remove_all(temporary, ec);
+  if (failed) throw IoError(fmt::format("{}: cannot write: {}", path, why));
 }
 
 void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force,
@@ -213,7 +211,7 @@ void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force
       const fs::path manifest = root / "sweep.json";
       json old;
       try {
-        old = json::parse(read_text(manifest));
+        old = read_json(manifest);
       } catch (const std::exception& e) {
         throw IoError(fmt::format("{}: not a sweep manifest ({}) {}", manifest.string(), e.what(), how));
       }

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 #include "sim/scenario/paths.hpp"
 
 namespace stalesim {
@@ -104,7 +104,9 @@ class Reader {
     try {
       return Expr::parse(v.get<std::string>());
     } catch (const ExprError& e) {
-      fail(at, fmt::format("'{}': {}", v.get<std::string>(), e.what()));
+      const std::string& text = v.get<std::string>();
+      // A long expression is quoted by its start only: the message stays one readable line.
+      fail(at, fmt::format("'{}': {}", text.size() > 80 ? text.substr(0, 60) + "..." : text, e.what()));
     }
   }
 
@@ -125,6 +127,8 @@ ordered_json parse_sweep_json(const std::string& path) {
   if (!text) throw ScenarioError(fmt::format("{}: cannot read the sweep file: {}", path, error));
   if (const std::string shape = json_shape_problem(*text); !shape.empty())
     throw ScenarioError(fmt::format("{}: {}", path, shape));
+  if (const auto dup = duplicate_key(*text))
+    throw ScenarioError(fmt::format("{}: {}: duplicate key (a JSON object names each key once)", path, *dup));
   ordered_json doc;
   try {
     doc = ordered_json::parse(*text);

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <vector>
 
+#include <fmt/format.h>
+
 namespace stalesim {
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -30,6 +32,27 @@ std::string csv_escape(const std::string& s) {
     out += c;
   }
   return out + "\"";
+}
+
+std::string escaped(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else if (u < 0x20 || u == 0x7f)
+      out += fmt::format("\\x{:02x}", u);
+    else
+      out += c;
+  }
+  return out;
 }
 
 }  // namespace stalesim

@@ -15,4 +15,9 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 // quoted with its quotes doubled.
 std::string csv_escape(const std::string& s);
 
+// `s` safe to print on a terminal: control characters (escape sequences, line breaks, tabs, DEL)
+// written as \n, \t, \r or \xNN and a backslash doubled, so text a user wrote (a profile name, a
+// manifest's flags, a folder name) can neither move the cursor nor fake a line of output.
+std::string escaped(std::string_view s);
+
 }  // namespace stalesim

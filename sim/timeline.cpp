@@ -8,6 +8,7 @@
 
 #include "sim/explain.hpp"
 #include "sim/policies/sync_policy.hpp"
+#include "sim/text.hpp"
 
 namespace stalesim {
 
@@ -88,7 +89,7 @@ std::string TimelineRecorder::render(const std::string& title, int width, bool c
   std::vector<std::string> labels;
   size_t label_width = 0;
   for (size_t w = 0; w < rows_.size(); ++w) {
-    labels.push_back(fmt::format("w{} {}", w, rows_[w].profile));
+    labels.push_back(fmt::format("w{} {}", w, escaped(rows_[w].profile)));
     label_width = std::max(label_width, labels.back().size());
   }
   const bool ms = until_ < SimTime::from_seconds(1);  // label the axis in milliseconds

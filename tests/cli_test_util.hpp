@@ -2,9 +2,11 @@
 // Running the real stalesim binary from tests: one helper for test_cli, test_errors,
 // test_reproduce and test_sweep (STALESIM_SOURCE_DIR and STALESIM_BINARY come from CMake).
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -45,6 +47,26 @@ inline Outcome run_cli(const std::string& args, const std::string& prefix = "") 
   std::error_code ec;
   fs::remove_all(tmp, ec);
   return o;
+}
+
+// Peak resident memory of one `stalesim run SCENARIO --out OUT --force --quiet`, in bytes: wait4's
+// ru_maxrss of that process alone (no shell in between, so nothing else is counted); -1 when it
+// did not exit 0.
+inline double peak_rss_of_run(const std::filesystem::path& scenario, const std::filesystem::path& out) {
+  const std::string bin = STALESIM_BINARY, sc = scenario.string(), o = out.string();
+  std::fflush(nullptr);  // the child must not write this process's buffered output again
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!std::freopen("/dev/null", "w", stdout) || !std::freopen("/dev/null", "w", stderr)) ::_exit(97);
+    ::execl(bin.c_str(), bin.c_str(), "run", sc.c_str(), "--out", o.c_str(), "--force", "--quiet",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  struct rusage ru {};
+  ::wait4(pid, &status, 0, &ru);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+  return static_cast<double>(ru.ru_maxrss) * 1024.0;  // Linux: KiB
 }
 
 // A fresh scratch folder under the system's temporary folder, removed by the destructor.

@@ -498,7 +498,7 @@ TEST_CASE("SIGINT and SIGTERM stop a run at the next event and keep its outputs,
     // A run that would take days.
     const std::string cmd =
         "cd '"s + STALESIM_SOURCE_DIR + "' && exec '" + STALESIM_BINARY + "' run " + kTiny +
-        " --quiet --set stop.max_updates=1000000000000 --set eval.every_s=1 --out '" + out.string() + "' >'" +
+        " --quiet --set stop.max_updates=1000000000000 --set eval.every_s=1000 --out '" + out.string() + "' >'" +
         (dir.path / "o").string() + "' 2>'" + (dir.path / "e").string() + "'";
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);

@@ -194,30 +194,6 @@ TEST_CASE("validate prints the estimate on stderr and keeps stdout the resolved 
   CHECK(v.err.find("estimate: wall time about ") != std::string::npos);
 }
 
-namespace {
-
-// Peak resident memory of one run of the binary, in bytes: wait4's ru_maxrss of that process
-// alone (no shell in between, so nothing else is counted).
-double peak_rss_of_run(const fs::path& scenario, const fs::path& out) {
-  const std::string bin = STALESIM_BINARY, sc = scenario.string(), o = out.string();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int devnull = ::open("/dev/null", O_WRONLY);
-    ::dup2(devnull, 1);
-    ::dup2(devnull, 2);
-    ::execl(bin.c_str(), bin.c_str(), "run", sc.c_str(), "--out", o.c_str(), "--force", "--quiet",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  struct rusage ru {};
-  ::wait4(pid, &status, 0, &ru);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
-  return static_cast<double>(ru.ru_maxrss) * 1024.0;  // Linux: KiB
-}
-
-}  // namespace
 
 // AddressSanitizer's shadow memory and quarantine inflate a process's peak RSS several-fold (the
 // cnn case: 325 MiB against 93 MiB in Release), so the comparison runs in uninstrumented builds.
@@ -273,7 +249,8 @@ TEST_CASE("the memory estimate is within 30% of the measured peak RSS for each m
     const fs::path file = d / (name + ".json");
     std::ofstream(file) << j->dump();
     const double estimate = estimate_memory(load_scenario_file(file.string())).total();
-    const double measured = peak_rss_of_run(file, d / name);
+    const double measured = testing::peak_rss_of_run(file, d / name);
+    REQUIRE(measured > 0);
     MESSAGE(name << ": estimate " << format_bytes(estimate) << ", peak RSS " << format_bytes(measured));
     CHECK(estimate > 64.0 * 1024 * 1024);  // the runs are large enough for the check to mean something
     CHECK(estimate == doctest::Approx(measured).epsilon(0.3));

@@ -150,7 +150,7 @@ TEST_CASE("a bad or missing profile file is exit 2 naming the scenario, the file
   write(d / "s.json", tiny_with_profile("nowhere.json"));
   const auto m = run_cli("run " + (d / "s.json").string() + " --quiet --out " + (d / "out").string());
   CHECK(m.code == 2);
-  CHECK(m.err.find((d / "nowhere.json").string() + ": cannot read the profile file") != std::string::npos);
+  CHECK(m.err.find((d / "nowhere.json").string() + ": cannot read: No such file or directory") != std::string::npos);
   write(d / "s.json", tiny_with_profile("gtx9999"));
   const auto u = run_cli("validate " + (d / "s.json").string());
   CHECK(u.code == 2);

@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "sim/compare.hpp"
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 #include "sim/sweep_mpi.hpp"
 
 namespace stalesim::cli {

@@ -2,7 +2,8 @@
 // its outputs; the simulator itself lives in the stalesim::sim and stalesim::models libraries.
 //
 // Exit codes: 0 success (a diverged run included: its outputs say so), 2 bad input (usage,
-// scenario, data, output folder), 3 failed simulation (deadlock), 130 interrupted.
+// scenario, data, output folder), 3 failed simulation (deadlock), 4 out of memory (std::bad_alloc),
+// 130 interrupted.
 // sweep: 3 when any point failed. reproduce: 3 on MISMATCH.
 
 #include <signal.h>
@@ -39,7 +40,7 @@
 #include "sim/build_info.hpp"
 #include "sim/estimate.hpp"
 #include "sim/explain.hpp"
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 #include "sim/gradient_pool.hpp"
 #include "sim/memory_estimate.hpp"
 #include "sim/outputs.hpp"
@@ -54,6 +55,7 @@
 #include "sim/sweep.hpp"
 #include "sim/sweep_mpi.hpp"
 #include "sim/sweep_spec.hpp"
+#include "sim/text.hpp"
 #include "sim/timeline.hpp"
 #include "sim/trace.hpp"
 #include "tools/cmd_real.hpp"
@@ -65,7 +67,8 @@ namespace {
 
 constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;
-constexpr int kExitFailed = 3;
+constexpr int kExitFailed = 3;  // a failed simulation (deadlock), a reproduction mismatch, an internal error
+constexpr int kExitOutOfMemory = 4;
 constexpr int kExitInterrupted = 130;
 
 class UsageError : public std::runtime_error {
@@ -132,7 +135,7 @@ Commands:
   version            print the version and build
 
 Run 'stalesim COMMAND --help' for a command's options.
-Exit codes: 0 success, 2 bad input, 3 failed simulation (deadlock), 130 interrupted.
+Exit codes: 0 success, 2 bad input, 3 failed simulation (deadlock), 4 out of memory, 130 interrupted.
             sweep: 3 when a point failed; reproduce: 3 on MISMATCH.
 )";
 
@@ -262,7 +265,9 @@ int cmd_run(const std::vector<std::string>& args) {
   const OutputGuard guard = output_guard(p.vm["scenario"].as<std::string>());
   check_output_dir(out, force, guard);
   check_memory(sc, p.vm["scenario"].as<std::string>(), memory_limit());
-  if (!quiet) fmt::print(stderr, "{}\n", estimate_run(sc).one_line());
+  const RunEstimate estimate = estimate_run(sc);
+  check_feasible(sc, estimate, p.vm["scenario"].as<std::string>());
+  if (!quiet) fmt::print(stderr, "{}\n", estimate.one_line());
 
   pin_eigen_cache_sizes();
   catch_signals();
@@ -407,9 +412,11 @@ int cmd_validate(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const Scenario sc = load(p.vm);
+  const RunEstimate estimate = estimate_run(sc);
+  check_feasible(sc, estimate, p.vm["scenario"].as<std::string>());
   std::cout << scenario_to_json(sc).dump(2) << "\n";
   std::cout.flush();
-  fmt::print(stderr, "{}", estimate_run(sc).describe());
+  fmt::print(stderr, "{}", estimate.describe());
   return kExitOk;
 }
 
@@ -440,8 +447,10 @@ int cmd_profiles(const std::vector<std::string>& args) {
     for (const auto& a : args) {
       try {
         list.push_back(load_profile_file(a));
-        std::ifstream f(a, std::ios::binary);
-        figures.push_back(calibration_figures(nlohmann::json::parse(f)));  // read and checked above
+        std::string error;  // read and checked by load_profile_file just above
+        const auto j = read_json_file(a, kMaxProfileBytes, error);
+        if (!j) throw ScenarioError(fmt::format("{}: {}", escaped(a), error));
+        figures.push_back(calibration_figures(*j));
       } catch (const ProfileError& e) {
         throw ScenarioError(e.what());  // bad input: exit 2
       }
@@ -451,9 +460,9 @@ int cmd_profiles(const std::vector<std::string>& args) {
              "bf16 TFLOP/s", "mem GB/s", "efficiency", "overhead us", "description");
   auto opt = [](double x) { return x > 0 ? fmt::format("{:g}", x) : std::string("-"); };
   for (const auto& pr : list)
-    fmt::print("{:<12} {:>12g} {:>12} {:>12} {:>12g} {:>10g} {:>12g}  {}\n", pr.name, pr.peak_fp32_tflops,
-               opt(pr.peak_fp16_tflops), opt(pr.peak_bf16_tflops), pr.memory_bandwidth_gbs, pr.efficiency,
-               pr.overhead_us, pr.description);
+    fmt::print("{:<12} {:>12g} {:>12} {:>12} {:>12g} {:>10g} {:>12g}  {}\n", escaped(pr.name),
+               pr.peak_fp32_tflops, opt(pr.peak_fp16_tflops), opt(pr.peak_bf16_tflops), pr.memory_bandwidth_gbs,
+               pr.efficiency, pr.overhead_us, escaped(pr.description));
   // Calibration (models/profile_calibration.hpp): the efficiency that fits the profile's published
   // figures, and the error of the predicted images/s against each at the profile's efficiency and
   // at the fitted one.
@@ -461,7 +470,7 @@ int cmd_profiles(const std::vector<std::string>& args) {
     const auto& pr = list[i];
     const auto fit = fitted_efficiency(pr, figures[i]);
     if (!fit) continue;
-    fmt::print("\n{}: efficiency {:g} (what runs use); fitted to {} published figure{}: {:.3f}\n", pr.name,
+    fmt::print("\n{}: efficiency {:g} (what runs use); fitted to {} published figure{}: {:.3f}\n", escaped(pr.name),
                pr.efficiency, figures[i].size(), figures[i].size() == 1 ? "" : "s", *fit);
     for (const auto& f : figures[i]) {
       const auto err = [&](double e) {
@@ -470,7 +479,8 @@ int cmd_profiles(const std::vector<std::string>& args) {
       fmt::print(
           "  {}, batch {}: published {:g} images/s; predicted at {:g}: {:+.1f}%, at {:.3f}: {:+.1f}%\n"
           "    source: {}\n",
-          f.model, f.batch, f.images_per_s, pr.efficiency, err(pr.efficiency), *fit, err(*fit), f.source);
+          escaped(f.model), f.batch, f.images_per_s, pr.efficiency, err(pr.efficiency), *fit, err(*fit),
+          escaped(f.source));
     }
   }
   if (args.empty()) std::cout << kOwn;
@@ -856,6 +866,15 @@ int reproduce_sweep(const std::string& dir, int threads) {
       not_run.push_back(r);
       continue;
     }
+    // A row names a folder directly inside the sweep folder, never a path that leaves it (an
+    // edited "../decoy" would otherwise be compared and reported as a match).
+    std::error_code ec;
+    if (f.find('/') != std::string::npos || f == "." || f == ".." || f.starts_with(".") ||
+        fs::symlink_status(fs::path(dir) / f, ec).type() != fs::file_type::directory)
+      throw IoError(fmt::format("{}: line {}: folder '{}' is not a folder of this sweep (a row names a folder "
+                                "directly inside {}); nothing was rerun",
+                                csv_path.string(), r + 1, escaped(f), dir));
+
     auto it = std::find_if(folders.begin(), folders.end(), [&](const auto& e) { return e.first == f; });
     if (it == folders.end())
       folders.push_back({f, {r}});
@@ -879,14 +898,27 @@ int reproduce_sweep(const std::string& dir, int threads) {
     const std::string run_dir = (fs::path(dir) / folder).string();
     try {
       const Reproduction r = prepare_reproduction(run_dir);
+      // sweep.csv must say what the folder holds: each of its rows against the folder's summary.
+      std::string row_problem;
+      for (size_t row : points)
+        if (const std::string d = sweep_row_mismatch(header, rows[row], r.summary); !d.empty()) {
+          row_problem = fmt::format("sweep.csv line {}: {}", row + 1, d);
+          break;
+        }
+      if (!row_problem.empty()) {
+        ++mismatched;
+        fmt::print("MISMATCH: {}: {}/: {}\n", what, folder, row_problem);
+        continue;
+      }
       if (!warned && !r.build_differences.empty()) {
         std::string list;
-        for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + d;
+        for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + escaped(d);
         fmt::print(stderr, "warning: built differently ({}): a mismatch may come from the build\n", list);
         warned = true;
       }
       for (const auto& c : r.dataset_changes)
-        fmt::print(stderr, "warning: {}: dataset file {}: a mismatch may come from the data\n", folder, c);
+        fmt::print(stderr, "warning: {}: dataset file {}: a mismatch may come from the data\n", escaped(folder),
+                   escaped(c));
       RunOptions ro;
       ro.interrupt = &g_interrupt;
       ro.threads = threads;
@@ -903,7 +935,7 @@ int reproduce_sweep(const std::string& dir, int threads) {
         ++mismatched;
         for (const auto& d : res.differences) fmt::print("MISMATCH: {}: {}/{}\n", what, folder, describe(d));
       }
-    } catch (const std::runtime_error& e) {
+    } catch (const std::exception& e) {
       ++mismatched;
       fmt::print("MISMATCH: {}: {}\n", what, e.what());
     }
@@ -988,11 +1020,11 @@ folder, and a closing count; exit 0 when every point matches, 3 otherwise.
   const bool quiet = p.vm.count("quiet") > 0;
   if (!r.build_differences.empty()) {
     std::string list;
-    for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + d;
+    for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + escaped(d);
     fmt::print(stderr, "warning: built differently ({}): a mismatch may come from the build\n", list);
   }
   for (const auto& c : r.dataset_changes)
-    fmt::print(stderr, "warning: dataset file {}: a mismatch may come from the data\n", c);
+    fmt::print(stderr, "warning: dataset file {}: a mismatch may come from the data\n", escaped(c));
 
   pin_eigen_cache_sizes();
   catch_signals();
@@ -1305,6 +1337,13 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "stalesim: {}\n", e.what());
   } catch (const DeviceError& e) {  // no GPU, or a build without CUDA
     fmt::print(stderr, "stalesim: {}\n", e.what());
+  } catch (const std::bad_alloc&) {
+    // Out of memory is not a deadlock (exit 3) nor bad input: its own code, and what to do.
+    fmt::print(stderr,
+               "stalesim: out of memory: the process could not allocate what it needed; 'stalesim validate "
+               "SCENARIO' prints the memory estimate (lower the model, batch, workers or cache, or run "
+               "on a machine with more memory)\n");
+    return kExitOutOfMemory;
   } catch (const std::exception& e) {
     fmt::print(stderr, "stalesim: internal error: {}\n", e.what());
     return kExitFailed;

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 #include "sim/scenario/detail.hpp"
 #include "sim/scenario/paths.hpp"
 
@@ -67,6 +67,8 @@ void apply_overrides(nlohmann::json& doc, std::span<const Override> sets) {
     const std::string origin = "--set " + override_text(o);
     if (const std::string shape = json_shape_problem(o.value); !shape.empty())
       throw ScenarioError(fmt::format("{}: {}", origin, shape));
+    if (const auto dup = duplicate_key(o.value))
+      throw ScenarioError(fmt::format("{}: {}: duplicate key (a JSON object names each key once)", origin, *dup));
     try {
       json value = json::parse(o.value, nullptr, /*allow_exceptions=*/false);
       if (value.is_discarded()) value = o.value;

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/file_read.hpp"
+#include "base/file_read.hpp"
 #include "sim/scenario/detail.hpp"
 
 namespace stalesim::scenario_detail {

@@ -11,6 +11,10 @@
 #  4. Policies and learning rules see the scenario through sim/scenario/spec.hpp only: nothing in
 #     sim/policies/ or sim/rules/ includes models/ or another sim/scenario/ header, but
 #     sim/rules/server_optimizer.*, which applies updates to a model's parameters.
+#  5. Every file stalesim reads goes through base/file_read (regular file, size cap, JSON depth and
+#     duplicate-key checks, one set of messages): no ifstream, fopen, open(O_RDONLY), mmap of a
+#     file or gzopen elsewhere, but /proc/meminfo (a kernel file) in sim/memory_estimate.cpp.
+#     Benchmarks under tools/bench/ read /proc and are not the program.
 # data.dataset is a family of data, not of algorithms, and stays a string ("lstsq" names both a
 # dataset and a model): comparisons of a dataset are left to rule 1's exception.
 # Prints each offending line; exits 1 when there is one, 0 when there is none.
@@ -50,6 +54,16 @@ heavy=$(grep -rnE '#include "(models/|sim/scenario/)' sim/policies sim/rules \
 if [[ -n "$heavy" ]]; then
   echo "check_layers: a policy or rule includes the model interface or more than sim/scenario/spec.hpp:"
   echo "$heavy"
+  fail=1
+fi
+
+readers=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' \
+  '(ifstream|[^o]fstream|fopen|freopen|O_RDONLY|gzopen|mmap[(])' sim models base tools \
+  | grep -v '^base/file_read\.' | grep -v '^tools/bench/' | grep -vE '^[^:]+:[0-9]+:#include' \
+  | grep -vE '^sim/memory_estimate\.cpp:[0-9]+:.*"/proc/meminfo"')
+if [[ -n "$readers" ]]; then
+  echo "check_layers: a file read outside base/file_read (use read_regular_file or read_json_file):"
+  echo "$readers"
   fail=1
 fi
 
