@@ -1,5 +1,5 @@
 #pragma once
-// Our own random numbers (design.md section 2, rule 2): xoshiro256** seeded through SplitMix64,
+// Our own random numbers (DESIGN.md section 2, rule 2): xoshiro256** seeded through SplitMix64,
 // one stream per (root seed, purpose, entity), and distributions implemented here so that every
 // standard library gives the same draws. Nothing here reads the clock or std::random_device.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// SimTime: virtual time as a strong type over int64 nanoseconds (design.md section 2, rule 1).
+// SimTime: virtual time as a strong type over int64 nanoseconds (DESIGN.md section 2, rule 1).
 // Conversions to and from seconds happen only at the edges: scenario loading and output.
 
 #include <cmath>

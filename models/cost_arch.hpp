@@ -1,5 +1,5 @@
 #pragma once
-// Cost architectures (design.md section 1, "the math model and the cost model are separate"):
+// Cost architectures (DESIGN.md section 1, "the math model and the cost model are separate"):
 // a run may train a small model for real while timing every iteration, and sizing every message,
 // as a named architecture would, so that papers' clusters can be studied on a laptop.
 // Training FLOPs per sample = 3 x forward FLOPs (forward, plus about twice that backward);

@@ -1,5 +1,5 @@
 // Datasets: the Fashion-MNIST IDX reader, Gaussian blobs, sharding and per-worker batch order.
-// All randomness comes from base/rng.hpp streams (design.md section 2, rules 2 and 4).
+// All randomness comes from base/rng.hpp streams (DESIGN.md section 2, rules 2 and 4).
 
 #include "models/dataset.hpp"
 

@@ -29,7 +29,7 @@ struct Dataset {
   const float* sample(int64_t i) const { return x.data() + i * features; }
 };
 
-// One file a dataset was read from, for the manifest (design.md section 2, rule 4).
+// One file a dataset was read from, for the manifest (DESIGN.md section 2, rule 4).
 struct DataFile {
   std::string path;
   uint64_t bytes = 0;

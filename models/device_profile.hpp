@@ -1,5 +1,5 @@
 #pragma once
-// Device profiles (design.md section 3): what a simulated worker's device can do. They are data:
+// Device profiles (DESIGN.md section 3): what a simulated worker's device can do. They are data:
 // the built-in ones are models/profiles/*.json, compiled into the binary at build time so that a
 // run does not depend on the working directory; a scenario may also name a profile file of the
 // same format (written by hand or by `stalesim calibrate`), loaded at run time (load_profile_file).

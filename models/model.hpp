@@ -1,5 +1,5 @@
 #pragma once
-// The math model interface (design.md section 1). A model owns no parameters: the server does.
+// The math model interface (DESIGN.md section 1). A model owns no parameters: the server does.
 // It knows its parameter count and layout, initializes parameters, computes the loss and gradient
 // on a batch, evaluates on a dataset, and reports its cost (FLOPs per sample, bytes on the wire).
 //
@@ -97,7 +97,7 @@ class Model {
   // Deferred gradients: begin_gradient does everything loss_and_gradient does that reads `params`
   // and returns the mean loss; finish_gradient then writes the gradient, bit for bit the one
   // loss_and_gradient(params, data, indices, grad) would have written, from `pending` and `data`
-  // alone. Lets a worker drop its parameter copy as soon as it has read it (design.md section 1:
+  // alone. Lets a worker drop its parameter copy as soon as it has read it (DESIGN.md section 1:
   // memory grows with live versions, and under ASP every worker reads a different version).
   // Simulation decides where to use it (sim/worker/core.hpp, `defer`).
   // Models that cannot split (the default) return false and throw std::logic_error from both.

@@ -4,7 +4,7 @@
 From each run's staleness.csv: left, the fraction of gradients by read clock gap in clocks (the
 worker's clock minus the server clock when it read: what SSP bounds; the column clock_gradients);
 right, by missed updates (server version at apply minus the version read, tau; the column
-step_gradients). The names are the README's ("What is simulated"). One step line per run, normalised to
+step_gradients). The names are REFERENCE.md's ("What is simulated"). One step line per run, normalised to
 fractions, the means in the legend. An axis whose staleness goes beyond 20 (ASP's clocks) is
 logarithmic above 20, with bins 21-50, 51-100, 101-200, ... there. The fraction axis is logarithmic with --log (shows the tails);
 --max-staleness N cuts the x axis at N. Writes OUT/[PREFIX-]staleness.png and .svg.

@@ -23,7 +23,7 @@ namespace stalesim {
 enum class PolicyType { kBsp, kAsp, kSsp, kEssp, kDssp, kVap, kSoftsync };
 std::span<const EnumName<PolicyType>> enum_names(PolicyType);  // sim/policies/sync_policy.cpp
 
-// How workers get parameters (design.md section 6). policy.cache names the first two (ssp only).
+// How workers get parameters (DESIGN.md section 6). policy.cache names the first two (ssp only).
 enum class CacheMode {
   kPullEveryIteration,  // each clock starts with a fetch that rides on the previous push (MXNet)
   kLazy,                // read the cached copy while its server clock >= c - s; fetch only when not (Bosen)

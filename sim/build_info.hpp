@@ -1,5 +1,5 @@
 #pragma once
-// What the build is, for manifests (design.md section 2, rule 6), and the pinning of Eigen's
+// What the build is, for manifests (DESIGN.md section 2, rule 6), and the pinning of Eigen's
 // cache-size-dependent GEMM blocking (rule 3).
 
 #include <cstdint>

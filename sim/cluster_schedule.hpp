@@ -1,5 +1,5 @@
 #pragma once
-// The cluster's schedule (design.md section 3, issue 5): stragglers that slow down by a factor
+// The cluster's schedule (DESIGN.md section 3, issue 5): stragglers that slow down by a factor
 // over an interval, pauses, crashes with an optional rejoin, and speed drift, resolved from the
 // scenario into per-worker entries. Compute under a schedule is integrated exactly over the
 // intervals: an iteration of w ns of work that meets a 2x slowdown halfway takes the first half at

@@ -1,5 +1,5 @@
 #pragma once
-// Engine: the virtual clock and one event queue (design.md section 1). Events are ordered by
+// Engine: the virtual clock and one event queue (DESIGN.md section 1). Events are ordered by
 // (time, seq), where seq is taken when the event is scheduled, so events at equal times run in
 // scheduling order, always. The engine knows nothing about SGD: an event is a small value
 // (kind, target, payload) that the owner's handler interprets.

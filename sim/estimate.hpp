@@ -3,7 +3,7 @@
 // built, what paces the cluster, how many updates the virtual time holds, and what the run will
 // cost on this machine. `stalesim validate` prints it, `stalesim run` one line of it.
 //
-// The model is the simulation's own timing (design.md section 3) at mean values:
+// The model is the simulation's own timing (DESIGN.md section 3) at mean values:
 // - one iteration of a worker of group g: compute C_g = batch FLOPs / (peak x efficiency) + overhead
 //   (or iteration_ms), then the push and the pull, each crossing the worker's link (bytes x 8 /
 //   bandwidth, plus latency) and every server shard's link (bytes / shards x 8 / server bandwidth,

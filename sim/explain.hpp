@@ -9,7 +9,7 @@
 // be one line per update); the closing line counts them. DSSP's controller calls are read from
 // the policy's own decision record (SyncPolicy::controller_decisions, the rows of decisions.csv)
 // and put in words here, with the predicted push times F_k and S_j that chose r* (Zhao et al.,
-// ICDCS 2019; design.md section 6). Times are virtual seconds with 6 decimals (microseconds); the text is
+// ICDCS 2019; DESIGN.md section 6). Times are virtual seconds with 6 decimals (microseconds); the text is
 // deterministic.
 
 #include <cstdint>

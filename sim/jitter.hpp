@@ -1,5 +1,5 @@
 #pragma once
-// Compute-time jitter (design.md section 3; issue 5): one factor of mean 1 per iteration, drawn
+// Compute-time jitter (DESIGN.md section 3; issue 5): one factor of mean 1 per iteration, drawn
 // from the worker's own stream with our samplers (base/rng.hpp), or an iteration time replayed
 // from a trace of measured times. The standard library's distributions are not used: they differ
 // between implementations and would break the determinism contract.

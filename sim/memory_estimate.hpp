@@ -9,7 +9,7 @@
 // - dataset: the loaded samples as float32 plus labels (Fashion-MNIST: all 70,000, since
 //   data.train_samples truncates after loading), plus the raw bytes held while reading;
 // - snapshots: parameter versions alive at once: one per worker plus the server's current one
-//   (design.md section 1), doubled in the cache modes (lazy SSP, ESSP) where a worker holds its
+//   (DESIGN.md section 1), doubled in the cache modes (lazy SSP, ESSP) where a worker holds its
 //   cache and a version in flight; two in all where workers defer their gradients (defers_gradients
 //   below), since a worker then lets its version go once it has begun;
 // - workers' state: in the cache modes and VAP one gradient in flight per worker (pull mode

@@ -103,7 +103,7 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
         {"test_loss", last ? opt_json(last->test_loss) : json(nullptr)},
         {"train_loss", last ? opt_json(last->train_loss) : json(nullptr)}}},
       {"time_to_target_s", opt_json(r.time_to_target_s)},
-      // Per applied gradient, the two staleness measures named for what they are (design.md
+      // Per applied gradient, the two staleness measures named for what they are (DESIGN.md
       // section 6): first the server updates it missed (tau = version at apply - version read,
       // what a delayed-SGD analysis calls the delay), then the clock gap of the read it was
       // computed from (worker clock - server clock at read, the quantity SSP bounds).

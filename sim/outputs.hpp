@@ -1,5 +1,5 @@
 #pragma once
-// A run's output folder (README "Outputs"): summary.json with the manifest, metrics.csv,
+// A run's output folder (REFERENCE.md "Outputs"): summary.json with the manifest, metrics.csv,
 // staleness.csv, then a `done` marker written last. Files are first written to a fresh sibling
 // folder and the folder is renamed into place, so a reader never sees a half-written run and a
 // rerun never mixes old and new files. Numbers are written in shortest round-trip form.
@@ -54,7 +54,7 @@ struct OutputGuard {
   bool clean_stale = true;
 };
 
-// Writes the files into `dir` (README "Safety"): into a hidden sibling first, then swapped in
+// Writes the files into `dir` (REFERENCE.md "Safety and errors"): into a hidden sibling first, then swapped in
 // atomically. An existing non-empty `dir` is replaced only with `force` and only when it is a
 // stalesim run folder outside the protected places; else IoError, and nothing is deleted. The
 // `done` marker is written only for runs that were not interrupted.

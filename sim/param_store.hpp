@@ -1,6 +1,6 @@
 #pragma once
 // ParamStore: the server's parameters as immutable, reference-counted versions with
-// copy-on-write (design.md section 1). A reader holds a Snapshot of the version it read; the
+// copy-on-write (DESIGN.md section 1). A reader holds a Snapshot of the version it read; the
 // server copies the current block before writing only while someone else holds it. Memory is
 // therefore O(live versions x parameters), whatever the number of workers. Freed blocks are kept
 // for reuse so that steady state allocates nothing.

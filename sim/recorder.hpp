@@ -1,5 +1,5 @@
 #pragma once
-// What a run records (design.md section 1, Recorder): metrics at evaluation points, staleness
+// What a run records (DESIGN.md section 1, Recorder): metrics at evaluation points, staleness
 // histograms, per-worker time split, bytes moved, time to target, and how the run ended.
 // Everything here is virtual-time or count data: wall-clock figures never enter it.
 

@@ -1,5 +1,5 @@
 #pragma once
-// Reproduction of a finished run (design.md section 2, rule 6; README "Sweeps and reproduction"):
+// Reproduction of a finished run (DESIGN.md section 2, rule 6; REFERENCE.md "Sweeps and reproduction"):
 // rebuild the scenario from a run folder's summary.json manifest, run it again, and compare every
 // file the run writes with the folder's, byte for byte.
 //

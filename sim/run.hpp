@@ -34,7 +34,7 @@ struct RunRequest {
   RunOptions options;
   std::optional<TraceOptions> trace;  // record trace.json (--trace)
   bool explain = false;               // record explain.txt (--explain)
-  // The run folder written (write_outputs; README "Safety"); "": nothing is written (timeline).
+  // The run folder written (write_outputs; REFERENCE.md "Safety and errors"); "": nothing is written (timeline).
   std::string out;
   bool force = false;  // replace `out` when it holds a stalesim run
   OutputGuard guard;

@@ -1,5 +1,5 @@
 #pragma once
-// Output folders that never destroy what is not ours (README "Safety").
+// Output folders that never destroy what is not ours (REFERENCE.md "Safety and errors").
 //
 // A run folder holds only the files a run writes (kRunFiles) and a summary.json whose manifest
 // names stalesim; a sweep folder holds a sweep.json manifest, sweep.csv and run folders. --force

@@ -1,9 +1,9 @@
 #pragma once
 // Simulation = Engine + Cluster + Server + Policy + Rule + Model + Recorder, for one run on one
-// thread (design.md section 1). Construct it from a validated Scenario and the data it names,
+// thread (DESIGN.md section 1). Construct it from a validated Scenario and the data it names,
 // call run() once.
 //
-// The cluster model (design.md section 3), per worker: receive parameters, compute a gradient on
+// The cluster model (DESIGN.md section 3), per worker: receive parameters, compute a gradient on
 // the next batch, push it; the push and the request for the next parameters travel as one RPC.
 // When the push is applied the server asks the policy whether the worker may start its next
 // clock; if not, the worker waits at the server. Message timing: a message of B bytes from or to

@@ -1,5 +1,5 @@
 #pragma once
-// Seed-averaged results of a sweep (`stalesim summarize SWEEP_DIR`; README "Sweep files"): the
+// Seed-averaged results of a sweep (`stalesim summarize SWEEP_DIR`; REFERENCE.md "Sweep files"): the
 // points of a sweep that differ only in their seed form a group, and each group gets the mean,
 // sample standard deviation, minimum, maximum and count of every result column of sweep.csv,
 // and its learning curves (metrics.csv) averaged over seeds at each evaluation time, with the same

@@ -1,5 +1,5 @@
 #pragma once
-// Sweeps (design.md section 7; README "Sweeps and reproduction"): a base scenario (a file plus
+// Sweeps (DESIGN.md section 7; REFERENCE.md "Sweeps and reproduction"): a base scenario (a file plus
 // --set overrides), a grid of overrides and a list of seeds make a list of points. Each point is
 // a fully resolved scenario that runs into its own folder DIR/<name>/, where <name> reads the
 // point's swept values ("type=ssp_staleness=2_seed=1", see point_folder_name) followed by '-' and
@@ -15,7 +15,7 @@
 // identical share a folder.
 //
 // Runs (folders) are spread over threads (`jobs`) and MPI ranks (run j goes to rank j % ranks).
-// Every run is self-contained (design.md section 2), so a point's files do not depend on either.
+// Every run is self-contained (DESIGN.md section 2), so a point's files do not depend on either.
 // Nothing here prints: progress and failures are reported through callbacks and return values.
 
 #include <array>
@@ -219,7 +219,7 @@ std::string sweep_row_mismatch(const std::vector<std::string>& header, const std
 struct SweepOptions {
   int jobs = 1;  // threads running points concurrently, >= 1
   // Threads of each point's run (RunOptions::threads, >= 1): a sweep keeps jobs x threads threads
-  // busy at most; the CLI's default shares the cores, cores / jobs each (README "Performance").
+  // busy at most; the CLI's default shares the cores, cores / jobs each (PERFORMANCE.md).
   int threads = 1;
   int rank = 0;  // this process's share: run j is executed when j % ranks == rank
   int ranks = 1;
@@ -229,7 +229,7 @@ struct SweepOptions {
   // Run every point again even when its folder holds its finished run (--force).
   bool rerun = false;
   // Called between the steps of writing each point's folder (OutputGuard::checkpoint), from the
-  // thread that writes it: the STALESIM_INJECT_KILL_AT_STEP test hook (README "Safety").
+  // thread that writes it: the STALESIM_INJECT_KILL_AT_STEP test hook (REFERENCE.md "Safety and errors").
   std::function<void(std::string_view)> checkpoint;
   // Called after each run of this rank finishes or is skipped, one call at a time, from the
   // thread that ran it. For progress and failure reports only.

@@ -1,5 +1,5 @@
 #pragma once
-// The small expression language of sweep files (README "Sweep files"): derived fields
+// The small expression language of sweep files (REFERENCE.md "Sweep files"): derived fields
 // ("derived": {"NAME": {"path": "...", "expr": "..."}}) and constraints that skip points
 // ("constraints": ["..."]). An expression is parsed once, when the sweep file is read, and
 // evaluated for every point with the point's values.

@@ -1,5 +1,5 @@
 #pragma once
-// MPI for `stalesim sweep` under mpirun (design.md section 7): the ranks split a sweep's runs and
+// MPI for `stalesim sweep` under mpirun (DESIGN.md section 7): the ranks split a sweep's runs and
 // rank 0 gathers their records. Built with MPI when the CMake option STALESIM_MPI is on (AUTO: when
 // find_package(MPI) finds it); without it, mpi_built() is false and MpiSession is one rank.
 //

@@ -39,7 +39,7 @@ constexpr Key kKeys[] = {
     {"out", "the default sweep folder (--out overrides it)"},
 };
 constexpr Key kDerivedKeys[] = {
-    {"expr", "the expression (README \"Sweep files\"), e.g. \"2 * optimizer.batch_size\""},
+    {"expr", "the expression (REFERENCE.md \"Sweep files\"), e.g. \"2 * optimizer.batch_size\""},
     {"path", "the scenario field it sets (optional: without it the value is a column only)"},
     {"comment", "free text"},
 };
@@ -373,7 +373,7 @@ ordered_json sweep_file_schema() {
           {"$id", "https://stalesim.invalid/sweep.schema.json"},
           {"title", "stalesim sweep file"},
           {"description",
-           "A sweep for `stalesim sweep FILE.sweep.json` (README \"Sweep files\"). Field paths are checked "
+           "A sweep for `stalesim sweep FILE.sweep.json` (REFERENCE.md \"Sweep files\"). Field paths are checked "
            "against the scenario fields by the loader."},
           {"type", "object"},
           {"properties", props},

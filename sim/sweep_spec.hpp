@@ -1,5 +1,5 @@
 #pragma once
-// Sweep files (README "Sweep files"): a JSON document that says what `stalesim sweep` flags say,
+// Sweep files (REFERENCE.md "Sweep files"): a JSON document that says what `stalesim sweep` flags say,
 // and more, so that a study is a file under version control:
 //
 //   {

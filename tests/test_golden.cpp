@@ -62,14 +62,14 @@ TEST_CASE("golden runs match their committed outputs byte for byte") {
   CHECK(cases >= 1);
 }
 
-TEST_CASE("the README's field reference is the one generated from the field table") {
-  const std::string readme = read_text(fs::path(STALESIM_SOURCE_DIR) / "README.md");
+TEST_CASE("REFERENCE.md's field reference is the one generated from the field table") {
+  const std::string readme = read_text(fs::path(STALESIM_SOURCE_DIR) / "REFERENCE.md");
   const std::string begin = "<!-- fields:begin -->\n", end = "<!-- fields:end -->";
   const auto a = readme.find(begin), b = readme.find(end);
   REQUIRE(a != std::string::npos);
   REQUIRE(b != std::string::npos);
   const std::string section = readme.substr(a + begin.size(), b - a - begin.size());
-  CHECK_MESSAGE(section == scenario_fields_markdown(), "README.md is stale: run tools/update-readme");
+  CHECK_MESSAGE(section == scenario_fields_markdown(), "REFERENCE.md is stale: run tools/update-readme");
 }
 
 // Each shipped scenario's short run (stop.max_updates = 300) against its hashes in

@@ -1,4 +1,4 @@
-// Hostile input through the real binary (issue 18, README "Safety"): --force never deletes what is
+// Hostile input through the real binary (issue 18, REFERENCE.md "Safety and errors"): --force never deletes what is
 // not a run, a kill at any instant of a replace leaves a complete run, names cannot escape
 // results/, durations past int64 nanoseconds are bad input, inputs are read bounded, every
 // integer option is range-checked, and sweeps refuse bad grids before running anything.

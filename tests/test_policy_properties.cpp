@@ -1,4 +1,4 @@
-// Property tests of the dynamic and eager policies (design.md sections 4 and 6): each policy's
+// Property tests of the dynamic and eager policies (DESIGN.md sections 4 and 6): each policy's
 // defining bound over many seeds and speed mixes, and the equalities that tie them to SSP.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// The learning rules on hand-computed cases (design.md sections 5 and 6), and the equalities that
+// The learning rules on hand-computed cases (DESIGN.md sections 5 and 6), and the equalities that
 // tie them to one another in whole runs.
 #include <doctest/doctest.h>
 

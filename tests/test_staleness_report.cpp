@@ -1,4 +1,4 @@
-// The staleness report (README "Outputs"): summary.json's staleness_per_gradient block leads with
+// The staleness report (REFERENCE.md "Outputs"): summary.json's staleness_per_gradient block leads with
 // the server updates a gradient missed, then the clock gap of the read it was computed from, each
 // with mean, p50, p99 and max.
 

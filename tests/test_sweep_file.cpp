@@ -1,4 +1,4 @@
-// Sweep files, reproduce SWEEP_DIR and summarize (issue 20 points 3 and 4; README "Sweep files").
+// Sweep files, reproduce SWEEP_DIR and summarize (issue 20 points 3 and 4; REFERENCE.md "Sweep files").
 #include <doctest/doctest.h>
 
 #include <unistd.h>

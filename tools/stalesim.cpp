@@ -94,7 +94,7 @@ std::string display_path(std::string dir) {
 
 // What --force must not delete (the scenario file, this program), and the fault-injection hook
 // STALESIM_INJECT_KILL_AT_STEP=N: SIGKILL at the N-th step (1-based) of writing and installing
-// the output folder, to test that a kill at any instant leaves a complete run (README "Safety").
+// the output folder, to test that a kill at any instant leaves a complete run (REFERENCE.md "Safety and errors").
 OutputGuard output_guard(const std::string& scenario_path) {
   OutputGuard g;
   g.protect.emplace_back(scenario_path);
@@ -214,7 +214,7 @@ int cmd_run(const std::vector<std::string>& args) {
   add_scenario_options(o);
   o.add_options()("out", po::value<std::string>(), "output folder (default: results/<scenario name>)")(
       "force",
-      "replace the output folder when it holds a stalesim run (never anything else; README \"Safety\")")(
+      "replace the output folder when it holds a stalesim run (never anything else; REFERENCE.md \"Safety and errors\")")(
       "quiet", "no progress line and no closing summary on stderr")(
       "record", po::value<std::vector<std::string>>()->composing(),
       "extra records: 'gradients' writes gradients.csv (one row per applied gradient)")(
@@ -232,7 +232,7 @@ int cmd_run(const std::vector<std::string>& args) {
   pos.add("scenario", 1);
   const auto p = parse(args, o, pos);
   if (p.help) {
-    std::cout << o << "\nWrites summary.json, metrics.csv, staleness.csv and a done marker; see README.\n";
+    std::cout << o << "\nWrites summary.json, metrics.csv, staleness.csv and a done marker; see REFERENCE.md \"Outputs\".\n";
     return kExitOk;
   }
   bool record_gradients = false;
@@ -289,7 +289,7 @@ int cmd_run(const std::vector<std::string>& args) {
     const long long c = std::strtoll(f, &end, 10);
     if (*end != '\0' || c < 0)
       throw UsageError(fmt::format("STALESIM_INJECT_DEADLOCK_AT_CLOCK='{}': expected an integer >= 0", f));
-    ro.refuse_from_clock = c;  // fault injection: tests the deadlock path (README "Errors and faults")
+    ro.refuse_from_clock = c;  // fault injection: tests the deadlock path (REFERENCE.md "Safety and errors")
   }
   auto last_print = wall0;
   if (tty) {
@@ -408,7 +408,7 @@ int cmd_validate(const std::vector<std::string>& args) {
                  "iteration time split into compute, worker link and server link, the message sizes, the\n"
                  "links' utilisation, the bottleneck, the updates expected in the virtual time, the wall\n"
                  "time and memory on this machine, and a warning when one resource makes the policy\n"
-                 "comparison moot (see README, \"Before you run: the estimate\").\n";
+                 "comparison moot (see REFERENCE.md, \"Before you run: the estimate\").\n";
     return kExitOk;
   }
   const Scenario sc = load(p.vm);
@@ -525,7 +525,7 @@ int cmd_schema(const std::vector<std::string>& args) {
            "generated "
            "from\n"
            "the same field table as validation and `stalesim fields`. Save it and point your editor at it.\n"
-           "--sweep prints the format of sweep files (README \"Sweep files\") instead.\n";
+           "--sweep prints the format of sweep files (REFERENCE.md \"Sweep files\") instead.\n";
     return kExitOk;
   }
   if (args.size() == 1 && args[0] == "--sweep") {
@@ -537,7 +537,7 @@ int cmd_schema(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-// ---- sweep and reproduce (README "Sweeps and reproduction") ----------------------------------
+// ---- sweep and reproduce (REFERENCE.md "Sweeps and reproduction") ----------------------------------
 
 // "45s", "1m12s", "2h03m".
 std::string fmt_duration(double s) {
@@ -586,7 +586,7 @@ with the files of a lone 'stalesim run'; identical points share a folder. A fold
 that already holds the point's finished run is skipped, so rerunning a sweep resumes it.
 DIR/sweep.csv has one row per point in grid order. A failed point does not stop the others.
 Under 'mpirun -n K stalesim sweep ...' (a build with MPI) the ranks split the points.
-A sweep file (README "Sweep files"; 'stalesim schema --sweep') gives the base scenario, grid, zip,
+A sweep file (REFERENCE.md "Sweep files"; 'stalesim schema --sweep') gives the base scenario, grid, zip,
 seeds, derived fields and constraints itself; --set, --out, --jobs and --force still apply.
 Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
 )";

@@ -1,5 +1,5 @@
 #pragma once
-// SyncPolicy: the server's consistency model (design.md sections 4 and 6). It decides when a
+// SyncPolicy: the server's consistency model (DESIGN.md sections 4 and 6). It decides when a
 // worker may start its next clock. It sees clocks and times, never parameter values.
 //
 // Clocks: clocks[w] is the number of iterations worker w has completed and pushed (the push has

@@ -1,6 +1,6 @@
 #pragma once
 // LearningRule: turns a pushed gradient (with its staleness) into a parameter update
-// (design.md sections 5 and 6). *When* a worker proceeds is the policy's business; *how far* a
+// (DESIGN.md sections 5 and 6). *When* a worker proceeds is the policy's business; *how far* a
 // step goes is the rule's. Rules may keep per-parameter state (moving averages), sized at
 // construction. Momentum and n-softsync averaging are applied around the rule by ServerOptimizer,
 // so every rule gets them.

@@ -18,7 +18,7 @@ std::vector<FieldInfo> optimizer_common_fields(const Scenario& d) {
        .type = F::kString,
        .allowed = enum_name_list<RuleType>(),
        .default_value = to_json_value(d.optimizer.rule),
-       .doc = "Learning rule applied by the server (see README, Learning rules).",
+       .doc = "Learning rule applied by the server (see REFERENCE.md, Learning rules).",
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::rule>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::rule>},
       {.path = "/optimizer/lr",

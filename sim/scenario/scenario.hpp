@@ -1,5 +1,5 @@
 #pragma once
-// Scenario: the plain values of one run, every default resolved (design.md section 1; style.md
+// Scenario: the plain values of one run, every default resolved (DESIGN.md section 1; style.md
 // habits 5-7). Loading parses strictly, once (sim/scenario/load.hpp): unknown keys are errors with
 // a "did you mean", every value is range-checked, and errors name the file, the JSON path, the
 // value and what is allowed. After loading nothing touches JSON; scenario_to_json()

@@ -1,7 +1,7 @@
 #pragma once
 // The scenario format as JSON Schema (draft 2020-12), generated from scenario_fields() so that it
 // can never list a field the loader does not know, or miss one (issue 10). Editors use it for
-// completion and inline checks (`stalesim schema > stalesim.schema.json`; README "Scenario files").
+// completion and inline checks (`stalesim schema > stalesim.schema.json`; REFERENCE.md "Scenario reference").
 //
 // The schema states types, units (in descriptions), bounds, allowed values, defaults and unknown
 // keys. What it cannot state is left to the loader: which fields apply under which other values

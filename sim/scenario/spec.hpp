@@ -1,6 +1,6 @@
 #pragma once
 // The spec structs of a scenario that need no model: errors, optimizer, policy, cluster, compute,
-// stop and eval (design.md section 1). Policies and rules include this header, not the model
+// stop and eval (DESIGN.md section 1). Policies and rules include this header, not the model
 // interface; the whole Scenario (with its data and model specs) is sim/scenario/scenario.hpp.
 
 #include <cstddef>
@@ -94,7 +94,7 @@ struct NetworkSpec {
   bool operator==(const NetworkSpec&) const = default;
 };
 
-// Random variation of compute time (design.md section 3), a factor of mean 1 per iteration, drawn
+// Random variation of compute time (DESIGN.md section 3), a factor of mean 1 per iteration, drawn
 // from the worker's own stream (Purpose::kJitter), or replayed from a trace of iteration times.
 struct JitterSpec {
   // "none" | "constant" | "normal" | "lognormal" | "exponential" | "gamma" | "trace"
@@ -134,7 +134,7 @@ DeviceProfile group_profile(const WorkerGroup& g, size_t index);
 // given by the environment variable STALESIM_PROFILE_DIR. nullopt: a built-in name, or unknown.
 std::optional<std::string> profile_file_path(const std::string& value, const std::string& scenario_dir);
 
-// One entry of the cluster's schedule (design.md section 3: stragglers, pauses, failures).
+// One entry of the cluster's schedule (DESIGN.md section 3: stragglers, pauses, failures).
 // Applies to the listed workers, or to every worker of `group`.
 struct ScheduleEvent {
   std::string kind = "slow";      // "slow" | "pause" | "crash" | "drift"

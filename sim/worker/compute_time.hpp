@@ -1,5 +1,5 @@
 #pragma once
-// The compute-time model (design.md section 3): one iteration's modelled time per worker (the
+// The compute-time model (DESIGN.md section 3): one iteration's modelled time per worker (the
 // device profile or iteration_ms), its jitter, the cluster schedule's slowdowns and pauses, or
 // the GPU's measured time (compute.timing "measured").
 

@@ -1,5 +1,5 @@
 #pragma once
-// The network model (design.md section 3): each worker's link (bandwidth, latency with optional
+// The network model (DESIGN.md section 3): each worker's link (bandwidth, latency with optional
 // lognormal jitter) and the server's links, one FIFO per shard shared by pushes and pulls.
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// The state of one simulated worker (design.md section 3) and the events that move it: what the
+// The state of one simulated worker (DESIGN.md section 3) and the events that move it: what the
 // worker core (sim/worker/core.hpp) and every worker protocol (sim/worker/protocol.hpp) share.
 
 #include <climits>

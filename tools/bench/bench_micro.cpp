@@ -175,7 +175,7 @@ BENCHMARK(eigen_sgemm)
 }  // namespace
 
 int main(int argc, char** argv) {
-  // As every run does (design.md section 2, rule 3): GEMM blocking from pinned cache sizes.
+  // As every run does (DESIGN.md section 2, rule 3): GEMM blocking from pinned cache sizes.
   stalesim::pin_eigen_cache_sizes();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
