@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 #include <csignal>
 #include <cstdio>
@@ -65,7 +66,9 @@ int launch(const RealCommand& c) {
   const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) throw ScenarioError(fmt::format("cannot find this program (/proc/self/exe): {}", ec.message()));
   std::vector<std::string> argv = {mpirun, "-n", std::to_string(ranks), "--bind-to", "none"};
-  if (ranks > static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN))) argv.emplace_back("--oversubscribe");
+  // Always: OpenMPI counts slots by physical cores or the batch allocation, not by the logical CPUs
+  // this process sees, and the ranks sleep between polls, so oversubscribing costs nothing.
+  argv.emplace_back("--oversubscribe");
   if (::geteuid() == 0) argv.emplace_back("--allow-run-as-root");
   argv.push_back(self);
   argv.emplace_back("real");
@@ -81,14 +84,29 @@ int launch(const RealCommand& c) {
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   std::fflush(nullptr);
+  // The signals wait until the child is known to the handler: one that came between the fork and
+  // the handler would kill this process and leave mpirun and every rank running.
+  sigset_t block, old_mask;
+  sigemptyset(&block);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
+  ::sigprocmask(SIG_BLOCK, &block, &old_mask);
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
-  if (child < 0) throw ScenarioError("real: fork failed");
+  if (child < 0) {
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    throw ScenarioError("real: fork failed");
+  }
   if (child == 0) {
+    // mpirun ends (and ends its ranks) when this process dies, even by SIGKILL.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) _exit(kExitFailed);
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::execv(mpirun.c_str(), cargv.data());
     _exit(127);
   }
   g_child = child;
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, forward_signal);
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }

@@ -388,8 +388,19 @@ int cmd_real(const std::vector<std::string>& args) {
     c.options.guard = output_guard(c.origin);
     c.quiet = p.vm.count("quiet") > 0;
     return cli::real_main(std::move(c));
+  } catch (const ScenarioError&) {
+    if (cli::quiet_rank()) return kExitBadInput;  // bad input: rank 0 says it, once
+    throw;
+  } catch (const UsageError&) {
+    if (cli::quiet_rank()) return kExitBadInput;
+    throw;
+  } catch (const DataError&) {
+    if (cli::quiet_rank()) return kExitBadInput;
+    throw;
   } catch (const std::exception&) {
-    if (cli::quiet_rank()) return kExitBadInput;  // rank 0 says it, once
+    // A worker rank's failure (an MPI send after rank 0 died, say) is a failed run, not bad input:
+    // mpirun passes the first non-zero code on to the launcher.
+    if (cli::quiet_rank()) return kExitFailed;
     throw;
   }
 }

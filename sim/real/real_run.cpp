@@ -15,6 +15,7 @@
 
 #include "sim/csv_observers.hpp"
 #include "sim/evaluation.hpp"
+#include "sim/outputs.hpp"
 #include "sim/simulation.hpp"
 #include "sim/sweep_mpi.hpp"
 #include "sim/worker/core.hpp"
@@ -38,6 +39,9 @@ std::string real_refusal(const Scenario& s) {
   if (!p.pulls_every_clock())
     return "/policy/cache: a lazy cache keeps parameters on the workers between clocks; the real mode runs "
            "the pull-every-iteration policies only (policy.cache \"pull-every-iteration\")";
+  if (s.cluster.network.topology != "star")
+    return "/cluster/network/topology: the real mode emulates the star network only (each worker's link "
+           "and the server's FIFO link); racks and graphs are simulated, not emulated";
   if (s.cluster.order == Order::kUniform)
     return "/cluster/order: \"uniform\" is a simulated update order with no transfers; a real run has real "
            "ones";
@@ -414,8 +418,12 @@ RealOutcome RealServer::run() {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   RealOutcome outcome = write(ranks);
   if (failed_) {
-    fmt::print(stderr, "stalesim real: {}: {}; partial outputs in {}/ (no done marker)\n",
-               c.result.stop_reason, c.result.detail, opt_.out);
+    if (outcome.kept_finished)
+      fmt::print(stderr, "stalesim real: {}: {}; the finished run in {}/ was kept, nothing was written\n",
+                 c.result.stop_reason, c.result.detail, opt_.out);
+    else
+      fmt::print(stderr, "stalesim real: {}: {}; partial outputs in {}/ (no done marker)\n",
+                 c.result.stop_reason, c.result.detail, opt_.out);
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, kExitFailed);
   }
@@ -471,9 +479,12 @@ RealOutcome RealServer::write(int ranks) {
       {"host", host},
       {"waiting", "MPI_Iprobe / MPI_Test polls with 50 to 200 us sleeps (no busy-polling)"}};
   files.summary_json = summary.dump(2) + "\n";
-  write_outputs(opt_.out, files, !failed_, opt_.force, opt_.guard);
-  return RealOutcome{r.status,         r.stop_reason,     r.end_time.seconds(),
-                     r.server_updates, files.result_hash, r.detail};
+  // A failed run (a rank died, the watchdog, a signal) never replaces a finished run that --force
+  // was rerunning over: it keeps it and writes nothing, as `stalesim run` does on Ctrl-C.
+  const bool kept = failed_ && holds_finished_run(opt_.out);
+  if (!kept) write_outputs(opt_.out, files, !failed_, opt_.force, opt_.guard);
+  return RealOutcome{r.status,         r.stop_reason,     r.end_time.seconds(), r.server_updates,
+                     files.result_hash, r.detail,        kept};
 }
 
 // ---- A worker (ranks 1..N) -----------------------------------------------------------------

@@ -82,6 +82,8 @@ struct RealOutcome {
   int64_t server_updates = 0;
   std::string result_hash;
   std::string detail;
+  // The run failed over a finished run in the output folder, which was kept: nothing was written.
+  bool kept_finished = false;
 };
 
 // Runs this process's rank of a real run of `s` inside an MPI job of real_ranks(s) ranks (started
