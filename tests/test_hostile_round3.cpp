@@ -267,7 +267,9 @@ TEST_CASE("every input file is refused cleanly when it is a FIFO, a link to /dev
         {"sweep " + q(f) + " --quiet --out " + q((s.path / "out").string()), f + ": cannot read"},
         {"reproduce " + q(f), f + ": cannot read: "},
     };
-    for (const auto& [cmd, expect] : readers) {
+    for (const auto& entry : readers) {
+      const std::string& cmd = entry.first;  // not a binding: clang 14 cannot capture one
+      const std::string& expect = entry.second;
       CAPTURE(cmd);
       if (k.file == "folder.json" && cmd.starts_with("reproduce")) continue;  // a folder is a run folder there
       const auto before = snapshot(s.path);
@@ -359,7 +361,9 @@ TEST_CASE("duplicate keys are refused in every JSON file: sweep files, profiles,
       {"validate " + kTiny + R"( --set 'cluster.network={"latency_us": 1, "latency_us": 2}')",
        "/latency_us: duplicate key"},
   };
-  for (const auto& [cmd, expect] : cases) {
+  for (const auto& entry : cases) {
+    const std::string& cmd = std::get<0>(entry);  // not a binding: clang 14 cannot capture one
+    const std::string& expect = std::get<1>(entry);
     CAPTURE(cmd);
     const auto before = snapshot(s.path);
     const Outcome o = run_cli(cmd);
@@ -636,7 +640,9 @@ TEST_CASE("a profile name with escape sequences and newlines reaches the termina
       {"timeline " + sc_path, 0},
       {"run " + sc_path + " --out " + q((s.path / "out").string()), 2},
   };
-  for (const auto& [cmd, where] : commands) {
+  for (const auto& entry : commands) {
+    const std::string& cmd = entry.first;  // not a binding: clang 14 cannot capture one
+    const int where = entry.second;
     CAPTURE(cmd);
     const Outcome o = run_cli(cmd);
     CHECK(o.code == 0);
