@@ -15,6 +15,21 @@
 
 namespace stalesim::testing {
 
+// Whether this is an AddressSanitizer build: its shadow memory and quarantine inflate peak RSS
+// several-fold and reserve terabytes of address space, so memory-limit checks run in the Release
+// pass only.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 struct Outcome {
   int code = -1;  // the exit status; -1 when the process did not exit normally
   std::string out;

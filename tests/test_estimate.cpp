@@ -197,17 +197,7 @@ TEST_CASE("validate prints the estimate on stderr and keeps stdout the resolved 
 
 // AddressSanitizer's shadow memory and quarantine inflate a process's peak RSS several-fold (the
 // cnn case: 325 MiB against 93 MiB in Release), so the comparison runs in uninstrumented builds.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
+using stalesim::testing::kAddressSanitizer;
 
 TEST_CASE("the memory estimate is within 30% of the measured peak RSS for each model type") {
   if (kAddressSanitizer) {
