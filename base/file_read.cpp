@@ -162,7 +162,8 @@ class DuplicateKeys : public nlohmann::json_sax<nlohmann::json> {
         p += std::to_string(f.index);
         continue;
       }
-      for (char c : f.key) p += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+      for (char c : f.key)
+        p += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
     }
     return p;
   }

@@ -1,6 +1,6 @@
 #pragma once
-// Bounded reading of input files (REFERENCE.md "Safety and errors"): the one reader of every file stalesim reads:
-// scenarios, sweep files, device profiles, jitter traces, run summaries, sweep.json, sweep.csv and
+// Bounded reading of input files (REFERENCE.md "Safety and errors"): the one reader of every file stalesim
+// reads: scenarios, sweep files, device profiles, jitter traces, run summaries, sweep.json, sweep.csv and
 // metrics.csv (tests/layers/check_layers.sh fails on a file read anywhere else). A path must name
 // a regular file (not a FIFO, a device such as /dev/zero, or a folder) no larger than a stated
 // cap; the text is read whole. JSON text is also checked for nesting depth before parsing, so a

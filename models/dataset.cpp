@@ -253,7 +253,8 @@ std::vector<uint8_t> read_dataset_file(const std::string& dir, const std::string
   // The folder itself first: a data.path naming a file would otherwise read as "FILE/x: not found".
   if (const auto st = fs::status(dir.empty() ? "." : dir, ec);
       st.type() != fs::file_type::directory && st.type() != fs::file_type::not_found)
-    throw DataError(dir + ": data.path is not a folder (it names a file or device; give the folder that holds " +
+    throw DataError(dir +
+                    ": data.path is not a folder (it names a file or device; give the folder that holds " +
                     base + ".gz)");
   std::string path;
   if (fs::is_regular_file(gz, ec)) {

@@ -284,9 +284,10 @@ void check_feasible(const Scenario& s, const RunEstimate& e, const std::string& 
   const double evaluations = std::floor(end / s.eval.every_s);
   if (evaluations >= static_cast<double>(kMaxEvaluations))
     fail("/eval/every_s",
-         fmt::format("{:g} s until the expected end at about {:.3g} s of virtual time is {:.3g} evaluations; at "
-                     "most {}: raise eval.every_s",
-                     s.eval.every_s, end, evaluations, kMaxEvaluations));
+         fmt::format(
+             "{:g} s until the expected end at about {:.3g} s of virtual time is {:.3g} evaluations; at "
+             "most {}: raise eval.every_s",
+             s.eval.every_s, end, evaluations, kMaxEvaluations));
 }
 
 std::string RunEstimate::describe() const {
@@ -296,8 +297,8 @@ std::string RunEstimate::describe() const {
     out += fmt::format(
         "estimate: group {} ({} x {}): iteration {} = compute {} + worker link {} + server link {}{}; "
         "computing {:.1f}% of the time, worker link busy {:.1f}%\n",
-        g, ge.count, escaped(ge.profile), seconds(ge.iteration_s), seconds(ge.compute_s), seconds(ge.worker_link_s),
-        seconds(ge.server_link_s),
+        g, ge.count, escaped(ge.profile), seconds(ge.iteration_s), seconds(ge.compute_s),
+        seconds(ge.worker_link_s), seconds(ge.server_link_s),
         ge.iteration_s > ge.compute_s + ge.worker_link_s + ge.server_link_s * 1.0001
             ? fmt::format(" + waiting {}",
                           seconds(ge.iteration_s - ge.compute_s - ge.worker_link_s - ge.server_link_s))

@@ -15,8 +15,9 @@ namespace stalesim {
 
 namespace {
 constexpr double kMinNormalFactor = 1e-3;
-constexpr double kMaxTraceMs = 1e9;  // about 11.6 days: keeps times inside SimTime with room for factors  //
-                                     // normal draws are clipped here (DESIGN.md section 3: "clipped positive")
+constexpr double kMaxTraceMs =
+    1e9;  // about 11.6 days: keeps times inside SimTime with room for factors  //
+          // normal draws are clipped here (DESIGN.md section 3: "clipped positive")
 }  // namespace
 
 std::vector<double> read_iteration_trace(const std::string& path) {

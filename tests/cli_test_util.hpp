@@ -15,6 +15,9 @@
 
 namespace stalesim::testing {
 
+// `s` single-quoted for the shell commands run_cli runs (the tests' paths hold no quote).
+inline std::string q(const std::string& s) { return "'" + s + "'"; }
+
 // Whether this is an AddressSanitizer build: its shadow memory and quarantine inflate peak RSS
 // several-fold and reserve terabytes of address space, so memory-limit checks run in the Release
 // pass only.

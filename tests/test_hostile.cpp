@@ -39,7 +39,7 @@ Outcome cli(const std::string& args, const std::string& env = "") {
   return run_cli(args, env.empty() ? "" : env + " ");
 }
 
-std::string q(const std::string& s) { return "'" + s + "'"; }
+using stalesim::testing::q;
 
 // A run folder that is complete: its summary parses, its done marker holds the summary's hash.
 bool complete_run(const fs::path& dir) {

@@ -36,7 +36,7 @@ namespace {
 
 const std::string kTiny = "tests/golden/tiny/scenario.json";
 
-std::string q(const std::string& s) { return "'" + s + "'"; }
+using stalesim::testing::q;
 
 // Every entry under `root` (not following links) with its type and, for files, its contents;
 // entries under `skip` (the output folder) are left out.

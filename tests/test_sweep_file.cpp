@@ -32,7 +32,7 @@ namespace {
 
 const std::string kFile = "scenarios/sweep-tiny.sweep.json";
 
-std::string q(const std::string& s) { return "'" + s + "'"; }
+using stalesim::testing::q;
 
 // Every regular file under `root` (hidden ones included), by relative path, with its bytes.
 std::map<std::string, std::string> tree(const fs::path& root) {

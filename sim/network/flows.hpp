@@ -119,7 +119,7 @@ class FlowNetwork {
   LoadHook hook_;
   std::vector<double> last_load_;  // by channel, as last reported (hook set only)
   std::vector<int32_t> last_flows_;
-  std::vector<int32_t> touched_;   // channels whose load may have changed since the last report
+  std::vector<int32_t> touched_;  // channels whose load may have changed since the last report
 };
 
 }  // namespace stalesim

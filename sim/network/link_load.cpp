@@ -41,12 +41,12 @@ LinkLoad link_load(const Scenario& s, double push_bytes, double pull_bytes) {
 
 std::string describe_link_load(const Scenario& s, const LinkLoad& l, double iterations_per_s) {
   const double workers = s.cluster.worker_count();
-  std::string out =
-      l.racks > 0
-          ? fmt::format("estimate: topology racks: {} racks of {} hosts; oversubscription {:g}:1 "
-                        "(hosts_per_rack x bandwidth_gbps / uplink_bandwidth_gbps)\n",
-                        l.racks, s.cluster.network.racks.hosts_per_rack, l.oversubscription)
-          : fmt::format("estimate: topology graph: {} hosts\n", l.hosts);
+  std::string out = l.racks > 0
+                        ? fmt::format(
+                              "estimate: topology racks: {} racks of {} hosts; oversubscription {:g}:1 "
+                              "(hosts_per_rack x bandwidth_gbps / uplink_bandwidth_gbps)\n",
+                              l.racks, s.cluster.network.racks.hosts_per_rack, l.oversubscription)
+                        : fmt::format("estimate: topology graph: {} hosts\n", l.hosts);
   out += fmt::format(
       "estimate: bottleneck link {} ({:g} Gbit/s): {:.3g} ms per round of every worker's push and pull; "
       "offered {:.0f}% of its capacity at the pace estimated above (which times each message at its "

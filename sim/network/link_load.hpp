@@ -12,12 +12,12 @@
 namespace stalesim {
 
 struct LinkLoad {
-  std::string busiest;         // its channel's name, e.g. "tor3->spine"
-  double round_s = 0;          // its seconds per round of every worker's push and pull
-  double busiest_gbps = 0;     // its bandwidth
+  std::string busiest;      // its channel's name, e.g. "tor3->spine"
+  double round_s = 0;       // its seconds per round of every worker's push and pull
+  double busiest_gbps = 0;  // its bandwidth
   int32_t hosts = 0;
-  int32_t racks = 0;           // racks only
-  double oversubscription = 0; // racks only
+  int32_t racks = 0;            // racks only
+  double oversubscription = 0;  // racks only
 };
 
 // REQUIRES: a loaded scenario whose topology is not the star.

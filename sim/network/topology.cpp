@@ -27,7 +27,8 @@ void place(const Scenario& s, int32_t hosts, int32_t racks, int32_t per_rack, To
   std::vector<std::string> holder(static_cast<size_t>(hosts));
   auto take = [&](int64_t h, std::string who, const std::string& path) {
     if (h < 0 || h >= hosts)
-      bad(path, fmt::format("{} is placed on host {}, and the topology's hosts are 0 to {}", who, h, hosts - 1));
+      bad(path,
+          fmt::format("{} is placed on host {}, and the topology's hosts are 0 to {}", who, h, hosts - 1));
     auto& slot = holder[static_cast<size_t>(h)];
     if (!slot.empty())
       bad(path, fmt::format("host {} ('{}') is given to {} and to {}: one worker or shard per host", h,
@@ -36,7 +37,8 @@ void place(const Scenario& s, int32_t hosts, int32_t racks, int32_t per_rack, To
     return static_cast<int32_t>(h);
   };
   if (shards + workers > hosts)
-    bad(s.cluster.network.topology == "racks" ? "/cluster/network/racks/count" : "/cluster/network/graph/nodes",
+    bad(s.cluster.network.topology == "racks" ? "/cluster/network/racks/count"
+                                              : "/cluster/network/graph/nodes",
         fmt::format("{} workers and {} server shards need {} hosts, the topology has {}", workers, shards,
                     shards + workers, hosts));
   if (p.shards == "explicit" && p.shard_hosts.size() != static_cast<size_t>(shards))
@@ -49,7 +51,8 @@ void place(const Scenario& s, int32_t hosts, int32_t racks, int32_t per_rack, To
     } else if (p.shards == "spread") {
       if (racks > 0) {
         const int32_t from_end = k / racks;
-        if (from_end >= per_rack) bad(std::string(kPlacement) + "/shards", "more shards than hosts to spread them over");
+        if (from_end >= per_rack)
+          bad(std::string(kPlacement) + "/shards", "more shards than hosts to spread them over");
         h = static_cast<int64_t>(k % racks) * per_rack + (per_rack - 1 - from_end);
       } else {
         h = static_cast<int64_t>(k) * hosts / shards;
@@ -115,8 +118,8 @@ Topology build_graph(const Scenario& s) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const auto& node = g.nodes[i];
     if (!index.emplace(node.name, static_cast<int32_t>(i)).second)
-      bad(fmt::format("{}/nodes/{}/name", base, i), fmt::format("'{}' names two nodes (first nodes/{})", node.name,
-                                                                 index[node.name]));
+      bad(fmt::format("{}/nodes/{}/name", base, i),
+          fmt::format("'{}' names two nodes (first nodes/{})", node.name, index[node.name]));
     if (node.kind == "host") t.hosts.push_back(static_cast<int32_t>(i));
     t.nodes.push_back({node.name, node.kind == "host"});
   }
@@ -126,7 +129,8 @@ Topology build_graph(const Scenario& s) {
     auto end = [&](const std::string& name, const char* key) {
       const auto it = index.find(name);
       if (it == index.end())
-        bad(fmt::format("{}/links/{}/{}", base, i, key), fmt::format("'{}' is not a node of graph.nodes", name));
+        bad(fmt::format("{}/links/{}/{}", base, i, key),
+            fmt::format("'{}' is not a node of graph.nodes", name));
       return it->second;
     };
     const int32_t a = end(l.from, "from");
@@ -181,7 +185,8 @@ std::vector<int32_t> Topology::route(int32_t from, int32_t to) const {
     }
   }
   if (via[static_cast<size_t>(dst)] == -1)
-    throw TopologyError{"", fmt::format("no route of links from host '{}' to host '{}'", host_name(from), host_name(to))};
+    throw TopologyError{
+        "", fmt::format("no route of links from host '{}' to host '{}'", host_name(from), host_name(to))};
   std::vector<int32_t> r;
   for (int32_t n = dst; n != src;) {
     const int32_t ch = via[static_cast<size_t>(n)];
@@ -209,7 +214,7 @@ Topology build_topology(const Scenario& s) {
       } catch (const TopologyError& e) {
         const int32_t node = t.hosts[static_cast<size_t>(t.worker_host[i])];
         bad(s.cluster.network.topology == "graph" ? fmt::format("/cluster/network/graph/nodes/{}", node)
-                                                   : std::string(kPlacement),
+                                                  : std::string(kPlacement),
             fmt::format("worker {} cannot reach shard {}: {}", i, k, e.problem));
       }
     }

@@ -55,7 +55,9 @@ struct Topology {
   // there is no route.
   std::vector<int32_t> route(int32_t from, int32_t to) const;
   SimTime route_latency(const std::vector<int32_t>& r) const;
-  std::string host_name(int32_t h) const { return nodes[static_cast<size_t>(hosts[static_cast<size_t>(h)])].name; }
+  std::string host_name(int32_t h) const {
+    return nodes[static_cast<size_t>(hosts[static_cast<size_t>(h)])].name;
+  }
 };
 
 // The topology of `s` (cluster.network.topology "racks" or "graph"), placed and checked: every
