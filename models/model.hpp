@@ -73,7 +73,7 @@ class Model {
   // how many rows the parameters form (0 = a dense model: a copy is always the whole model), the
   // rows an update for this batch changes (appended to `rows`, each once), and one row's bytes on
   // the wire (its values and its id). Cached modes send a worker only the rows changed since its
-  // last copy (sim/changed_rows.hpp).
+  // last copy (sim/worker/changed_rows.hpp).
   virtual int64_t row_count() const { return 0; }
   virtual void changed_rows(const Dataset& data, std::span<const int32_t> batch, std::vector<int32_t>& rows) {
     (void)data;
@@ -178,7 +178,7 @@ struct ModelSize {
 };
 // The one account of model sizes: the simulation's models report these figures
 // (parameter_count(), flops_per_sample(), wire_bytes(); tests/test_estimate.cpp checks every type)
-// and the estimates made before a run (sim/memory_estimate, sim/estimate) use them. lda's FLOPs use
+// and the estimates made before a run (sim/estimate/) use them. lda's FLOPs use
 // the expected document length, the built model the drawn one. Throws std::invalid_argument for an
 // unknown type.
 ModelSize model_size(const ModelSpec& spec, const ModelShape& shape);

@@ -4,7 +4,7 @@
 // it was published, the network, its forward FLOPs per sample (a multiply-add counts 2), the batch
 // and the images per second. The cost model times an iteration as
 //   t = 3 F b / (peak_fp32 x efficiency) + overhead
-// (training FLOPs = 3 x forward: models/cost_arch.hpp; sim/estimate.cpp), so each figure fixes an
+// (training FLOPs = 3 x forward: models/cost_arch.hpp; sim/estimate/estimate.cpp), so each figure fixes an
 // efficiency. fitted_efficiency() is the one that minimizes the sum of squared relative errors of t
 // over the figures; with x = 1 / efficiency the predicted t is linear in x, so the least-squares x is
 // closed-form: x = sum(u_i v_i) / sum(u_i^2), u_i = 3 F_i b_i / (peak t_i), v_i = (t_i - overhead) / t_i.

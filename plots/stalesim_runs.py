@@ -2,7 +2,7 @@
 
 A run folder (README, "Outputs") holds summary.json, metrics.csv, staleness.csv, decisions.csv
 (DSSP only) and `done` (written last). A sweep folder holds sweep.csv (key columns, seed,
-folder, status, result columns; see sim/sweep.hpp kResultColumns) and one run folder per point.
+folder, status, result columns; see sim/sweep/sweep.hpp kResultColumns) and one run folder per point.
 
 The scripts import this module from their own folder; it needs only Debian's python3-matplotlib.
 Every figure is written as PNG and SVG with fixed metadata, so the same inputs give the same bytes.

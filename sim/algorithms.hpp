@@ -52,7 +52,7 @@ struct PolicyTraits {
   bool averages_pushes;
   // Parameter-sized vectors the policy keeps per worker (vap: the copy it checks reads against,
   // the in-transit sum and the held update) and at the server (softsync: the running sum), for
-  // the memory estimate. Cache modes count their own (sim/memory_estimate.cpp).
+  // the memory estimate. Cache modes count their own (sim/estimate/memory_estimate.cpp).
   double worker_vectors;
   double server_vectors;
   uint32_t fields;  // PolicyField bits: the policy.* fields that apply

@@ -4,10 +4,10 @@
 
 #include <fmt/format.h>
 
-#include "sim/explain.hpp"
-#include "sim/observer.hpp"
-#include "sim/run_folder.hpp"
-#include "sim/timeline.hpp"
+#include "sim/output/explain.hpp"
+#include "sim/output/observer.hpp"
+#include "sim/output/run_folder.hpp"
+#include "sim/output/timeline.hpp"
 
 namespace stalesim {
 

@@ -4,7 +4,7 @@
 //
 // execute_run loads the scenario's data (unless the caller shares it), builds the Simulation, runs
 // it with the caller's options and observers plus the trace and explain recorders asked for,
-// renders the run's files (sim/outputs.hpp) and writes them as a run folder (sim/run_folder.hpp).
+// renders the run's files (sim/output/outputs.hpp) and writes them as a run folder (sim/output/run_folder.hpp).
 // What stays with the callers is what differs between them: checks made before a run (output
 // folder, memory), progress display, and what a finished run's files are compared with or
 // summarised into.
@@ -14,10 +14,10 @@
 
 #include "base/sim_time.hpp"
 #include "models/dataset.hpp"
-#include "sim/outputs.hpp"
+#include "sim/output/outputs.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/simulation.hpp"
-#include "sim/trace.hpp"
+#include "sim/output/trace.hpp"
 
 namespace stalesim {
 
@@ -57,7 +57,7 @@ struct RunOutcome {
 RunOutcome execute_run(const Scenario& s, const RunRequest& request);
 
 // Runs `scenario` up to `until` (its own stop conditions still apply), writing nothing, and
-// renders its timeline (sim/timeline.hpp). Throws what execute_run throws.
+// renders its timeline (sim/output/timeline.hpp). Throws what execute_run throws.
 std::string timeline_of(const Scenario& scenario, SimTime until, int width, bool color,
                         const std::string& origin = "");
 

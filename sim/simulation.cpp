@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "sim/csv_observers.hpp"
-#include "sim/engine.hpp"
-#include "sim/estimate.hpp"
+#include "sim/output/csv_observers.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/estimate/estimate.hpp"
 #include "sim/evaluation.hpp"
 #include "sim/worker/core.hpp"
 #include "sim/worker/faults.hpp"

@@ -21,8 +21,8 @@
 #include <memory>
 
 #include "models/dataset.hpp"
-#include "sim/observer.hpp"
-#include "sim/recorder.hpp"
+#include "sim/output/observer.hpp"
+#include "sim/output/recorder.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
@@ -43,7 +43,7 @@ struct RunOptions {
   const std::atomic<bool>* interrupt = nullptr;
   // Keep one record per applied gradient (RunResult::gradients_csv; --record gradients).
   bool record_gradients = false;
-  // Sees the run as it happens (trace, timeline, explain; sim/observer.hpp); null: nothing.
+  // Sees the run as it happens (trace, timeline, explain; sim/output/observer.hpp); null: nothing.
   RunObserver* observer = nullptr;
   // Fault injection, to test the deadlock path (a correct policy never deadlocks): when set, the
   // policy's leave is refused to every worker whose clock has reached this value, so the run ends

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/outputs.hpp"
+#include "sim/output/outputs.hpp"
 #include "sim/scenario/load.hpp"
 #include "sim/simulation.hpp"
 

@@ -1,4 +1,4 @@
-// `stalesim compare` (sim/compare.hpp) on hand-made runs: the KS distance, quantiles, and the
+// `stalesim compare` (sim/analysis/compare.hpp) on hand-made runs: the KS distance, quantiles, and the
 // comparison's figures, errors and spread.
 
 #include <doctest/doctest.h>
@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "sim/compare.hpp"
-#include "sim/outputs.hpp"
+#include "sim/analysis/compare.hpp"
+#include "sim/output/outputs.hpp"
 
 using namespace stalesim;
 using nlohmann::json;

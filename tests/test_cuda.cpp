@@ -19,8 +19,8 @@
 #endif
 #include "models/dataset.hpp"
 #include "models/model.hpp"
-#include "sim/outputs.hpp"
-#include "sim/recorder.hpp"
+#include "sim/output/outputs.hpp"
+#include "sim/output/recorder.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/to_json.hpp"
 #include "sim_test_util.hpp"

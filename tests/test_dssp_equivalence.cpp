@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/observer.hpp"
+#include "sim/output/observer.hpp"
 #include "tests/sim_test_util.hpp"
 
 using namespace stalesim;

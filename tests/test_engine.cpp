@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/rng.hpp"
-#include "sim/engine.hpp"
-#include "sim/lazy_deque.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/engine/lazy_deque.hpp"
 
 using namespace stalesim;
 
@@ -69,7 +69,7 @@ TEST_CASE("thousands of events, many at equal times, some cancelled, run in (tim
 }
 
 // The queue switches between a heap alone (few events) and a heap in front of time buckets and a
-// far list (sim/engine.hpp); which tier an event waits in must never change the order. Against a
+// far list (sim/engine/engine.hpp); which tier an event waits in must never change the order. Against a
 // sorted reference, with the pending count crossing the switch both ways, ties, zero delays,
 // outliers far in the future, cancellations in every tier, and run_until stopping early.
 TEST_CASE("the two-tier queue runs events in (time, seq) order whatever the number pending") {
@@ -201,7 +201,7 @@ TEST_CASE("SimTime converts at the edges and rounds to the nearest nanosecond") 
   CHECK(SimTime::from_ns(2'500'000'000).seconds() == doctest::Approx(2.5));
 }
 
-// A worker's pushes on the wire (sim/lazy_deque.hpp): one inline, the rest spilled to a deque;
+// A worker's pushes on the wire (sim/engine/lazy_deque.hpp): one inline, the rest spilled to a deque;
 // first in, first out however many are queued, and cleared by a crash.
 TEST_CASE("InlineHeadQueue keeps first-in first-out order across its inline head and its spill") {
   InlineHeadQueue<int64_t, INT64_MIN> q;

@@ -22,12 +22,12 @@
 #include <nlohmann/json.hpp>
 
 #include "models/model.hpp"
-#include "sim/memory_estimate.hpp"
+#include "sim/estimate/memory_estimate.hpp"
 #include "sim/scenario/fields.hpp"
 #include "sim/scenario/load.hpp"
 #include "sim/scenario/schema.hpp"
 #include "sim/scenario/to_json.hpp"
-#include "sim/sweep_spec.hpp"
+#include "sim/sweep/sweep_spec.hpp"
 #include "tests/cli_test_util.hpp"
 
 using namespace std::string_literals;

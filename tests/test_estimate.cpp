@@ -1,4 +1,4 @@
-// The up-front estimate (issue 20 point 2, sim/estimate.hpp) and the one account of model sizes
+// The up-front estimate (issue 20 point 2, sim/estimate/estimate.hpp) and the one account of model sizes
 // (models/model.hpp model_size) that it and the memory estimate share (issue 17 point 3).
 
 #include <doctest/doctest.h>
@@ -17,8 +17,8 @@
 #include "cli_test_util.hpp"
 #include "models/cost_arch.hpp"
 #include "models/model.hpp"
-#include "sim/estimate.hpp"
-#include "sim/memory_estimate.hpp"
+#include "sim/estimate/estimate.hpp"
+#include "sim/estimate/memory_estimate.hpp"
 #include "sim/scenario/load.hpp"
 #include "sim/workloads.hpp"
 #include "sim_test_util.hpp"

@@ -10,7 +10,7 @@
 #include <xxhash.h>
 
 #include "sim/build_info.hpp"
-#include "sim/outputs.hpp"
+#include "sim/output/outputs.hpp"
 #include "sim/scenario/fields.hpp"
 #include "sim/scenario/load.hpp"
 #include "sim/simulation.hpp"

@@ -20,8 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_read.hpp"
-#include "sim/outputs.hpp"
-#include "sim/run_folder.hpp"
+#include "sim/output/outputs.hpp"
+#include "sim/output/run_folder.hpp"
 #include "tests/cli_test_util.hpp"
 
 namespace fs = std::filesystem;

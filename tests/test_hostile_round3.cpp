@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/run_folder.hpp"
+#include "sim/output/run_folder.hpp"
 #include "tests/cli_test_util.hpp"
 
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/rng.hpp"
-#include "sim/csv_observers.hpp"
+#include "sim/output/csv_observers.hpp"
 #include "sim/policies/dssp.hpp"
 #include "tests/sim_test_util.hpp"
 

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/compare.hpp"
+#include "sim/analysis/compare.hpp"
 #include "tests/cli_test_util.hpp"
 
 using namespace stalesim;

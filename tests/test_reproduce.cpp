@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/build_info.hpp"
-#include "sim/reproduce.hpp"
+#include "sim/analysis/reproduce.hpp"
 #include "tests/cli_test_util.hpp"
 
 using namespace std::string_literals;

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "sim/build_info.hpp"
-#include "sim/memory_estimate.hpp"
+#include "sim/estimate/memory_estimate.hpp"
 #include "tests/sim_test_util.hpp"
 
 using namespace stalesim;

@@ -4,8 +4,8 @@
 
 #include <doctest/doctest.h>
 
-#include "sim/outputs.hpp"
-#include "sim/recorder.hpp"
+#include "sim/output/outputs.hpp"
+#include "sim/output/recorder.hpp"
 #include "tests/sim_test_util.hpp"
 
 using stalesim::Histogram;

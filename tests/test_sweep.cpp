@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/scenario/overrides.hpp"
-#include "sim/sweep.hpp"
-#include "sim/sweep_mpi.hpp"
+#include "sim/sweep/sweep.hpp"
+#include "sim/sweep/sweep_mpi.hpp"
 #include "tests/cli_test_util.hpp"
 
 using namespace std::string_literals;

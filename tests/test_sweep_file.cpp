@@ -14,10 +14,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sim/summarize.hpp"
-#include "sim/sweep.hpp"
-#include "sim/sweep_expr.hpp"
-#include "sim/sweep_spec.hpp"
+#include "sim/analysis/summarize.hpp"
+#include "sim/sweep/sweep.hpp"
+#include "sim/sweep/sweep_expr.hpp"
+#include "sim/sweep/sweep_spec.hpp"
 #include "tests/cli_test_util.hpp"
 
 using namespace stalesim;

@@ -6,7 +6,7 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/estimate.hpp"
+#include "sim/estimate/estimate.hpp"
 #include "sim/network/flows.hpp"
 #include "sim/network/topology.hpp"
 #include "tests/sim_test_util.hpp"

@@ -10,12 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/explain.hpp"
-#include "sim/outputs.hpp"
+#include "sim/output/explain.hpp"
+#include "sim/output/outputs.hpp"
 #include "sim/scenario/load.hpp"
 #include "sim/simulation.hpp"
-#include "sim/timeline.hpp"
-#include "sim/trace.hpp"
+#include "sim/output/timeline.hpp"
+#include "sim/output/trace.hpp"
 #include "tests/sim_test_util.hpp"
 
 using nlohmann::json;

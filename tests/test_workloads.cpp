@@ -11,7 +11,7 @@
 
 #include "models/lda.hpp"
 #include "models/mf.hpp"
-#include "sim/changed_rows.hpp"
+#include "sim/worker/changed_rows.hpp"
 #include "sim/simulation.hpp"
 #include "sim/workloads.hpp"
 #include "tests/sim_test_util.hpp"

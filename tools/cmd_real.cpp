@@ -16,9 +16,9 @@
 
 #include <fmt/format.h>
 
-#include "sim/compare.hpp"
+#include "sim/analysis/compare.hpp"
 #include "base/file_read.hpp"
-#include "sim/sweep_mpi.hpp"
+#include "sim/sweep/sweep_mpi.hpp"
 
 namespace stalesim::cli {
 

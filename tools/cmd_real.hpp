@@ -1,5 +1,5 @@
 #pragma once
-// The `real` and `compare` commands (issue 28; sim/real/real_run.hpp, sim/compare.hpp), apart
+// The `real` and `compare` commands (issue 28; sim/real/real_run.hpp, sim/analysis/compare.hpp), apart
 // from tools/stalesim.cpp, which parses `real`'s scenario options and calls real_main.
 
 #include <string>

@@ -38,26 +38,26 @@
 #include "models/device_profile.hpp"
 #include "models/profile_calibration.hpp"
 #include "sim/build_info.hpp"
-#include "sim/estimate.hpp"
-#include "sim/explain.hpp"
+#include "sim/estimate/estimate.hpp"
+#include "sim/output/explain.hpp"
 #include "base/file_read.hpp"
 #include "sim/gradient_pool.hpp"
-#include "sim/memory_estimate.hpp"
-#include "sim/outputs.hpp"
-#include "sim/reproduce.hpp"
+#include "sim/estimate/memory_estimate.hpp"
+#include "sim/output/outputs.hpp"
+#include "sim/analysis/reproduce.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario/fields.hpp"
 #include "sim/scenario/load.hpp"
 #include "sim/scenario/schema.hpp"
 #include "sim/scenario/to_json.hpp"
 #include "sim/simulation.hpp"
-#include "sim/summarize.hpp"
-#include "sim/sweep.hpp"
-#include "sim/sweep_mpi.hpp"
-#include "sim/sweep_spec.hpp"
+#include "sim/analysis/summarize.hpp"
+#include "sim/sweep/sweep.hpp"
+#include "sim/sweep/sweep_mpi.hpp"
+#include "sim/sweep/sweep_spec.hpp"
 #include "sim/text.hpp"
-#include "sim/timeline.hpp"
-#include "sim/trace.hpp"
+#include "sim/output/timeline.hpp"
+#include "sim/output/trace.hpp"
 #include "tools/cmd_real.hpp"
 
 namespace po = boost::program_options;
@@ -1260,7 +1260,7 @@ Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA)
   fmt::print("{}; wrote {}\n", summary, out);
   return kExitOk;
 }
-// ---- timeline: the first seconds of a run as a terminal Gantt chart (sim/timeline.hpp) ---------
+// ---- timeline: the first seconds of a run as a terminal Gantt chart (sim/output/timeline.hpp) ---------
 
 int cmd_timeline(const std::vector<std::string>& args) {
   po::options_description o(

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "base/sim_time.hpp"
-#include "sim/engine.hpp"
+#include "sim/engine/engine.hpp"
 
 namespace stalesim {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "sim/engine.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/network/flows.hpp"
 #include "sim/network/topology.hpp"
-#include "sim/observer.hpp"
+#include "sim/output/observer.hpp"
 
 namespace stalesim {
 

@@ -61,8 +61,8 @@ class ClockTable {
 // CacheMode: sim/algorithms.hpp.
 
 // One call of a policy's synchronization controller (DSSP's, sim/policies/dssp.hpp), as data: the
-// observers put it in words, decisions.csv (sim/csv_observers.hpp) and the explain log and trace
-// (sim/explain.hpp).
+// observers put it in words, decisions.csv (sim/output/csv_observers.hpp) and the explain log and trace
+// (sim/output/explain.hpp).
 struct ControllerDecision {
   SimTime time;
   int32_t worker = 0;

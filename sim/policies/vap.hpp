@@ -31,7 +31,7 @@ class VapPolicy final : public SyncPolicy {
   double value_bound() const { return v_; }
   std::string bound_text() const override { return fmt::format("v = {}", v_); }
 
-  // Called by VAP's worker protocol (sim/worker/vap.cpp), which sees the values.
+  // Called by VAP's worker protocol (sim/worker/vap_protocol.cpp), which sees the values.
   // An update sent with in-transit norm `norm` afterwards; `oversized` when it went alone above v.
   void note_send(double norm, bool oversized) {
     if (oversized)

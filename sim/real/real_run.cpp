@@ -13,11 +13,11 @@
 #include <memory>
 #include <vector>
 
-#include "sim/csv_observers.hpp"
+#include "sim/output/csv_observers.hpp"
 #include "sim/evaluation.hpp"
-#include "sim/outputs.hpp"
+#include "sim/output/outputs.hpp"
 #include "sim/simulation.hpp"
-#include "sim/sweep_mpi.hpp"
+#include "sim/sweep/sweep_mpi.hpp"
 #include "sim/worker/core.hpp"
 #include "sim/worker/pull.hpp"
 

@@ -46,7 +46,7 @@
 #include <optional>
 #include <string>
 
-#include "sim/outputs.hpp"
+#include "sim/output/outputs.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace stalesim {

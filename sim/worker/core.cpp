@@ -11,8 +11,8 @@
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
 #include "models/partition.hpp"
-#include "sim/estimate.hpp"
-#include "sim/memory_estimate.hpp"
+#include "sim/estimate/estimate.hpp"
+#include "sim/estimate/memory_estimate.hpp"
 #include "sim/worker/protocol.hpp"
 #include "sim/workloads.hpp"
 
@@ -45,7 +45,7 @@ WorkerCore::WorkerCore(const Scenario& s, const DataSplit& d)
   gate = opt->rule().transfer_gate();
   store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
   message_bytes = model->wire_bytes();
-  // The estimates made before a run (memory, sim/estimate) size the model by model_size; the run
+  // The estimates made before a run (memory, sim/estimate/) size the model by model_size; the run
   // holds them to the model it built, so the two accounts cannot drift apart unnoticed.
   if (const ModelSize z = scenario_model_size(s);
       z.parameters != static_cast<double>(model->parameter_count()) ||

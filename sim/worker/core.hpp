@@ -13,14 +13,14 @@
 
 #include "models/dataset.hpp"
 #include "models/model.hpp"
-#include "sim/changed_rows.hpp"
-#include "sim/cluster_schedule.hpp"
-#include "sim/engine.hpp"
+#include "sim/worker/changed_rows.hpp"
+#include "sim/worker/cluster_schedule.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/gradient_pool.hpp"
-#include "sim/observer.hpp"
+#include "sim/output/observer.hpp"
 #include "sim/param_store.hpp"
 #include "sim/policies/sync_policy.hpp"
-#include "sim/recorder.hpp"
+#include "sim/output/recorder.hpp"
 #include "sim/rules/server_optimizer.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/worker/compute_time.hpp"
@@ -66,7 +66,7 @@ struct WorkerCore {
   // begins its gradient when the server reads the parameters for it and holds the factors, not
   // the parameters, until its push is applied. Same gradients; memory grows with live versions
   // only (under ASP every worker would otherwise hold a different version). Where it applies:
-  // defers_gradients (sim/memory_estimate.hpp).
+  // defers_gradients (sim/estimate/memory_estimate.hpp).
   bool defer = false;
   std::optional<int64_t> refuse_from_clock;    // RunOptions::refuse_from_clock (fault injection)
   std::vector<std::vector<float>> free_grads;  // reusable gradient buffers (cache modes, VAP)

@@ -9,7 +9,7 @@
 #include "base/rng.hpp"
 #include "base/sim_time.hpp"
 #include "sim/network/topology_network.hpp"
-#include "sim/observer.hpp"
+#include "sim/output/observer.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace stalesim {

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "sim/engine.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/worker/core.hpp"
 
 namespace stalesim {

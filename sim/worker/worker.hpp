@@ -13,9 +13,9 @@
 #include "models/dataset.hpp"
 #include "models/model.hpp"
 #include "sim/gradient_pool.hpp"
-#include "sim/lazy_deque.hpp"
+#include "sim/engine/lazy_deque.hpp"
 #include "sim/param_store.hpp"
-#include "sim/recorder.hpp"
+#include "sim/output/recorder.hpp"
 
 namespace stalesim {
 

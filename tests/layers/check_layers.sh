@@ -13,7 +13,7 @@
 #     sim/rules/server_optimizer.*, which applies updates to a model's parameters.
 #  5. Every file stalesim reads goes through base/file_read (regular file, size cap, JSON depth and
 #     duplicate-key checks, one set of messages): no ifstream, fopen, open(O_RDONLY), mmap of a
-#     file or gzopen elsewhere, but /proc/meminfo (a kernel file) in sim/memory_estimate.cpp.
+#     file or gzopen elsewhere, but /proc/meminfo (a kernel file) in sim/estimate/memory_estimate.cpp.
 #     Benchmarks under tools/bench/ read /proc and are not the program.
 # data.dataset is a family of data, not of algorithms, and stays a string ("lstsq" names both a
 # dataset and a model): comparisons of a dataset are left to rule 1's exception.
@@ -60,7 +60,7 @@ fi
 readers=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' \
   '(ifstream|[^o]fstream|fopen|freopen|O_RDONLY|gzopen|mmap[(])' sim models base tools \
   | grep -v '^base/file_read\.' | grep -v '^tools/bench/' | grep -vE '^[^:]+:[0-9]+:#include' \
-  | grep -vE '^sim/memory_estimate\.cpp:[0-9]+:.*"/proc/meminfo"')
+  | grep -vE '^sim/estimate/memory_estimate\.cpp:[0-9]+:.*"/proc/meminfo"')
 if [[ -n "$readers" ]]; then
   echo "check_layers: a file read outside base/file_read (use read_regular_file or read_json_file):"
   echo "$readers"

@@ -25,7 +25,7 @@
 #include "models/dataset.hpp"
 #include "models/model.hpp"
 #include "sim/build_info.hpp"
-#include "sim/engine.hpp"
+#include "sim/engine/engine.hpp"
 
 namespace {
 

@@ -45,7 +45,7 @@
 #include "models/dataset.hpp"
 #include "models/model.hpp"
 #include "sim/build_info.hpp"
-#include "sim/outputs.hpp"
+#include "sim/output/outputs.hpp"
 #include "sim/scenario/load.hpp"
 #include "sim/simulation.hpp"
 

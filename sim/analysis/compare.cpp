@@ -1,0 +1,424 @@
+// `stalesim compare` (sim/analysis/compare.hpp): reading run folders and comparing their figures.
+
+#include "sim/analysis/compare.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "base/file_read.hpp"
+#include "sim/output/outputs.hpp"
+
+namespace stalesim {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::uint64_t kMaxCsvBytes = 512u << 20;
+
+std::string read_file(const std::string& path, bool required, bool& found) {
+  std::string error;
+  auto text = read_regular_file(path, path.ends_with(".json") ? kMaxSummaryBytes : kMaxCsvBytes, error);
+  found = text.has_value();
+  if (!text && required) throw IoError(fmt::format("{}: cannot read: {}", path, error));
+  return text ? *text : std::string();
+}
+
+// The rows of a CSV file (after its header), split at commas.
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(text);
+  std::string line;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (header) {
+      header = false;
+      continue;
+    }
+    if (line.empty()) continue;
+    std::vector<std::string> cells;
+    size_t from = 0;
+    for (size_t comma; (comma = line.find(',', from)) != std::string::npos; from = comma + 1)
+      cells.push_back(line.substr(from, comma - from));
+    cells.push_back(line.substr(from));
+    rows.push_back(std::move(cells));
+  }
+  return rows;
+}
+
+double number(const std::string& path, const std::string& cell) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(cell, &used);
+    if (used == cell.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw IoError(fmt::format("{}: '{}' is not a number", path, cell));
+}
+
+std::optional<double> maybe(const std::string& path, const std::string& cell) {
+  if (cell.empty()) return std::nullopt;
+  return number(path, cell);
+}
+
+json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+std::optional<double> rel_error(const std::optional<double>& a, const std::optional<double>& b) {
+  if (!a || !b || *a == 0) return std::nullopt;
+  return (*b - *a) / *a;
+}
+
+std::optional<double> abs_error(const std::optional<double>& a, const std::optional<double>& b) {
+  if (!a || !b) return std::nullopt;
+  return *b - *a;
+}
+
+double mean_of(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+// The mean over B runs of a figure and its spread; null when no run has it.
+json spread(const std::vector<std::optional<double>>& values) {
+  std::vector<double> v;
+  for (const auto& x : values)
+    if (x) v.push_back(*x);
+  if (v.empty()) return nullptr;
+  const double m = mean_of(v);
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  return {{"mean", m},
+          {"sd", v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0.0},
+          {"min", *std::min_element(v.begin(), v.end())},
+          {"max", *std::max_element(v.begin(), v.end())},
+          {"runs", static_cast<int64_t>(v.size())}};
+}
+
+// The figures of one run over the workers `ids` (all when empty), up to time `t`.
+struct Figures {
+  std::optional<double> iter_mean, iter_p50, iter_p99, updates, clock_mean, step_mean, wait_s, wait_fraction,
+      accuracy, loss, time_to_target;
+};
+
+Figures figures(const ComparedRun& r, const std::vector<int32_t>& ids, double t) {
+  Figures f;
+  std::vector<double> iters;
+  double wait = 0, frac = 0, it_sum = 0;
+  int64_t n = 0, it_count = 0;
+  for (const auto& w : r.workers) {
+    if (!ids.empty() && std::find(ids.begin(), ids.end(), w.id) == ids.end()) continue;
+    iters.insert(iters.end(), w.iteration_s.begin(), w.iteration_s.end());
+    wait += w.wait_s;
+    frac += w.wait_fraction;
+    ++n;
+    if (w.iterations > 0) {
+      it_sum += r.end_s / static_cast<double>(w.iterations);
+      ++it_count;
+    }
+  }
+  if (!iters.empty()) {
+    f.iter_mean = mean_of(iters);
+    f.iter_p50 = quantile(iters, 0.5);
+    f.iter_p99 = quantile(iters, 0.99);
+  } else if (it_count) {
+    f.iter_mean = it_sum / static_cast<double>(it_count);
+  }
+  if (n) {
+    f.wait_s = wait / static_cast<double>(n);
+    f.wait_fraction = frac / static_cast<double>(n);
+  }
+  if (!ids.empty()) return f;  // the rest is the whole run's
+  if (!r.gradient_times.empty() || r.metrics.empty()) {
+    f.updates =
+        static_cast<double>(std::upper_bound(r.gradient_times.begin(), r.gradient_times.end(), t + 1e-12) -
+                            r.gradient_times.begin());
+  }
+  const ComparedRun::Row* at = nullptr;
+  for (const auto& row : r.metrics)
+    if (row.time <= t + 1e-12) at = &row;
+  if (at) {
+    if (!f.updates) f.updates = static_cast<double>(at->version);
+    f.accuracy = at->accuracy;
+    f.loss = at->loss;
+  }
+  const json& per = r.summary["staleness_per_gradient"];
+  f.clock_mean = per["read_clock_gap"]["mean"].get<double>();
+  f.step_mean = per["missed_updates"]["mean"].get<double>();
+  f.time_to_target = r.time_to_target_s;
+  return f;
+}
+
+json figures_json(const Figures& f) {
+  return {{"iteration_time_mean_s", opt(f.iter_mean)},
+          {"iteration_time_p50_s", opt(f.iter_p50)},
+          {"iteration_time_p99_s", opt(f.iter_p99)},
+          {"wait_s", opt(f.wait_s)},
+          {"wait_fraction", opt(f.wait_fraction)},
+          {"updates", opt(f.updates)},
+          {"staleness_mean", opt(f.clock_mean)},
+          {"step_staleness_mean", opt(f.step_mean)},
+          {"accuracy", opt(f.accuracy)},
+          {"loss", opt(f.loss)},
+          {"time_to_target_s", opt(f.time_to_target)}};
+}
+
+// B's figures (mean and spread over the runs) beside A's, under the same names.
+json figures_of_b(const std::vector<Figures>& fb) {
+  json out = json::object();
+  const std::pair<const char*, std::optional<double> Figures::*> names[] = {
+      {"iteration_time_mean_s", &Figures::iter_mean},
+      {"iteration_time_p50_s", &Figures::iter_p50},
+      {"iteration_time_p99_s", &Figures::iter_p99},
+      {"wait_s", &Figures::wait_s},
+      {"wait_fraction", &Figures::wait_fraction},
+      {"updates", &Figures::updates},
+      {"staleness_mean", &Figures::clock_mean},
+      {"step_staleness_mean", &Figures::step_mean},
+      {"accuracy", &Figures::accuracy},
+      {"loss", &Figures::loss},
+      {"time_to_target_s", &Figures::time_to_target}};
+  for (const auto& [name, field] : names) {
+    std::vector<std::optional<double>> v;
+    for (const auto& f : fb) v.push_back(f.*field);
+    out[name] = spread(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+ComparedRun read_compared_run(const std::string& dir) {
+  ComparedRun r;
+  r.dir = dir;
+  bool found = false;
+  const std::string sp = dir + "/summary.json";
+  r.summary = json::parse(read_file(sp, true, found), nullptr, false);
+  if (r.summary.is_discarded() || !r.summary.is_object() || !r.summary.contains("workers") ||
+      !r.summary.contains("staleness_per_gradient") || !r.summary.contains("virtual_time_s"))
+    throw IoError(fmt::format("{}: not a stalesim run's summary", sp));
+  try {
+    r.real = r.summary["manifest"].contains("real");
+    r.end_s = r.summary["virtual_time_s"].get<double>();
+    if (!r.summary["time_to_target_s"].is_null())
+      r.time_to_target_s = r.summary["time_to_target_s"].get<double>();
+    for (const auto& w : r.summary["workers"])
+      r.workers.push_back({w["id"].get<int32_t>(),
+                           w["profile"].get<std::string>(),
+                           w["iterations"].get<int64_t>(),
+                           w["wait_s"].get<double>(),
+                           w["wait_fraction"].get<double>(),
+                           {}});
+  } catch (const json::exception& e) {
+    throw IoError(fmt::format("{}: {}", sp, e.what()));
+  }
+  const std::string st = dir + "/staleness.csv";
+  for (const auto& row : csv_rows(read_file(st, true, found))) {
+    if (row.size() < 3) throw IoError(fmt::format("{}: a row with fewer than 3 columns", st));
+    r.clock_staleness.push_back(static_cast<int64_t>(number(st, row[1])));
+    r.step_staleness.push_back(static_cast<int64_t>(number(st, row[2])));
+  }
+  const std::string mp = dir + "/metrics.csv";
+  for (const auto& row : csv_rows(read_file(mp, true, found))) {
+    if (row.size() < 4) throw IoError(fmt::format("{}: a row with fewer than 4 columns", mp));
+    r.metrics.push_back(
+        {number(mp, row[0]), static_cast<int64_t>(number(mp, row[1])), maybe(mp, row[3]), maybe(mp, row[2])});
+  }
+  const std::string gp = dir + "/gradients.csv";
+  const std::string grads = read_file(gp, false, found);
+  if (found) {
+    std::map<int32_t, double> last;
+    for (const auto& row : csv_rows(grads)) {
+      if (row.size() < 2) throw IoError(fmt::format("{}: a row with fewer than 2 columns", gp));
+      const double t = number(gp, row[0]);
+      const auto id = static_cast<int32_t>(number(gp, row[1]));
+      r.gradient_times.push_back(t);
+      auto it = std::find_if(r.workers.begin(), r.workers.end(), [&](const auto& w) { return w.id == id; });
+      if (it == r.workers.end()) throw IoError(fmt::format("{}: worker {} is not in summary.json", gp, id));
+      const double from = last.count(id) ? last[id] : 0.0;
+      it->iteration_s.push_back(t - from);
+      last[id] = t;
+    }
+    std::sort(r.gradient_times.begin(), r.gradient_times.end());
+  }
+  return r;
+}
+
+double ks_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const double na = static_cast<double>(std::accumulate(a.begin(), a.end(), int64_t{0}));
+  const double nb = static_cast<double>(std::accumulate(b.begin(), b.end(), int64_t{0}));
+  if (na <= 0 || nb <= 0) return 0.0;
+  double ca = 0, cb = 0, d = 0;
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    ca += i < a.size() ? static_cast<double>(a[i]) : 0.0;
+    cb += i < b.size() ? static_cast<double>(b[i]) : 0.0;
+    d = std::max(d, std::abs(ca / na - cb / nb));
+  }
+  return d;
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+json compare_runs(const ComparedRun& a, const std::vector<ComparedRun>& b) {
+  double t = a.end_s;
+  for (const auto& r : b) t = std::min(t, r.end_s);
+  // Worker groups by profile, in the order A's workers name them.
+  std::vector<std::pair<std::string, std::vector<int32_t>>> groups;
+  for (const auto& w : a.workers) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == w.profile; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {w.profile, {}});
+    it->second.push_back(w.id);
+  }
+  for (const auto& r : b)
+    if (r.workers.size() != a.workers.size())
+      throw IoError(fmt::format("{} has {} workers and {} has {}: compare runs of one cluster", a.dir,
+                                a.workers.size(), r.dir, r.workers.size()));
+  json out;
+  out["run_a"] = {{"dir", a.dir}, {"real", a.real}, {"end_s", a.end_s}};
+  out["runs_b"] = json::array();
+  for (const auto& r : b) out["runs_b"].push_back({{"dir", r.dir}, {"real", r.real}, {"end_s", r.end_s}});
+  out["equal_time_s"] = t;
+  const auto errors = [](const Figures& fa, const std::vector<Figures>& fb) {
+    std::vector<std::optional<double>> it, up, sm, wf, acc, loss, ttt;
+    for (const auto& f : fb) {
+      it.push_back(rel_error(fa.iter_mean, f.iter_mean));
+      up.push_back(rel_error(fa.updates, f.updates));
+      sm.push_back(rel_error(fa.clock_mean, f.clock_mean));
+      wf.push_back(abs_error(fa.wait_fraction, f.wait_fraction));
+      acc.push_back(abs_error(fa.accuracy, f.accuracy));
+      loss.push_back(rel_error(fa.loss, f.loss));
+      ttt.push_back(rel_error(fa.time_to_target, f.time_to_target));
+    }
+    return std::vector<std::pair<std::string, json>>{
+        {"iteration_time_rel_error", spread(it)}, {"updates_rel_error", spread(up)},
+        {"staleness_mean_rel_error", spread(sm)}, {"wait_fraction_abs_error", spread(wf)},
+        {"accuracy_abs_error", spread(acc)},      {"loss_rel_error", spread(loss)},
+        {"time_to_target_rel_error", spread(ttt)}};
+  };
+  json groups_json = json::object();
+  for (const auto& [profile, ids] : groups) {
+    const Figures fa = figures(a, ids, t);
+    std::vector<Figures> fb;
+    for (const auto& r : b) fb.push_back(figures(r, ids, t));
+    json g = {{"workers", ids}, {"a", figures_json(fa)}, {"b", figures_of_b(fb)}};
+    for (const auto& [name, s] : errors(fa, fb))
+      if (name == "iteration_time_rel_error" || name == "wait_fraction_abs_error") g[name] = s;
+    groups_json[profile] = g;
+  }
+  out["groups"] = groups_json;
+  const Figures fa = figures(a, {}, t);
+  std::vector<Figures> fb;
+  for (const auto& r : b) fb.push_back(figures(r, {}, t));
+  json overall = {{"a", figures_json(fa)}, {"b", figures_of_b(fb)}};
+  std::vector<std::optional<double>> ks, ks_step;
+  for (const auto& r : b) {
+    ks.push_back(ks_distance(a.clock_staleness, r.clock_staleness));
+    ks_step.push_back(ks_distance(a.step_staleness, r.step_staleness));
+  }
+  json plain = json::object();  // the plain keys: the mean over the B runs
+  json spreads = json::object();
+  for (auto& [name, s] : errors(fa, fb)) {
+    plain[name] = s.is_null() ? json(nullptr) : s["mean"];
+    spreads[name] = s;
+  }
+  for (const auto& [name, v] : {std::pair{"staleness_ks", ks}, std::pair{"step_staleness_ks", ks_step}}) {
+    const json s = spread(v);
+    plain[name] = s.is_null() ? json(nullptr) : s["mean"];
+    spreads[name] = s;
+  }
+  for (auto& [k, v] : plain.items()) out[k] = v;
+  overall["spread"] = spreads;
+  out["overall"] = overall;
+  out["workers_wait_s"] = json::object();
+  for (size_t i = 0; i < a.workers.size(); ++i) {
+    std::vector<std::optional<double>> v;
+    for (const auto& r : b) v.push_back(r.workers[i].wait_s);
+    out["workers_wait_s"][std::to_string(a.workers[i].id)] = {{"a", a.workers[i].wait_s}, {"b", spread(v)}};
+  }
+  return out;
+}
+
+namespace {
+
+std::string num(const json& v, const char* f = "{:.4g}") {
+  return v.is_null() ? std::string("n/a") : fmt::format(fmt::runtime(f), v.get<double>());
+}
+
+// A relative error's spread in percent: "+1.2%", or "+1.2% (-0.5..+3.0)" over several runs.
+std::string pct(const json& s) {
+  if (s.is_null()) return "n/a";
+  if (s["runs"].get<int64_t>() < 2) return fmt::format("{:+.1f}%", s["mean"].get<double>() * 100);
+  return fmt::format("{:+.1f}% ({:+.1f}..{:+.1f})", s["mean"].get<double>() * 100,
+                     s["min"].get<double>() * 100, s["max"].get<double>() * 100);
+}
+
+}  // namespace
+
+std::string compare_row_header() {
+  return "| run | iteration time A (s) | error | updates A | error | mean staleness A | B | error | "
+         "staleness KS "
+         "| time to target A (s) | B | error |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+}
+
+std::string compare_row(const json& c, const std::string& label) {
+  const json& a = c["overall"]["a"];
+  const json& b = c["overall"]["b"];
+  const json& sp = c["overall"]["spread"];
+  const auto b_mean = [&](const char* key) { return b[key].is_null() ? json(nullptr) : b[key]["mean"]; };
+  const json& ks = sp["staleness_ks"];
+  return fmt::format(
+      "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", label,
+      num(a["iteration_time_mean_s"]), pct(sp["iteration_time_rel_error"]), num(a["updates"]),
+      pct(sp["updates_rel_error"]), num(a["staleness_mean"], "{:.3f}"),
+      num(b_mean("staleness_mean"), "{:.3f}"), pct(sp["staleness_mean_rel_error"]),
+      ks.is_null() ? std::string("n/a")
+                   : fmt::format("{:.3f} (max {:.3f})", ks["mean"].get<double>(), ks["max"].get<double>()),
+      num(a["time_to_target_s"]), num(b_mean("time_to_target_s")), pct(sp["time_to_target_rel_error"]));
+}
+
+std::string compare_table(const json& c) {
+  const auto b_cell = [&](const json& s) {
+    if (s.is_null()) return std::string("n/a");
+    if (s["runs"].get<int64_t>() < 2) return num(s["mean"]);
+    return fmt::format("{} ± {}", num(s["mean"]), num(s["sd"], "{:.2g}"));
+  };
+  std::string out =
+      fmt::format("A: {}\nB: {} run(s); equal time t = {:.4g} s\n\n", c["run_a"]["dir"].get<std::string>(),
+                  c["runs_b"].size(), c["equal_time_s"].get<double>());
+  out += "| figure | A | B (mean ± sd) | error |\n|---|---|---|---|\n";
+  const json& o = c["overall"];
+  const json& sp = o["spread"];
+  const auto row = [&](const std::string& label, const char* key, const char* err, bool relative) {
+    out += fmt::format("| {} | {} | {} | {} |\n", label, num(o["a"][key]), b_cell(o["b"][key]),
+                       err ? (relative ? pct(sp[err]) : b_cell(sp[err])) : std::string());
+  };
+  row("iteration time mean (s)", "iteration_time_mean_s", "iteration_time_rel_error", true);
+  row("iteration time p50 (s)", "iteration_time_p50_s", nullptr, true);
+  row("iteration time p99 (s)", "iteration_time_p99_s", nullptr, true);
+  row("updates by t", "updates", "updates_rel_error", true);
+  row("mean staleness (read clock gap)", "staleness_mean", "staleness_mean_rel_error", true);
+  out += fmt::format("| staleness KS distance | | | {} |\n", b_cell(sp["staleness_ks"]));
+  row("mean missed updates", "step_staleness_mean", nullptr, true);
+  out += fmt::format("| missed updates KS distance | | | {} |\n", b_cell(sp["step_staleness_ks"]));
+  row("wait fraction per worker", "wait_fraction", "wait_fraction_abs_error", false);
+  row("test accuracy at t", "accuracy", "accuracy_abs_error", false);
+  row("test loss at t", "loss", "loss_rel_error", true);
+  row("time to target (s)", "time_to_target_s", "time_to_target_rel_error", true);
+  out += "\n| group | workers | iteration time A (s) | B (s) | error | wait fraction A | B |\n";
+  out += "|---|---|---|---|---|---|---|\n";
+  for (const auto& [name, g] : c["groups"].items())
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", name, g["workers"].size(),
+                       num(g["a"]["iteration_time_mean_s"]), b_cell(g["b"]["iteration_time_mean_s"]),
+                       pct(g["iteration_time_rel_error"]), num(g["a"]["wait_fraction"]),
+                       b_cell(g["b"]["wait_fraction"]));
+  return out;
+}
+
+}  // namespace stalesim

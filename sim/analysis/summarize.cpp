@@ -1,0 +1,398 @@
+#include "sim/analysis/summarize.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/file_read.hpp"
+#include "sim/output/outputs.hpp"
+#include "sim/text.hpp"
+
+namespace stalesim {
+
+namespace fs = std::filesystem;
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string cell;
+  bool quoted = false, any = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cell += c;
+      }
+      continue;
+    }
+    any = true;
+    if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      row.push_back(std::move(cell));
+      cell.clear();
+    } else if (c == '\n') {
+      row.push_back(std::move(cell));
+      cell.clear();
+      rows.push_back(std::move(row));
+      row.clear();
+      any = false;
+    } else if (c != '\r') {
+      cell += c;
+    }
+  }
+  if (any || !cell.empty() || !row.empty()) {
+    row.push_back(std::move(cell));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+namespace {
+
+std::string read(const fs::path& p) {
+  std::string error;
+  const auto text = read_regular_file(p.string(), kMaxSummaryBytes, error);
+  if (!text) throw IoError(fmt::format("{}: cannot read: {}", p.string(), error));
+  return *text;
+}
+
+std::optional<double> number(const std::string& cell) {
+  if (cell.empty()) return std::nullopt;
+  size_t used = 0;
+  try {
+    const double v = std::stod(cell, &used);
+    if (used == cell.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+// Mean, sample standard deviation (n >= 2), minimum, maximum and count of the values, summed in
+// the order given.
+struct Stats {
+  size_t n = 0;
+  double mean = 0, std = 0, min = 0, max = 0;
+};
+Stats stats_of(const std::vector<double>& v) {
+  Stats s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  double sq = 0;
+  for (double x : v) sq += (x - s.mean) * (x - s.mean);
+  s.std = v.size() > 1 ? std::sqrt(sq / static_cast<double>(v.size() - 1)) : 0.0;
+  s.min = *std::min_element(v.begin(), v.end());
+  s.max = *std::max_element(v.begin(), v.end());
+  return s;
+}
+// "mean,std,min,max" cells; std empty for one value, all empty for none.
+std::string stat_cells(const Stats& s) {
+  if (s.n == 0) return ",,,";
+  return fmt::format("{},{},{},{}", s.mean, s.n > 1 ? fmt::format("{}", s.std) : std::string(), s.min, s.max);
+}
+
+// The result columns averaged per group (sweep.csv, sim/sweep/sweep.hpp kResultColumns).
+constexpr const char* kMetrics[] = {"quality",          "final_test_accuracy", "final_test_loss",
+                                    "time_to_target_s", "virtual_time_s",      "server_updates",
+                                    "staleness_mean",   "staleness_max",       "step_staleness_mean",
+                                    "bytes_push",       "bytes_pull",          "mean_wait_fraction"};
+
+std::string short_number(const Stats& s) {
+  if (s.n == 0) return "-";
+  if (s.n == 1) return fmt::format("{:.4g}", s.mean);
+  return fmt::format("{:.4g} ± {:.2g}", s.mean, s.std);
+}
+
+// A sweep folder's sweep.csv: its rows and the groups of points (rows that differ only in the
+// seed and after it).
+struct SweepRows {
+  fs::path csv_path;
+  std::vector<std::vector<std::string>> rows;
+  size_t seed_col = 0, folder_col = 0, status_col = 0, metric_name_col = 0;
+  // Groups in order of first appearance.
+  std::vector<std::vector<std::string>> keys;
+  std::vector<std::vector<size_t>> members;  // row indices
+
+  size_t col(const std::string& name) const {
+    const auto& header = rows[0];
+    const auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end())
+      throw IoError(fmt::format("{}: no column '{}' (written by another stalesim version? rerun the sweep)",
+                                csv_path.string(), name));
+    return static_cast<size_t>(it - header.begin());
+  }
+  // Whether row r has a result to summarize.
+  bool ok(size_t r) const {
+    const std::string& s = rows[r][status_col];
+    return (s == "completed" || s == "diverged") && !rows[r][folder_col].empty();
+  }
+};
+
+// A group's time to target with its misses counted: the target (none when no point's scenario
+// sets stop.target_accuracy), how many seeds with a result reached it, and the mean over all of
+// them with each miss counted at its run's end (virtual_time_s): a lower bound of the true mean.
+struct TargetCount {
+  std::optional<double> target;
+  size_t runs = 0, reached = 0;
+  std::optional<double> censored_mean;
+};
+
+// stop.target_accuracy of the point's resolved scenario (its summary.json), none when unset.
+std::optional<double> target_of(const fs::path& folder) {
+  const fs::path p = folder / "summary.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return std::nullopt;
+  const auto j = nlohmann::json::parse(read(p), nullptr, /*allow_exceptions=*/false);
+  const auto ptr = nlohmann::json::json_pointer("/manifest/scenario/stop/target_accuracy");
+  if (j.is_discarded() || !j.contains(ptr) || !j.at(ptr).is_number()) return std::nullopt;
+  return j.at(ptr).get<double>();
+}
+
+SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
+  SweepRows t;
+  t.csv_path = root / "sweep.csv";
+  std::error_code ec;
+  if (fs::symlink_status(t.csv_path, ec).type() == fs::file_type::not_found)  // else read() says why
+    throw IoError(fmt::format(
+        "{}: no sweep.csv: not a finished sweep folder (run 'stalesim sweep' into it first)", dir));
+  t.rows = parse_csv(read(t.csv_path));
+  if (t.rows.empty()) throw IoError(fmt::format("{}: empty", t.csv_path.string()));
+  const auto& header = t.rows[0];
+  t.seed_col = t.col("seed");
+  t.folder_col = t.col("folder");
+  t.status_col = t.col("status");
+  t.metric_name_col = t.col("quality_metric");
+
+  std::map<std::vector<std::string>, size_t> index;
+  for (size_t r = 1; r < t.rows.size(); ++r) {
+    if (t.rows[r].size() != header.size())
+      throw IoError(fmt::format("{}: line {} has {} cells, the header {}", t.csv_path.string(), r + 1,
+                                t.rows[r].size(), header.size()));
+    std::vector<std::string> key(t.rows[r].begin(), t.rows[r].begin() + static_cast<long>(t.seed_col));
+    auto [it, fresh] = index.emplace(key, t.keys.size());
+    if (fresh) {
+      t.keys.push_back(key);
+      t.members.emplace_back();
+    }
+    t.members[it->second].push_back(r);
+  }
+  return t;
+}
+
+// sweep-summary.csv: a line per group with the statistics of every result column; returns those
+// statistics per group and metric.
+std::vector<std::map<std::string, Stats>> write_summary_csv(const SweepRows& t,
+                                                            const std::vector<TargetCount>& targets,
+                                                            SweepSummary& out) {
+  const auto& rows = t.rows;
+  std::string& sc = out.summary_csv;
+  for (const auto& c : out.group_columns) sc += csv_escape(c) + ",";
+  sc += "seeds,with_result,quality_metric";
+  for (const char* m : kMetrics) sc += fmt::format(",{0}_mean,{0}_std,{0}_min,{0}_max,{0}_n", m);
+  sc += ",target_accuracy,target_reached,target_missed,time_to_target_s_censored_mean\n";
+  std::vector<std::map<std::string, Stats>> group_stats(t.keys.size());
+  for (size_t g = 0; g < t.keys.size(); ++g) {
+    size_t with = 0;
+    std::string metric_name;
+    for (size_t r : t.members[g])
+      if (t.ok(r)) {
+        ++with;
+        if (metric_name.empty()) metric_name = rows[r][t.metric_name_col];
+      }
+    out.points_with_result += with;
+    for (const auto& k : t.keys[g]) sc += csv_escape(k) + ",";
+    sc += fmt::format("{},{},{}", t.members[g].size(), with, csv_escape(metric_name));
+    for (const char* m : kMetrics) {
+      const size_t c = t.col(m);
+      std::vector<double> v;
+      for (size_t r : t.members[g])
+        if (t.ok(r))
+          if (auto x = number(rows[r][c])) v.push_back(*x);
+      const Stats s = stats_of(v);
+      group_stats[g][m] = s;
+      sc += "," + stat_cells(s) + fmt::format(",{}", s.n);
+    }
+    const TargetCount& tc = targets[g];
+    if (tc.target)
+      sc += fmt::format(",{},{},{},{}", *tc.target, tc.reached, tc.runs - tc.reached,
+                        tc.censored_mean ? fmt::format("{}", *tc.censored_mean) : std::string());
+    else
+      sc += ",,,,";
+    sc += "\n";
+  }
+  return group_stats;
+}
+
+// Per group: the target and how many seeds with a result reached it; each miss counted at its
+// run's end for the censored mean (none when a run's end is unknown).
+std::vector<TargetCount> count_targets(const fs::path& root, const SweepRows& t) {
+  const size_t time_col = t.col("time_to_target_s"), end_col = t.col("virtual_time_s");
+  std::vector<TargetCount> out(t.keys.size());
+  for (size_t g = 0; g < t.keys.size(); ++g) {
+    TargetCount& tc = out[g];
+    double sum = 0;
+    bool ends_known = true;
+    for (size_t r : t.members[g]) {
+      if (!t.ok(r)) continue;
+      const auto target = target_of(root / t.rows[r][t.folder_col]);
+      if (!target) continue;
+      tc.target = target;
+      ++tc.runs;
+      if (const auto when = number(t.rows[r][time_col])) {
+        ++tc.reached;
+        sum += *when;
+      } else if (const auto end = number(t.rows[r][end_col])) {
+        sum += *end;
+      } else {
+        ends_known = false;
+      }
+    }
+    if (tc.runs > 0 && ends_known) tc.censored_mean = sum / static_cast<double>(tc.runs);
+  }
+  return out;
+}
+
+// The table's time-to-target cell: "3 of 3: 12 ± 1"; with misses "2 of 3: 11 ± 1 (all ≥ 14)",
+// the mean over the seeds that reached it and, in brackets, the censored mean over all seeds.
+std::string target_cell(const TargetCount& tc, const Stats& reached) {
+  if (!tc.target) return "-";
+  std::string cell = fmt::format("{} of {}", tc.reached, tc.runs);
+  if (tc.reached > 0) cell += ": " + short_number(reached);
+  if (tc.reached < tc.runs && tc.censored_mean) cell += fmt::format(" (all ≥ {:.4g})", *tc.censored_mean);
+  return cell;
+}
+
+// curves.csv: every metrics.csv column but the time, per group and evaluation time.
+void write_curves_csv(const fs::path& root, const SweepRows& t, SweepSummary& out) {
+  const auto& rows = t.rows;
+  std::vector<std::string> curve_columns;
+  struct Curve {
+    // time text -> (time, column -> values in seed order)
+    std::map<std::string, std::pair<double, std::map<std::string, std::vector<double>>>> at;
+    std::map<std::string, size_t> seeds_at;
+  };
+  std::vector<Curve> curves(t.keys.size());
+  for (size_t g = 0; g < t.keys.size(); ++g) {
+    for (size_t r : t.members[g]) {
+      if (!t.ok(r)) continue;
+      const fs::path m = root / rows[r][t.folder_col] / "metrics.csv";
+      const auto mrows = parse_csv(read(m));
+      if (mrows.empty() || mrows[0].empty() || mrows[0][0] != "virtual_time_s")
+        throw IoError(fmt::format("{}: not a stalesim metrics.csv", m.string()));
+      for (size_t c = 1; c < mrows[0].size(); ++c)
+        if (std::find(curve_columns.begin(), curve_columns.end(), mrows[0][c]) == curve_columns.end())
+          curve_columns.push_back(mrows[0][c]);
+      for (size_t i = 1; i < mrows.size(); ++i) {
+        const auto when = number(mrows[i][0]);
+        if (!when) continue;
+        auto& slot = curves[g].at[mrows[i][0]];
+        slot.first = *when;
+        ++curves[g].seeds_at[mrows[i][0]];
+        for (size_t c = 1; c < mrows[i].size() && c < mrows[0].size(); ++c)
+          if (auto x = number(mrows[i][c])) slot.second[mrows[0][c]].push_back(*x);
+      }
+    }
+  }
+  std::string& cc = out.curves_csv;
+  for (const auto& c : out.group_columns) cc += csv_escape(c) + ",";
+  cc += "virtual_time_s,seeds";
+  for (const auto& m : curve_columns) cc += fmt::format(",{0}_mean,{0}_std,{0}_min,{0}_max", m);
+  cc += "\n";
+  for (size_t g = 0; g < t.keys.size(); ++g) {
+    std::vector<std::pair<double, std::string>> times;
+    for (const auto& [text, slot] : curves[g].at) times.emplace_back(slot.first, text);
+    std::sort(times.begin(), times.end());
+    for (const auto& [when, text] : times) {
+      std::string row;
+      for (const auto& k : t.keys[g]) row += csv_escape(k) + ",";
+      row += fmt::format("{},{}", text, curves[g].seeds_at[text]);
+      const auto& values = curves[g].at[text].second;
+      for (const auto& m : curve_columns) {
+        const auto it = values.find(m);
+        row += "," + stat_cells(it == values.end() ? Stats{} : stats_of(it->second));
+      }
+      cc += row + "\n";
+    }
+  }
+}
+
+// The table: a line per group, columns padded to their widest cell.
+void write_table(const SweepRows& t, std::vector<std::map<std::string, Stats>>& group_stats,
+                 const std::vector<TargetCount>& targets, SweepSummary& out) {
+  std::vector<std::vector<std::string>> table;
+  std::vector<std::string> head = out.group_columns;
+  for (const char* h :
+       {"n", "quality (mean ± std)", "min", "max", "final_test_loss", "reached target: time_to_target_s"})
+    head.emplace_back(h);
+  table.push_back(head);
+  for (size_t g = 0; g < t.keys.size(); ++g) {
+    std::vector<std::string> line;
+    for (const auto& k : t.keys[g]) line.push_back(k.empty() ? "-" : k);
+    const Stats& q = group_stats[g]["quality"];
+    std::string metric_name;
+    for (size_t r : t.members[g])
+      if (t.ok(r) && metric_name.empty()) metric_name = t.rows[r][t.metric_name_col];
+    line.push_back(fmt::format("{}/{}", q.n, t.members[g].size()));
+    line.push_back(q.n ? fmt::format("{} {}", metric_name, short_number(q)) : "-");
+    line.push_back(q.n ? fmt::format("{:.4g}", q.min) : "-");
+    line.push_back(q.n ? fmt::format("{:.4g}", q.max) : "-");
+    line.push_back(short_number(group_stats[g]["final_test_loss"]));
+    line.push_back(target_cell(targets[g], group_stats[g]["time_to_target_s"]));
+    table.push_back(line);
+  }
+  bool missed = false;
+  for (const auto& tc : targets) missed = missed || tc.reached < tc.runs;
+  std::vector<size_t> width(head.size(), 0);
+  const auto display = [](const std::string& s) {  // "±" is two bytes, one column
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  for (const auto& line : table)
+    for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], display(line[c]));
+  for (const auto& line : table) {
+    std::string text;
+    for (size_t c = 0; c < line.size(); ++c) {
+      text += line[c];
+      if (c + 1 < line.size()) text += std::string(width[c] - display(line[c]) + 2, ' ');
+    }
+    out.table += text + "\n";
+  }
+  if (missed)
+    out.table +=
+        "k of n: k of the n seeds reached the target; the mean ± std is over those k. (all ≥ X): the mean "
+        "over\n"
+        "all n seeds with each miss counted at its run's end, a lower bound of the time to target.\n";
+}
+
+}  // namespace
+
+SweepSummary summarize_sweep(const std::string& dir) {
+  const fs::path root(dir);
+  const SweepRows t = read_sweep_rows(dir, root);
+  SweepSummary out;
+  for (size_t c = 0; c < t.seed_col; ++c) out.group_columns.push_back(t.rows[0][c]);
+  out.groups = t.keys.size();
+  out.points = t.rows.size() - 1;
+  const auto targets = count_targets(root, t);
+  for (const auto& tc : targets) out.target_missed += tc.runs - tc.reached;
+  auto group_stats = write_summary_csv(t, targets, out);
+  write_curves_csv(root, t, out);
+  write_table(t, group_stats, targets, out);
+  return out;
+}
+
+}  // namespace stalesim

@@ -1,0 +1,339 @@
+#include "sim/estimate/estimate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "models/cost_arch.hpp"
+#include "models/device_profile.hpp"
+#include "sim/network/link_load.hpp"
+#include "sim/text.hpp"
+
+namespace stalesim {
+namespace {
+
+// Fashion-MNIST as Debian ships it (as sim/estimate/memory_estimate.cpp counts it).
+constexpr int64_t kFashionFeatures = 784, kFashionTest = 10000;
+constexpr int32_t kFashionClasses = 10;
+constexpr double kEventsPerIteration = 4;  // params arrive, compute done, push at server, applied
+
+double transfer_s(double bytes, double gbps) { return bytes * 8.0 / (gbps * 1e9); }
+
+double test_samples(const Scenario& s) {
+  double test = 0;
+  if (s.data.dataset == "fashion-mnist") test = kFashionTest;
+  if (s.data.dataset == "blobs") test = static_cast<double>(s.data.blobs.test);
+  if (s.data.dataset == "ratings") test = static_cast<double>(s.data.ratings.test);
+  return s.eval.test_samples > 0 ? std::min(test, static_cast<double>(s.eval.test_samples)) : test;
+}
+
+std::string seconds(double s) {
+  if (s < 1e-3) return fmt::format("{:.3g} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.3g} ms", s * 1e3);
+  if (s < 120) return fmt::format("{:.3g} s", s);
+  if (s < 7200) return fmt::format("{:.3g} min", s / 60);
+  return fmt::format("{:.3g} h", s / 3600);
+}
+
+std::string bytes(double b) { return format_bytes(b); }
+
+}  // namespace
+
+double assumed_gflops(ModelType model_type) {
+  if (traits(model_type).dense) return 80.0;
+  if (model_type == ModelType::kCnn) return 20.0;
+  return 2.0;
+}
+
+ModelShape scenario_model_shape(const Scenario& s) {
+  ModelShape m;
+  if (s.data.dataset == "fashion-mnist") {
+    m.features = kFashionFeatures;
+    m.classes = kFashionClasses;
+  } else if (s.data.dataset == "blobs") {
+    m.features = s.data.blobs.features;
+    m.classes = s.data.blobs.classes;
+  } else if (s.data.dataset == "ratings") {
+    m.rows = s.data.ratings.rows;
+    m.cols = s.data.ratings.cols;
+  } else if (s.data.dataset == "corpus") {
+    m.vocabulary = s.data.corpus.vocabulary;
+    m.documents = s.data.corpus.documents;
+    m.mean_length = 0.5 * (s.data.corpus.min_length + s.data.corpus.max_length);
+  } else if (s.data.dataset == "lstsq") {
+    m.dimension = s.data.lstsq.dimension;
+  }
+  return m;
+}
+
+ModelSize scenario_model_size(const Scenario& s) { return model_size(s.model, scenario_model_shape(s)); }
+
+namespace {
+
+// The flops of one sample and the sizes of a push and a pull message.
+void estimate_messages(const Scenario& s, RunEstimate& e) {
+  const ModelSize size = scenario_model_size(s);
+  const ModelShape shape = scenario_model_shape(s);
+  const auto cost = find_cost_architecture(s.model.cost);
+  const bool math = traits(s.model.type).has_math;
+  e.math_flops_per_sample = math ? size.flops_per_sample : 0.0;
+  e.flops_per_sample = cost ? cost->training_flops() : size.flops_per_sample;
+  e.pull_bytes = cost ? std::round(cost->parameters * 4.0) : size.wire_bytes;
+  e.push_bytes = e.pull_bytes;
+  const double batch = s.optimizer.batch_size;
+  if (!cost && s.model.type == ModelType::kMf)  // sparse: the distinct rows and columns of one batch
+    e.push_bytes =
+        std::min(2.0 * batch, static_cast<double>(shape.rows + shape.cols)) * (s.model.rank * 4.0 + 4);
+  if (!cost && s.model.type == ModelType::kLda)  // sparse: the distinct words of one batch of documents
+    e.push_bytes = std::min(batch * shape.mean_length, static_cast<double>(shape.vocabulary)) *
+                       (s.model.topics * 4.0 + 4) +
+                   s.model.topics * 4.0;
+}
+
+// Each group's unloaded iteration time (compute, its own link, the server link) into `unloaded`
+// and its time on the wire into `wire_s`; returns the server link's time per iteration.
+double estimate_groups(const Scenario& s, RunEstimate& e, std::vector<double>& unloaded,
+                       std::vector<double>& wire_s) {
+  const auto& c = s.cluster;
+  const auto& net = c.network;
+  const double shards = c.servers;
+  const double batch = s.optimizer.batch_size;
+  const double server_s = e.transfers_timed
+                              ? transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) +
+                                    transfer_s(e.pull_bytes / shards, net.server_bandwidth_gbps) +
+                                    2 * net.message_overhead_us * 1e-6
+                              : 0.0;
+  for (size_t g = 0; g < c.workers.size(); ++g) {
+    const auto& grp = c.workers[g];
+    const DeviceProfile p = group_profile(grp, g);
+    GroupEstimate ge;
+    ge.profile = p.name;
+    ge.count = grp.count;
+    ge.compute_s = grp.iteration_ms
+                       ? *grp.iteration_ms * 1e-3
+                       : e.flops_per_sample * batch / (peak_tflops(p, grp.precision) * 1e12 * p.efficiency) +
+                             p.overhead_us * 1e-6;
+    const double bw = grp.bandwidth_gbps.value_or(net.bandwidth_gbps);
+    const double lat = grp.latency_us.value_or(net.latency_us) * 1e-6;
+    ge.worker_link_s =
+        e.transfers_timed ? transfer_s(e.push_bytes, bw) + transfer_s(e.pull_bytes, bw) + 2 * lat : 0.0;
+    ge.server_link_s = server_s;
+    wire_s.push_back(e.transfers_timed ? transfer_s(e.push_bytes, bw) + transfer_s(e.pull_bytes, bw) : 0.0);
+    unloaded.push_back(ge.compute_s + ge.worker_link_s + server_s);
+    e.groups.push_back(ge);
+  }
+  return server_s;
+}
+
+// Sets each group's iteration time (lock-step clock, shared pace of a saturated server link, or
+// unloaded; a staleness bound holds all to the slowest); returns the bounded workers' head start
+// in iterations.
+double estimate_pace(const Scenario& s, RunEstimate& e, const std::vector<double>& unloaded,
+                     double server_s) {
+  const auto& net = s.cluster.network;
+  const double n = s.cluster.worker_count();
+  const double shards = s.cluster.servers;
+  const double offered = e.server_offered;
+  if (e.lockstep) {
+    // Every clock: the pulls leave the server one after the other (in worker order, each S/2 on
+    // the link), each worker computes and pushes; the clock ends with the last push through.
+    const double pull_s =
+        server_s - (e.transfers_timed ? transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) +
+                                            net.message_overhead_us * 1e-6
+                                      : 0.0);
+    double clock = 0, position = 0;
+    for (const auto& ge : e.groups) {
+      position += ge.count;  // the group's last worker
+      clock = std::max(clock, position * pull_s + ge.compute_s + ge.worker_link_s + (server_s - pull_s));
+    }
+    for (auto& ge : e.groups) ge.iteration_s = clock;
+  } else if (offered > 1) {
+    // Saturated: find the shared pace T* with sum count / max(T_g, T*) = 1 / S (bisection).
+    double lo = 0, hi = n * server_s + *std::max_element(unloaded.begin(), unloaded.end());
+    for (int i = 0; i < 200; ++i) {
+      const double mid = 0.5 * (lo + hi);
+      double rate = 0;
+      for (size_t g = 0; g < e.groups.size(); ++g) rate += e.groups[g].count / std::max(unloaded[g], mid);
+      (rate * server_s > 1 ? lo : hi) = mid;
+    }
+    for (size_t g = 0; g < e.groups.size(); ++g) e.groups[g].iteration_s = std::max(unloaded[g], hi);
+  } else {
+    for (size_t g = 0; g < e.groups.size(); ++g) e.groups[g].iteration_s = unloaded[g];
+  }
+  // A staleness bound lets no worker get more than a bounded number of clocks ahead: in the long
+  // run every worker goes at the slowest one's pace, after a head start of at most the bound.
+  double head_start = 0;
+  if (e.bounded && !e.lockstep) {
+    double slowest = 0;
+    for (const auto& ge : e.groups) slowest = std::max(slowest, ge.iteration_s);
+    const double bound = static_cast<double>(
+        s.policy.staleness + ((traits(s.policy.type).fields & kPolicyRange) ? s.policy.range : 0));
+    for (auto& ge : e.groups) {
+      if (ge.iteration_s < slowest) head_start += ge.count * bound;
+      ge.iteration_s = slowest;
+    }
+  }
+  return head_start;
+}
+
+// Shares of an average worker's time: computing, on its own link, and at the server (queueing
+// included; lock-step: the clock's serial transfers).
+void estimate_shares(RunEstimate& e, const std::vector<double>& wire_s, double server_s, double n) {
+  const double offered = e.server_offered;
+  double computing = 0, worker_part = 0, server_part = 0;
+  for (size_t g = 0; g < e.groups.size(); ++g) {
+    auto& ge = e.groups[g];
+    e.iterations_per_s += ge.count / ge.iteration_s;
+    ge.compute_share = ge.compute_s / ge.iteration_s;
+    ge.worker_link_utilisation = wire_s[g] / ge.iteration_s;
+    computing += ge.count * ge.compute_share;
+    worker_part += ge.count * ge.worker_link_s / ge.iteration_s;
+    server_part += ge.count * (e.lockstep ? n * server_s : ge.iteration_s - ge.compute_s - ge.worker_link_s) /
+                   ge.iteration_s;
+  }
+  e.server_utilisation = std::min(1.0, e.iterations_per_s * server_s);
+  e.communication_share = 1 - computing / n;
+  if (!e.transfers_timed || (offered <= 1 && computing >= worker_part && computing >= server_part))
+    e.bottleneck = "compute";
+  else if (offered > 1 || server_part >= worker_part)
+    e.bottleneck = "server link";
+  else
+    e.bottleneck = "worker link";
+}
+
+}  // namespace
+
+RunEstimate estimate_run(const Scenario& s) {
+  RunEstimate e;
+  estimate_messages(s, e);
+  const bool math = traits(s.model.type).has_math;
+  const double batch = s.optimizer.batch_size;
+
+  const auto& c = s.cluster;
+  const double n = c.worker_count();
+  e.transfers_timed = c.order != Order::kUniform;
+  e.bounded = s.policy.uses_staleness();
+  e.lockstep = s.policy.lockstep();
+  std::vector<double> unloaded, wire_s;
+  const double server_s = estimate_groups(s, e, unloaded, wire_s);
+
+  // The pace: each group's iteration time.
+  double offered = 0;
+  for (size_t g = 0; g < e.groups.size(); ++g) offered += e.groups[g].count * server_s / unloaded[g];
+  e.server_offered = offered;
+  const double head_start = estimate_pace(s, e, unloaded, server_s);
+  estimate_shares(e, wire_s, server_s, n);
+
+  const double per_update = traits(s.policy.type).averages_pushes
+                                ? std::max(1.0, std::floor(n / static_cast<double>(s.policy.n)))
+                                : 1.0;
+  e.updates_per_s = e.iterations_per_s / per_update;
+  e.virtual_time_s = s.stop.virtual_time_s;
+  double end = std::numeric_limits<double>::infinity();
+  if (s.stop.virtual_time_s) end = *s.stop.virtual_time_s;
+  if (s.stop.max_updates) end = std::min(end, static_cast<double>(*s.stop.max_updates) / e.updates_per_s);
+  e.expected_end_s = end;
+  e.expected_updates = std::floor(end * e.updates_per_s + head_start / per_update + 1e-9);
+  if (s.stop.max_updates) e.expected_updates = std::min<double>(e.expected_updates, *s.stop.max_updates);
+
+  const double iterations = e.expected_updates * per_update;
+  const double evals = std::isfinite(end) && s.eval.every_s > 0 ? std::floor(end / s.eval.every_s) + 1 : 1;
+  const double math_flops = math ? iterations * batch * e.math_flops_per_sample +
+                                       evals * test_samples(s) * e.math_flops_per_sample / 3
+                                 : 0.0;
+  e.gflops = math ? assumed_gflops(s.model.type) : 0.0;
+  e.wall_s = (math ? math_flops / (e.gflops * 1e9) : 0.0) +
+             iterations * kEventsPerIteration * kAssumedEventUs * 1e-6;
+  e.memory = estimate_memory(s);
+  if (c.network.topology != "star")
+    e.topology = describe_link_load(s, link_load(s, e.push_bytes, e.pull_bytes), e.iterations_per_s);
+
+  if (e.communication_share > 0.9)
+    e.warnings.push_back(fmt::format(
+        "communication takes {:.1f}% of an average worker's time ({} bound): the devices' speeds (the GPU "
+        "mix) and the policy's staleness bound barely change the pace, so a comparison of policies here "
+        "mostly measures the network; raise cluster.network.bandwidth_gbps or server_bandwidth_gbps, add "
+        "servers, or use a larger optimizer.batch_size",
+        100 * e.communication_share, e.bottleneck));
+  if (e.transfers_timed && offered > 1)
+    e.warnings.push_back(fmt::format(
+        "the server link is offered {:.1f}x what it carries: workers queue for it and the cluster runs at "
+        "its pace ({:.3g} iterations per second), whatever the workers' devices",
+        offered, e.iterations_per_s));
+  if (!std::isfinite(end))
+    e.warnings.push_back("the run has no virtual-time or update limit: it stops only at its target");
+  return e;
+}
+
+void check_feasible(const Scenario& s, const RunEstimate& e, const std::string& origin) {
+  const double end = e.expected_end_s;
+  if (!std::isfinite(end) || end <= 0) return;
+  const auto fail = [&](const char* field, const std::string& why) {
+    throw ScenarioError(fmt::format("{}: {}: {}; nothing was run", origin, field, why));
+  };
+  // The clock's last instant, in seconds (int64 nanoseconds).
+  const double clock_s = static_cast<double>(std::numeric_limits<int64_t>::max()) / 1e9;
+  if (end >= clock_s)
+    fail(s.stop.virtual_time_s ? "/stop/virtual_time_s" : "/stop/max_updates",
+         fmt::format("the estimate ends this run at about {:.3g} s of virtual time ({:.3g} updates at {:.3g} "
+                     "per virtual second), past the simulator's clock range ({:.3g} s, about 292 years): "
+                     "lower stop.max_updates or set stop.virtual_time_s",
+                     end, e.expected_updates, e.updates_per_s, clock_s));
+  const double evaluations = std::floor(end / s.eval.every_s);
+  if (evaluations >= static_cast<double>(kMaxEvaluations))
+    fail("/eval/every_s",
+         fmt::format(
+             "{:g} s until the expected end at about {:.3g} s of virtual time is {:.3g} evaluations; at "
+             "most {}: raise eval.every_s",
+             s.eval.every_s, end, evaluations, kMaxEvaluations));
+}
+
+std::string RunEstimate::describe() const {
+  std::string out;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& ge = groups[g];
+    out += fmt::format(
+        "estimate: group {} ({} x {}): iteration {} = compute {} + worker link {} + server link {}{}; "
+        "computing {:.1f}% of the time, worker link busy {:.1f}%\n",
+        g, ge.count, escaped(ge.profile), seconds(ge.iteration_s), seconds(ge.compute_s),
+        seconds(ge.worker_link_s), seconds(ge.server_link_s),
+        ge.iteration_s > ge.compute_s + ge.worker_link_s + ge.server_link_s * 1.0001
+            ? fmt::format(" + waiting {}",
+                          seconds(ge.iteration_s - ge.compute_s - ge.worker_link_s - ge.server_link_s))
+            : "",
+        100 * ge.compute_share, 100 * ge.worker_link_utilisation);
+  }
+  out += fmt::format("estimate: messages: push {}, pull {}{}\n", bytes(push_bytes), bytes(pull_bytes),
+                     transfers_timed ? "" : " (cluster.order uniform: transfers take no time)");
+  out += fmt::format(
+      "estimate: server link busy {:.1f}% (offered {:.2f}x its capacity); communication {:.1f}% of a "
+      "worker's time; bottleneck: {}{}\n",
+      100 * server_utilisation, server_offered, 100 * communication_share, bottleneck,
+      lockstep ? " (lock-step policy: every clock waits for the slowest worker)" : "");
+  out += fmt::format("estimate: {:.4g} updates per virtual second; about {:.0f} updates by t={} s{}\n",
+                     updates_per_s, expected_updates, fmt::format("{:g}", expected_end_s),
+                     lockstep  ? ""
+                     : bounded ? " (the staleness bound holds every worker to the slowest one's pace)"
+                               : "");
+  out += fmt::format(
+      "estimate: wall time about {} on this machine (math at an assumed {:g} GFLOP/s, {:g} us per event); "
+      "memory about {}\n",
+      seconds(wall_s), gflops, kAssumedEventUs, memory.describe());
+  out += topology;
+  for (const auto& w : warnings) out += "estimate: warning: " + w + "\n";
+  return out;
+}
+
+std::string RunEstimate::one_line() const {
+  return fmt::format(
+      "estimate: {} bound ({:.0f}% communication), ~{:.0f} updates by t={:g} s, ~{} wall, {}{}", bottleneck,
+      100 * communication_share, expected_updates, expected_end_s, seconds(wall_s),
+      format_bytes(memory.total()),
+      warnings.empty() ? ""
+                       : "; warning: " + warnings.front().substr(0, warnings.front().find(':')) +
+                             " (stalesim validate says more)");
+}
+
+}  // namespace stalesim

@@ -1,0 +1,107 @@
+#pragma once
+// The up-front estimate of a run (issue 20 point 2): from the scenario alone, before anything is
+// built, what paces the cluster, how many updates the virtual time holds, and what the run will
+// cost on this machine. `stalesim validate` prints it, `stalesim run` one line of it.
+//
+// The model is the simulation's own timing (DESIGN.md section 3) at mean values:
+// - one iteration of a worker of group g: compute C_g = batch FLOPs / (peak x efficiency) + overhead
+//   (or iteration_ms), then the push and the pull, each crossing the worker's link (bytes x 8 /
+//   bandwidth, plus latency) and every server shard's link (bytes / shards x 8 / server bandwidth,
+//   plus message_overhead_us), which all workers share in arrival order;
+// - unloaded, an iteration takes T_g = C_g + L_g + S (L_g: the worker-link part, S: the server
+//   part). The server link is offered rho = S x sum over workers of 1 / T_g of its time; above 1
+//   it saturates and the workers' rate is cut until it carries exactly 1 / S iterations per second
+//   (workers slower than the shared pace keep theirs);
+// - lock-step policies (BSP, SSP and DSSP with s = 0) wait for the slowest worker each clock: the
+//   pulls leave the server link one after another in worker order, so a clock takes
+//   max over groups of (position of its last worker x S_pull + C_g + L_g + S_push);
+// - bounded-staleness policies (SSP, ESSP, DSSP) hold every worker to the slowest one's pace in
+//   the long run, after a head start of at most the bound (s, or s_L + r_max) clocks; ASP,
+//   n-softsync and VAP let each worker go at its own (VAP's holds are not counted);
+// - cluster.order "uniform" moves no bytes in time: compute sets the pace.
+// Jitter, the schedule (stragglers, pauses, crashes), B-FASGD's skipped messages and VAP's waits
+// are left out. The bottleneck is the part that takes most of an average worker's iteration:
+// compute, the worker link, or the server link (always, when saturated).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/model.hpp"
+#include "sim/estimate/memory_estimate.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace stalesim {
+
+// The shape of the scenario's data, from its spec alone (nothing is loaded): Fashion-MNIST is
+// 784 features and 10 classes; the generated datasets give theirs.
+ModelShape scenario_model_shape(const Scenario& s);
+// model_size (models/model.hpp) of the scenario's math model.
+ModelSize scenario_model_size(const Scenario& s);
+
+// Where a run is assumed to spend its wall time on this machine: the math at assumed_gflops(type)
+// and kAssumedEventUs per event (about 4 per iteration). The rates are fitted to runs on the
+// reference machine (2 cores, x86-64 with AVX2 and FMA): the quick start (784-200-10 MLP, 667
+// GFLOP counted as 6 x weights per sample, 7.75 s of wall time) and scenarios/workloads/cnn-fashion
+// (3,000 CNN iterations, 13 s); mf and lda, whose per-sample work is scalar and irregular, are
+// assumed at 2 GFLOP/s. Figures to check against `run`'s closing "wall time" line, not measurements.
+// Time-only models do no math.
+double assumed_gflops(ModelType model_type);
+inline constexpr double kAssumedEventUs = 0.5;
+
+struct GroupEstimate {
+  std::string profile;  // the device profile's name
+  int32_t count = 0;
+  double compute_s = 0;                // C_g
+  double worker_link_s = 0;            // L_g: push and pull over the worker's link, latencies included
+  double server_link_s = 0;            // S: push and pull through a server shard's link, unloaded
+  double iteration_s = 0;              // expected, with the server link's queueing and the policy's pace
+  double worker_link_utilisation = 0;  // busy share of the worker's link
+  double compute_share = 0;            // C_g / iteration_s
+};
+
+struct RunEstimate {
+  std::vector<GroupEstimate> groups;
+  double push_bytes = 0;           // one push (mf, lda: the most a sparse push of one batch carries)
+  double pull_bytes = 0;           // one pull
+  bool lockstep = false;           // BSP-like pace
+  bool bounded = false;            // SSP, ESSP, DSSP: a staleness bound holds workers together
+  bool transfers_timed = true;     // false for cluster.order "uniform"
+  double server_offered = 0;       // rho: the server link's offered load at unloaded rates (> 1: saturated)
+  double server_utilisation = 0;   // its busy share at the expected rate, <= 1
+  std::string bottleneck;          // "compute", "worker link" or "server link"
+  double communication_share = 0;  // share of an average worker's time not computing
+  double iterations_per_s = 0;     // pushes per virtual second, all workers
+  double updates_per_s = 0;        // server updates per virtual second (softsync: a push group each)
+  std::optional<double> virtual_time_s;  // stop.virtual_time_s
+  double expected_updates = 0;           // updates by the end: the virtual time's, capped by stop.max_updates
+  double expected_end_s = 0;             // virtual time when the run is expected to stop
+  double flops_per_sample = 0;           // what an iteration is timed by (the cost architecture's, if any)
+  double math_flops_per_sample = 0;      // what the run computes (0: time-only)
+  double wall_s = 0;                     // expected wall time on this machine (assumed_gflops above)
+  double gflops = 0;                     // the rate assumed for it
+  MemoryEstimate memory;
+  std::vector<std::string> warnings;  // one sentence each
+  std::string topology;               // off the star: its lines (sim/network/link_load.hpp)
+
+  // Several lines for `validate`, each starting "estimate: ".
+  std::string describe() const;
+  // One line for `run`.
+  std::string one_line() const;
+};
+
+// REQUIRES: a loaded (validated) scenario.
+RunEstimate estimate_run(const Scenario& s);
+
+// The most evaluations one run makes (eval.every_s over the virtual time): the estimate
+// (check_feasible) and the simulation each refuse a run past it.
+inline constexpr uint64_t kMaxEvaluations = 10'000'000;
+
+// Refuses, before anything runs, a run the estimate already knows cannot finish: one expected to
+// end past the clock's range (int64 nanoseconds, about 292 years; e.g. stop.max_updates with a
+// slow pace and no stop.virtual_time_s), or one whose evaluations (eval.every_s over the expected
+// end) exceed the simulation's cap of 10,000,000. Throws ScenarioError naming `origin` and the
+// field to change. `validate` and `run` both call it.
+void check_feasible(const Scenario& s, const RunEstimate& e, const std::string& origin);
+
+}  // namespace stalesim

@@ -1,0 +1,279 @@
+#include "sim/output/outputs.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include "models/cuda/cuda_model.hpp"
+#include "sim/build_info.hpp"
+#include "sim/output/run_folder.hpp"
+#include "sim/scenario/to_json.hpp"
+
+namespace stalesim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string opt(const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string(); }
+nlohmann::json opt_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+std::string metrics_csv(const RunResult& r) {
+  // The model's own metric (mf, lda) is a last column named after it; classifiers have none.
+  const bool extra = !r.metric_name.empty();
+  std::string out = "virtual_time_s,server_version,test_loss,test_accuracy,train_loss,mean_staleness,bytes";
+  out += extra ? "," + r.metric_name + "\n" : "\n";
+  for (const auto& m : r.metrics) {
+    out += fmt::format("{},{},{},{},{},{},{}", m.time.seconds(), m.server_version, opt(m.test_loss),
+                       opt(m.test_accuracy), opt(m.train_loss), opt(m.mean_staleness), m.bytes);
+    out += extra ? "," + opt(m.metric) + "\n" : "\n";
+  }
+  return out;
+}
+
+std::string staleness_csv(const RunResult& r) {
+  std::string out = "staleness,clock_gradients,step_gradients\n";
+  const auto& c = r.clock_staleness.bins();
+  const auto& s = r.step_staleness.bins();
+  const size_t n = std::max(c.size(), s.size());
+  for (size_t i = 0; i < n; ++i)
+    out += fmt::format("{},{},{}\n", i, i < c.size() ? c[i] : 0, i < s.size() ? s[i] : 0);
+  return out;
+}
+
+std::string result_hash(const RunResult& r, const std::string& metrics) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_128bits_reset(st);
+  XXH3_128bits_update(st, r.final_params.data(), r.final_params.size() * sizeof(float));
+  XXH3_128bits_update(st, metrics.data(), metrics.size());
+  const XXH128_hash_t h = XXH3_128bits_digest(st);
+  XXH3_freeState(st);
+  return fmt::format("{:016x}{:016x}", h.high64, h.low64);
+}
+
+nlohmann::json histogram_json(const Histogram& h) {
+  return {{"mean", h.mean()}, {"p50", h.percentile(0.5)}, {"p99", h.percentile(0.99)}, {"max", h.max()}};
+}
+
+}  // namespace
+
+nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::string& hash) {
+  using nlohmann::json;
+  json manifest = build_info_json();
+  manifest["scenario"] = scenario_to_json(s);
+  manifest["seed"] = s.seed;
+  json files = json::array();
+  for (const auto& f : r.data_files)
+    files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"xxh64", f.xxh64}});
+  manifest["datasets"] = files;
+  // compute.backend "cuda": the GPU that ran the math, and whether a rerun can match bit for bit.
+  if (s.compute.backend == "cuda") manifest["compute"] = cuda_manifest(s.compute.timing == "measured");
+
+  json workers = json::array();
+  for (const auto& w : r.workers) {
+    const double total = static_cast<double>(w.compute_ns + w.wait_ns + w.communicate_ns);
+    workers.push_back({{"id", w.id},
+                       {"profile", w.profile},
+                       {"iterations", w.iterations},
+                       {"compute_s", static_cast<double>(w.compute_ns) / 1e9},
+                       {"wait_s", static_cast<double>(w.wait_ns) / 1e9},
+                       {"communicate_s", static_cast<double>(w.communicate_ns) / 1e9},
+                       {"wait_fraction", total > 0 ? static_cast<double>(w.wait_ns) / total : 0.0}});
+  }
+  const MetricsRow* last = r.metrics.empty() ? nullptr : &r.metrics.back();
+  json j = {
+      {"manifest", manifest},
+      {"status", std::string(to_string(r.status))},
+      {"stop_reason", r.stop_reason},
+      {"detail", r.detail},
+      {"result_hash", hash},
+      {"virtual_time_s", r.end_time.seconds()},
+      {"server_updates", r.server_updates},
+      {"final",
+       {{"test_accuracy", last ? opt_json(last->test_accuracy) : json(nullptr)},
+        {"test_loss", last ? opt_json(last->test_loss) : json(nullptr)},
+        {"train_loss", last ? opt_json(last->train_loss) : json(nullptr)}}},
+      {"time_to_target_s", opt_json(r.time_to_target_s)},
+      // Per applied gradient, the two staleness measures named for what they are (DESIGN.md
+      // section 6): first the server updates it missed (tau = version at apply - version read,
+      // what a delayed-SGD analysis calls the delay), then the clock gap of the read it was
+      // computed from (worker clock - server clock at read, the quantity SSP bounds).
+      {"staleness_per_gradient",
+       {{"missed_updates", histogram_json(r.step_staleness)},
+        {"read_clock_gap", histogram_json(r.clock_staleness)}}},
+      // The same means and maxima under their older names, read by sweeps and plots.
+      {"staleness", {{"mean", r.clock_staleness.mean()}, {"max", r.clock_staleness.max()}}},
+      {"step_staleness", {{"mean", r.step_staleness.mean()}, {"max", r.step_staleness.max()}}},
+      {"max_clock_gap", r.max_clock_gap},
+      {"bytes", {{"push", r.bytes_push}, {"pull", r.bytes_pull}}},
+      {"messages",
+       {{"push", r.messages_push},
+        {"pull", r.messages_pull},
+        {"skipped_fetch", r.skipped_fetch},
+        {"skipped_push", r.skipped_push}}},
+      {"peak_live_versions", r.peak_live_versions},
+      {"events", r.events},
+      {"workers", workers},
+  };
+  if (!r.metric_name.empty()) j["final"][r.metric_name] = last ? opt_json(last->metric) : json(nullptr);
+  if (!r.policy_facts.is_null()) j["policy"] = r.policy_facts;
+  if (r.status == RunStatus::kDiverged)
+    j["divergence"] = {{"time_s", opt_json(r.diverged_at_s)},
+                       {"worker", r.diverged_worker ? json(*r.diverged_worker) : json(nullptr)},
+                       {"last_finite_loss", opt_json(r.last_finite_loss)}};
+  return j;
+}
+
+OutputFiles render_outputs(const Scenario& s, const RunResult& r) {
+  OutputFiles f;
+  f.metrics_csv = metrics_csv(r);
+  f.staleness_csv = staleness_csv(r);
+  f.decisions_csv = r.decisions_csv;
+  f.gradients_csv = r.gradients_csv;
+  f.links_csv = r.links_csv;
+  f.result_hash = result_hash(r, f.metrics_csv);
+  f.summary_json = summary_json(s, r, f.result_hash).dump(2) + "\n";
+  return f;
+}
+
+namespace {
+
+// Throws IoError unless `target` may receive a run: absent, empty, or with `force` a run folder
+// outside the protected places. Nothing is changed.
+void check_target(const std::string& dir, const fs::path& target, bool force, const OutputGuard& guard) {
+  const FolderCheck c = inspect_folder(target);
+  if (force && c.kind != FolderKind::kAbsent && c.kind != FolderKind::kEmpty)
+    refuse_protected(dir, target, guard.protect);  // the clearest reason first
+  switch (c.kind) {
+    case FolderKind::kAbsent:
+    case FolderKind::kEmpty:
+      return;
+    case FolderKind::kRun:
+      if (!force)
+        throw IoError(
+            fmt::format("{}: output folder exists and is not empty (use --force to replace it)", dir));
+      refuse_protected(dir, target, guard.protect);
+      return;
+    case FolderKind::kSweep:
+      throw IoError(fmt::format(
+          "{}: is a sweep folder; a run's --force replaces only a run folder (or an empty one); nothing was "
+          "deleted",
+          dir));
+    case FolderKind::kOther:
+      if (c.why == "exists and is not a folder")
+        throw IoError(fmt::format("{}: output path exists and is not a folder", dir));
+      if (!force)
+        throw IoError(fmt::format(
+            "{}: output folder exists and is not empty, and --force would not replace it either: it {}; "
+            "choose another --out",
+            dir, c.why));
+      throw IoError(fmt::format(
+          "{}: --force replaces only a stalesim run folder or an empty one, and this folder {}; nothing was "
+          "deleted: choose another --out",
+          dir, c.why));
+  }
+}
+
+}  // namespace
+
+void write_outputs(const std::string& dir, const OutputFiles& files, bool done, bool force,
+                   const OutputGuard& guard) {
+  const fs::path target = resolve_output_path(dir);
+  const fs::path parent = target.parent_path();
+  const std::string name = target.filename().string();
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) throw IoError(fmt::format("{}: cannot create folder: {}", parent.string(), ec.message()));
+  if (guard.clean_stale) clean_stale_temporaries(parent, name);
+  check_target(dir, target, force, guard);
+  // An existing empty folder is written in place: it is never swapped away (it may be the
+  // working directory of the shell that runs us, or sit in a folder we cannot write).
+  const bool in_place = inspect_folder(target).kind == FolderKind::kEmpty;
+  if (in_place) clean_stale_temporaries(target, "");
+
+  const fs::path temporary = create_temporary(in_place ? target : parent, "partial", in_place ? "." : name);
+  const fs::path tmp = temporary / "run";
+  if (::mkdir(tmp.c_str(), 0755) != 0) {
+    const int err = errno;
+    fs::remove_all(temporary, ec);
+    throw IoError(fmt::format("{}: cannot write here: {}", parent.string(), std::strerror(err)));
+  }
+  const auto step = [&](std::string_view s) {
+    if (guard.checkpoint) guard.checkpoint(s);
+  };
+  try {
+    const std::pair<const char*, const std::string*> outputs[] = {
+        {"summary.json", &files.summary_json},   {"metrics.csv", &files.metrics_csv},
+        {"staleness.csv", &files.staleness_csv}, {"decisions.csv", &files.decisions_csv},
+        {"gradients.csv", &files.gradients_csv}, {"trace.json", &files.trace_json},
+        {"explain.txt", &files.explain_txt},     {"timing.csv", &files.timing_csv},
+        {"links.csv", &files.links_csv}};
+    for (const auto& [file, text] : outputs) {
+      const bool always = std::string_view(file) == "summary.json" ||
+                          std::string_view(file) == "metrics.csv" ||
+                          std::string_view(file) == "staleness.csv";
+      if (!always && text->empty()) continue;
+      write_text_file(tmp / file, *text);
+      step(file);
+    }
+    if (done) write_text_file(tmp / "done", files.result_hash + "\n");
+    step("done");
+    if (in_place)
+      install_in_place(temporary, target, guard.checkpoint);
+    else
+      install_folder(temporary, target, guard.checkpoint);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(temporary, ignored);
+    throw;
+  }
+}
+
+void check_output_dir(const std::string& dir, bool force, const OutputGuard& guard) {
+  const fs::path target = resolve_output_path(dir);
+  const fs::path parent = target.parent_path();
+  std::error_code ec;
+  for (fs::path p = parent; !p.empty(); p = p.parent_path()) {  // the nearest existing ancestor
+    if (fs::exists(p, ec)) {
+      if (!fs::is_directory(p, ec))
+        throw IoError(
+            fmt::format("{}: cannot create the output folder: {} is not a folder", dir, p.string()));
+      break;
+    }
+    if (p == p.parent_path()) break;
+  }
+  fs::create_directories(parent, ec);
+  if (ec) throw IoError(fmt::format("{}: cannot create the output folder: {}", dir, ec.message()));
+  clean_stale_temporaries(parent, target.filename().string());
+  check_target(dir, target, force, guard);
+  // The folder the run's temporary will go in: an existing empty folder is written in place.
+  const bool in_place = inspect_folder(target).kind == FolderKind::kEmpty;
+  fs::path probe;
+  try {
+    probe = create_temporary(in_place ? target : parent, "probe", in_place ? "." : target.filename().string());
+  } catch (const IoError& e) {
+    const std::string what = e.what();
+    const size_t at = what.rfind(": ");  // the OS reason
+    throw IoError(fmt::format("{}: output folder not writable: {}: {}", dir,
+                              (in_place ? target : parent).string(),
+                              at == std::string::npos ? what : what.substr(at + 2)));
+  }
+  fs::remove_all(probe, ec);
+}
+
+bool holds_finished_run(const std::string& dir) {
+  std::error_code ec;
+  const fs::path target = resolve_output_path(dir);
+  return inspect_folder(target).kind == FolderKind::kRun && fs::is_regular_file(target / "done", ec);
+}
+
+}  // namespace stalesim

@@ -1,0 +1,72 @@
+#pragma once
+// A run's output folder (REFERENCE.md "Outputs"): summary.json with the manifest, metrics.csv,
+// staleness.csv, then a `done` marker written last. Files are first written to a fresh sibling
+// folder and the folder is renamed into place, so a reader never sees a half-written run and a
+// rerun never mixes old and new files. Numbers are written in shortest round-trip form.
+
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/output/recorder.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace stalesim {
+
+// An output folder that cannot be written, or exists and may not be replaced.
+class IoError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct OutputFiles {
+  std::string summary_json;
+  std::string metrics_csv;
+  std::string staleness_csv;
+  std::string decisions_csv;  // written as decisions.csv when not empty
+  std::string gradients_csv;  // written as gradients.csv when not empty (--record gradients)
+  std::string links_csv;      // written as links.csv when not empty (topology off the star)
+  std::string trace_json;     // written as trace.json when not empty (--trace; sim/output/trace.hpp)
+  std::string explain_txt;    // written as explain.txt when not empty (--explain; sim/output/explain.hpp)
+  std::string timing_csv;     // written as timing.csv when not empty (`stalesim real`; sim/real/real_run.hpp)
+  std::string result_hash;    // 32 hex digits of XXH3-128
+};
+
+// Renders the outputs of a run. Pure: no I/O.
+OutputFiles render_outputs(const Scenario& s, const RunResult& r);
+// The summary as JSON (also used by the CLI's closing line).
+nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::string& result_hash);
+
+// What --force must never delete, and a test hook (sim/output/run_folder.hpp).
+struct OutputGuard {
+  // Paths (e.g. the scenario file) that --force must not delete a folder above.
+  std::vector<std::filesystem::path> protect{};
+  // Called between the steps of writing and installing the folder: a test hook that may kill
+  // the process there (STALESIM_INJECT_KILL_AT_STEP).
+  std::function<void(std::string_view)> checkpoint{};
+  // Clean the hidden temporaries killed writers left beside `dir` first. A sweep passes false:
+  // it cleans its folder once for all points (one listing instead of one per point).
+  bool clean_stale = true;
+};
+
+// Writes the files into `dir` (REFERENCE.md "Safety and errors"): into a hidden sibling first, then swapped in
+// atomically. An existing non-empty `dir` is replaced only with `force` and only when it is a
+// stalesim run folder outside the protected places; else IoError, and nothing is deleted. The
+// `done` marker is written only for runs that were not interrupted.
+void write_outputs(const std::string& dir, const OutputFiles& files, bool done, bool force,
+                   const OutputGuard& guard = {});
+// Checks, before a run, that write_outputs(dir, ..., force, guard) will be able to write:
+// IoError (with the OS reason) when `dir` is a file, is occupied and not `force`, is not a run
+// folder, is protected, or its parent cannot be created or written to (probed by creating and
+// removing a hidden folder there). Restores or removes the hidden temporaries a killed writer
+// of `dir` left.
+void check_output_dir(const std::string& dir, bool force, const OutputGuard& guard = {});
+// Whether `dir` holds a finished run (a run folder with its done marker).
+bool holds_finished_run(const std::string& dir);
+
+}  // namespace stalesim
