@@ -110,6 +110,54 @@ TEST_CASE("a real 2-worker SSP run agrees with its simulation within loose bound
   CHECK(busy[1] / static_cast<double>(rows[1]) == doctest::Approx(0.030).epsilon(0.1));
 }
 
+// Lazy SSP and ESSP (sim/real/real_cache.cpp): the workers compute from their own copies; ESSP's
+// server pushes a copy to every worker at each rise of the server clock, lazy SSP's answers a
+// blocked worker's fetch. The same bound, staleness and traffic as the simulation.
+TEST_CASE("real ESSP and lazy SSP runs keep the bound and agree with their simulations") {
+  std::string sets, name;
+  SUBCASE("essp") {
+    sets = " --set policy.type=essp --set policy.staleness=1";
+    name = "essp";
+  }
+  SUBCASE("lazy ssp") {
+    sets = " --set policy.cache=lazy";
+    name = "lazy";
+  }
+  CAPTURE(name);
+  Scratch t(name, "real");
+  const Outcome sim = run_cli("run " + kScenario + sets + " --quiet --record gradients --out " +
+                              (t.path / "sim").string());
+  REQUIRE_MESSAGE(sim.code == 0, sim.err);
+  const Outcome real = run_cli("real " + kScenario + sets + " --quiet --out " + (t.path / "real").string());
+  REQUIRE_MESSAGE(real.code == 0, real.err);
+  const auto s = summary_of(t.path / "real");
+  const auto ss = summary_of(t.path / "sim");
+  CHECK(s["server_updates"].get<int64_t>() > 40);
+  // The bound: no gradient read a copy more than one clock behind its worker.
+  CHECK(s["staleness_per_gradient"]["read_clock_gap"]["max"].get<int64_t>() <= 1);
+  // The copies the server sent (ESSP: to every worker per clock; lazy: the fetches) as simulated.
+  const double pulls = s["messages"]["pull"].get<double>();
+  const double sim_pulls = ss["messages"]["pull"].get<double>();
+  CHECK(pulls == doctest::Approx(sim_pulls).epsilon(0.2));
+  const auto c = compare_runs(read_compared_run((t.path / "sim").string()),
+                              {read_compared_run((t.path / "real").string())});
+  INFO(compare_table(c));
+  CHECK(c["staleness_ks"].get<double>() < 0.3);
+  CHECK(c["updates_rel_error"].get<double>() < 0.05);
+  CHECK(c["updates_rel_error"].get<double>() > -0.5);
+}
+
+TEST_CASE("a real n-softsync run: the pull protocol with the server's averaging") {
+  Scratch t("softsync", "real");
+  const Outcome real = run_cli("real " + kScenario + " --set policy.type=softsync --set policy.n=2 --quiet --out " +
+                               (t.path / "real").string());
+  REQUIRE_MESSAGE(real.code == 0, real.err);
+  const auto s = summary_of(t.path / "real");
+  CHECK(s["manifest"]["scenario"]["policy"]["type"] == "softsync");
+  CHECK(s["server_updates"].get<int64_t>() > 40);
+  CHECK(s["status"] == "completed");
+}
+
 TEST_CASE("a real run under an explicit mpirun with the right rank count, and compare's files") {
   Scratch t("explicit", "real");
   const Outcome real = run_cli(
@@ -146,18 +194,36 @@ TEST_CASE("the real mode's errors: wrong rank count, no mpirun, a refused scenar
     CHECK(r.err.find("mpirun was not found on PATH") != std::string::npos);
     CHECK_FALSE(fs::exists(t.path / "r"));
   }
-  SUBCASE("a policy the real mode does not run") {
+  // Each refusal comes before mpirun starts (PATH without it) and names the JSON path and why.
+  SUBCASE("VAP") {
     const Outcome r =
-        run_cli("real " + kScenario + " --set policy.type=essp --out " + (t.path / "r").string(),
+        run_cli("real " + kScenario + " --set policy.type=vap --set policy.value_bound=1 --out " +
+                    (t.path / "r").string(),
                 "PATH=/nonexistent ");
     CHECK(r.code == 2);
-    CHECK(r.err.find("the real mode cannot run this scenario: /policy/type: \"essp\"") != std::string::npos);
+    CHECK(r.err.find("the real mode cannot run this scenario: /policy/type: \"vap\" holds each update") !=
+          std::string::npos);
   }
-  SUBCASE("a learning rule the real mode does not run") {
-    const Outcome r =
-        run_cli("real " + kScenario + " --set optimizer.rule=bfasgd --out " + (t.path / "r").string());
+  SUBCASE("B-FASGD's cut messages") {
+    const Outcome r = run_cli("real " + kScenario + " --set optimizer.rule=bfasgd --out " + (t.path / "r").string(),
+                              "PATH=/nonexistent ");
     CHECK(r.code == 2);
-    CHECK(r.err.find("/optimizer/rule: \"bfasgd\" skips pushes and fetches") != std::string::npos);
+    CHECK(r.err.find("/optimizer/rule: \"bfasgd\" cuts pushes and fetches") != std::string::npos);
+  }
+  SUBCASE("DC-ASGD under a cache policy") {
+    const Outcome r = run_cli(
+        "real " + kScenario + " --set policy.type=essp --set optimizer.rule=dcasgd --out " + (t.path / "r").string(),
+        "PATH=/nonexistent ");
+    CHECK(r.code == 2);
+    CHECK(r.err.find("/optimizer/rule: \"dcasgd\" needs the parameters each gradient read") != std::string::npos);
+  }
+  SUBCASE("a row model under a cache policy") {
+    const Outcome r = run_cli("real scenarios/workloads/mf.json --set policy.type=essp --out " +
+                                  (t.path / "r").string(),
+                              "PATH=/nonexistent ");
+    CHECK(r.code == 2);
+    CHECK(r.err.find("/model/type: \"mf\": under a cache policy a simulation sends the changed rows") !=
+          std::string::npos);
   }
   SUBCASE("a bad --timing") {
     const Outcome r = run_cli("real " + kScenario + " --timing fast --out " + (t.path / "r").string());

@@ -11,7 +11,11 @@
 // see). A grant sends the parameters to the worker's rank (MPI point to point); a worker computes
 // the real gradient of the same model on its own shard, with the batch its own sampler draws (the
 // same sequence as in a simulation), and sends the gradient's bytes back; the server applies it
-// through the pull protocol.
+// through the pull protocol. Lazy SSP and ESSP (sim/real/real_cache.cpp): a worker computes from
+// its own copy while it is fresh enough (the simulation's cache protocol, sim/worker/cache.cpp,
+// split over the ranks); ESSP's server pushes the parameters to every worker at each rise of the
+// server clock (a server-initiated send), lazy SSP's answers a blocked worker's fetch. Messages
+// and their wire: sim/real/real_wire.hpp; the server: sim/real/real_server.hpp.
 //
 // Timing (RealOptions::emulated):
 //  - emulated (the default): a worker pads each gradient to the time the compute model gives
@@ -35,7 +39,9 @@
 // Failures: a worker that sends nothing for RealOptions::watchdog_s while the server waits for it,
 // an MPI error, or SIGTERM/SIGINT (mpirun forwards it, and sends it when another rank died): the
 // server writes what it measured so far (status "interrupted", no done marker) and ends the whole
-// job with MPI_Abort, so that no rank is left running.
+// job with MPI_Abort (exit 3; 130 after a signal), so that no rank is left running. A worker that
+// hears nothing from the server for watchdog_s while it waits for it (a dead or stuck server)
+// ends the job too, and every rank gets SIGTERM when mpirun dies (PR_SET_PDEATHSIG).
 //
 // Outputs (rank 0): the files of a simulated run with wall-clock seconds in place of virtual ones
 // (summary.json, metrics.csv, staleness.csv, gradients.csv, decisions.csv where the policy writes
