@@ -5,7 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -257,4 +259,58 @@ TEST_CASE("a worker rank that hangs: the watchdog writes what was measured and e
   CHECK(s["stop_reason"] == "rank_silent");
   CHECK(s["server_updates"].get<int64_t>() >= 5);
   CHECK(processes_naming(out) == 0);
+}
+
+namespace {
+
+// Starts `stalesim real ARGS` in the background, sends it `sig` after `after_s` seconds, waits
+// for it; the shell's status for it (128 + N: ended by signal N).
+int run_and_signal(const std::string& args, const char* sig, double after_s) {
+  const std::string cmd = std::string("cd '") + STALESIM_SOURCE_DIR + "' && { '" + STALESIM_BINARY + "' real " +
+                          args + " >/dev/null 2>&1 </dev/null & p=$!; sleep " + std::to_string(after_s) +
+                          "; kill -" + sig + " $p; wait $p; exit $?; }";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Whether every process naming `marker` is gone within `seconds`.
+bool gone_within(const std::string& marker, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (processes_naming(marker) == 0) return true;
+    ::usleep(100'000);
+  }
+  return processes_naming(marker) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("Ctrl-C of stalesim real: exit 130, what was measured written, no rank left behind") {
+  Scratch t("sigint", "real");
+  const std::string out = (t.path / "r").string();
+  // The run would last 6 s; SIGINT comes after 2.5 (mpirun's start and about 1.5 s of the run).
+  CHECK(run_and_signal("scenarios/real/two-workers.json --quiet --out " + out, "INT", 2.5) == 130);
+  CHECK(gone_within(out, 10));
+  REQUIRE(fs::exists(t.path / "r" / "summary.json"));
+  CHECK_FALSE(fs::exists(t.path / "r" / "done"));
+  const auto s = summary_of(t.path / "r");
+  CHECK(s["status"] == "interrupted");
+  CHECK(s["server_updates"].get<int64_t>() > 0);
+}
+
+TEST_CASE("SIGKILL of stalesim real (the launcher): mpirun and every rank end with it") {
+  Scratch t("sigkill", "real");
+  const std::string out = (t.path / "r").string();
+  CHECK(run_and_signal("scenarios/real/two-workers.json --quiet --out " + out, "KILL", 2.5) == 128 + SIGKILL);
+  CHECK(gone_within(out, 10));
+}
+
+TEST_CASE("a server rank that hangs: the workers' watchdog ends the job (exit 3), no rank left behind") {
+  Scratch t("server-hang", "real");
+  const std::string out = (t.path / "r").string();
+  const Outcome r = run_cli("real " + kScenario + " --quiet --watchdog-s 1 --out " + out,
+                            "STALESIM_REAL_INJECT_FAULT=server:20:stop ");
+  CHECK(r.code == 3);
+  CHECK(r.err.find("the server sent nothing for 1 s (the watchdog, --watchdog-s)") != std::string::npos);
+  CHECK_FALSE(fs::exists(t.path / "r" / "done"));
+  CHECK(gone_within(out, 10));
 }

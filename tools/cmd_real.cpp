@@ -29,6 +29,7 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;
 constexpr int kExitFailed = 3;
+constexpr int kExitInterrupted = 130;
 
 // `mpirun` on PATH (or STALESIM_MPIRUN), or "".
 std::string find_mpirun() {
@@ -49,7 +50,9 @@ std::string find_mpirun() {
 }
 
 pid_t g_child = 0;
+volatile sig_atomic_t g_forwarded = 0;  // the signal passed on to mpirun, 0 for none
 extern "C" void forward_signal(int sig) {
+  g_forwarded = sig;
   if (g_child > 0) ::kill(g_child, sig);
 }
 
@@ -111,6 +114,11 @@ int launch(const RealCommand& c) {
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   g_child = 0;
+  if (g_forwarded) {  // Ctrl-C or a kill: mpirun ended the job, and rank 0 wrote what it measured
+    fmt::print(stderr, "stalesim real: interrupted (signal {}); the ranks were ended, partial outputs in {}/\n",
+               static_cast<int>(g_forwarded), c.options.out);
+    return kExitInterrupted;
+  }
   if (WIFEXITED(status) && (WEXITSTATUS(status) == kExitOk || WEXITSTATUS(status) == kExitBadInput))
     return WEXITSTATUS(status);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
@@ -138,10 +146,14 @@ int real_main(RealCommand c) {
     RealOptions::Fault fault;
     long long it = -1;
     char how[8] = "";
-    if (std::sscanf(f, "%d:%lld:%7s", &fault.worker, &it, how) != 3 || fault.worker < 0 || it < 0 ||
-        (std::string(how) != "kill" && std::string(how) != "stop"))
-      throw ScenarioError(
-          fmt::format("STALESIM_REAL_INJECT_FAULT='{}': expected WORKER:ITERATION:kill|stop", f));
+    const std::string spec = f;
+    const bool server = spec.starts_with("server:");
+    if (server) fault.worker = -1;
+    if ((server ? std::sscanf(f + 7, "%lld:%7s", &it, how) != 2
+                : std::sscanf(f, "%d:%lld:%7s", &fault.worker, &it, how) != 3 || fault.worker < 0) ||
+        it < 0 || (std::string(how) != "kill" && std::string(how) != "stop"))
+      throw ScenarioError(fmt::format(
+          "STALESIM_REAL_INJECT_FAULT='{}': expected WORKER:ITERATION:kill|stop or server:UPDATES:kill|stop", f));
     fault.iteration = it;
     fault.hang = std::string(how) == "stop";
     c.options.fault = fault;

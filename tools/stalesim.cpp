@@ -359,7 +359,8 @@ int cmd_real(const std::vector<std::string>& args) {
       "timing", po::value<std::string>()->default_value("emulated"),
       "emulated: pad compute and messages to the scenario's devices and network; measured: no padding")(
       "watchdog-s", po::value<double>()->default_value(60),
-      "abort the job when a worker sends nothing for this many seconds")(
+      "end the job when a worker the server waits for, or the server a worker waits for, sends nothing "
+      "for this many seconds")(
       "quiet", "no mpirun line on stderr")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
@@ -369,7 +370,9 @@ int cmd_real(const std::vector<std::string>& args) {
       std::cout << o
                 << "\nRuns rank 0 as the parameter server and one rank per worker. Under mpirun give it\n"
                    "-n WORKERS+1; alone it starts mpirun itself. Writes summary.json, metrics.csv,\n"
-                   "staleness.csv, gradients.csv, timing.csv (wall-clock seconds); see README \"Real runs\".\n";
+                   "staleness.csv, gradients.csv, timing.csv (wall-clock seconds); see REFERENCE.md \"Real runs\".\n"
+                   "Exit codes: 0 success, 2 bad input or a scenario the real mode refuses, 3 a failed run\n"
+                   "(a rank died or fell silent), 130 interrupted (SIGINT or SIGTERM).\n";
       return kExitOk;
     }
     cli::RealCommand c;

@@ -71,7 +71,7 @@ struct RealOptions {
   OutputGuard guard;
   // Fault injection for tests (STALESIM_REAL_INJECT_FAULT=WORKER:ITERATION:kill|stop): that
   // worker's rank sends itself SIGKILL (dies) or SIGSTOP (hangs) when it is about to push that
-  // iteration.
+  // iteration; server:UPDATES:kill|stop (worker -1): the server, once it applied that many.
   struct Fault {
     int32_t worker = 0;
     int64_t iteration = 0;

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <csignal>
 
 #include "sim/output/outputs.hpp"
 
@@ -223,6 +224,8 @@ RealOutcome RealServer::run() {
         on_message(e);  // kPullRequestArrives: the pull protocol's grant
       });
       if (c.stopped) break;
+      if (opt_.fault && opt_.fault->worker < 0 && c.result.server_updates >= opt_.fault->iteration)
+        ::raise(opt_.fault->hang ? SIGSTOP : SIGKILL);
       if (now >= limit.ns()) {
         c.result.stop_reason = "virtual_time";
         break;
