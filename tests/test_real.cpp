@@ -149,6 +149,25 @@ TEST_CASE("real ESSP and lazy SSP runs keep the bound and agree with their simul
   CHECK(c["updates_rel_error"].get<double>() > -0.5);
 }
 
+// cluster.servers > 1: rank 0 serves both shards, each with its own emulated link. On a slow
+// network (1 Mbit/s, so that the links decide the time) the real run follows the simulation's shards.
+TEST_CASE("a real run with 2 server shards follows its simulation on a link-bound network") {
+  Scratch t("shards", "real");
+  const std::string sets = " --set cluster.servers=2 --set cluster.network.bandwidth_gbps=0.001";
+  const Outcome sim = run_cli("run " + kScenario + sets + " --quiet --record gradients --out " +
+                              (t.path / "sim").string());
+  REQUIRE_MESSAGE(sim.code == 0, sim.err);
+  const Outcome real = run_cli("real " + kScenario + sets + " --quiet --out " + (t.path / "real").string());
+  REQUIRE_MESSAGE(real.code == 0, real.err);
+  const auto c = compare_runs(read_compared_run((t.path / "sim").string()),
+                              {read_compared_run((t.path / "real").string())});
+  INFO(compare_table(c));
+  CHECK(c["updates_rel_error"].get<double>() < 0.05);
+  CHECK(c["updates_rel_error"].get<double>() > -0.2);
+  CHECK(c["iteration_time_rel_error"].get<double>() > -0.05);
+  CHECK(c["iteration_time_rel_error"].get<double>() < 0.2);
+}
+
 TEST_CASE("a real n-softsync run: the pull protocol with the server's averaging") {
   Scratch t("softsync", "real");
   const Outcome real = run_cli("real " + kScenario + " --set policy.type=softsync --set policy.n=2 --quiet --out " +
@@ -226,6 +245,13 @@ TEST_CASE("the real mode's errors: wrong rank count, no mpirun, a refused scenar
     CHECK(r.code == 2);
     CHECK(r.err.find("/model/type: \"mf\": under a cache policy a simulation sends the changed rows") !=
           std::string::npos);
+  }
+  SUBCASE("server shards with measured timing") {
+    const Outcome r = run_cli("real " + kScenario + " --set cluster.servers=2 --timing measured --out " +
+                                  (t.path / "r").string(),
+                              "PATH=/nonexistent ");
+    CHECK(r.code == 2);
+    CHECK(r.err.find("/cluster/servers: 2 server shards: one rank (0) serves them all") != std::string::npos);
   }
   SUBCASE("a bad --timing") {
     const Outcome r = run_cli("real " + kScenario + " --timing fast --out " + (t.path / "r").string());

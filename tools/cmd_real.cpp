@@ -137,7 +137,7 @@ bool quiet_rank() {
 }
 
 int real_main(RealCommand c) {
-  if (const std::string why = real_refusal(c.scenario); !why.empty())
+  if (const std::string why = real_refusal(c.scenario, c.options.emulated); !why.empty())
     throw ScenarioError(fmt::format("{}: the real mode cannot run this scenario: {}", c.origin, why));
   if (!mpi_built())
     throw ScenarioError(

@@ -19,7 +19,7 @@
 
 namespace stalesim {
 
-std::string real_refusal(const Scenario& s) {
+std::string real_refusal(const Scenario& s, bool emulated) {
   const PolicySpec& p = s.policy;
   if (p.type == PolicyType::kVap)
     return "/policy/type: \"vap\" holds each update on its worker until every other worker has received "
@@ -57,6 +57,12 @@ std::string real_refusal(const Scenario& s) {
     return "/optimizer/rule: \"bfasgd\" cuts pushes and fetches with probabilities that follow the "
            "server's running statistics (its transfer gate); a worker rank does not hold them, and the real "
            "mode does not send them with each grant, so it does not cut messages: use \"fasgd\"";
+  if (s.cluster.servers > 1 && !emulated)
+    return fmt::format(
+        "/cluster/servers: {} server shards: one rank (0) serves them all, which emulated timing can "
+        "present as the shards' own links but measured timing cannot (the real mode does not start a "
+        "rank per shard): use --timing emulated, or cluster.servers 1",
+        s.cluster.servers);
   if (!ClusterSchedule(s.cluster).crashes().empty())
     return "/cluster/schedule: crashes and rejoins are simulated faults; a real run has only real ones";
   if (!s.stop.virtual_time_s && !s.stop.max_updates && !(s.stop.target_accuracy && s.stop.at_target))
@@ -122,7 +128,7 @@ void run_pull_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::t
 }  // namespace real
 
 RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
-  if (const std::string why = real_refusal(s); !why.empty())
+  if (const std::string why = real_refusal(s, options.emulated); !why.empty())
     throw ScenarioError(fmt::format("the real mode cannot run this scenario: {}", why));
   MpiSession mpi;
   if (mpi.size() != real_ranks(s))

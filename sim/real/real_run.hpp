@@ -57,8 +57,11 @@
 
 namespace stalesim {
 
-// Why the real mode cannot run `s` (the JSON path and the reason), or "" when it can.
-std::string real_refusal(const Scenario& s);
+// Why the real mode cannot run `s` with that timing (the JSON path and the reason), or "" when it
+// can. Server shards (cluster.servers > 1): rank 0 serves every shard, and emulated timing gives
+// each shard its own link queue as a simulation does; measured timing is refused (the shards
+// would need ranks of their own for their real links).
+std::string real_refusal(const Scenario& s, bool emulated = true);
 
 // Ranks a real run of `s` takes: the server and one per worker.
 int real_ranks(const Scenario& s);
