@@ -10,7 +10,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -339,4 +341,54 @@ TEST_CASE("a server rank that hangs: the workers' watchdog ends the job (exit 3)
   CHECK(r.err.find("the server sent nothing for 1 s (the watchdog, --watchdog-s)") != std::string::npos);
   CHECK_FALSE(fs::exists(t.path / "r" / "done"));
   CHECK(gone_within(out, 10));
+}
+
+TEST_CASE("calibrate --cpu: a profile and a network block that a scenario loads, predicting the gradient time") {
+  Scratch t("calibrate", "real");
+  const std::string dir = (t.path / "cal").string();
+  const Outcome cal = run_cli("calibrate --cpu scenarios/real/two-workers.json --repeats 40 --warmup 5 --quiet --out " + dir);
+  REQUIRE_MESSAGE(cal.code == 0, cal.err);
+  INFO(cal.out);
+  const auto profile = nlohmann::json::parse(slurp(t.path / "cal" / "profile.json"));
+  const auto network = nlohmann::json::parse(slurp(t.path / "cal" / "network.json"));
+  CHECK(profile["peak_fp32_tflops"].get<double>() > 0);
+  CHECK(profile["efficiency"] == 1.0);
+  CHECK(network["latency_us"].get<double>() > 0);
+  CHECK(network["bandwidth_gbps"].get<double>() > 0);
+  // The batch median it printed ("... gradient (batch 10): median X us").
+  const auto at = cal.out.find("gradient (batch 10): median ");
+  REQUIRE(at != std::string::npos);
+  const double median_s = std::stod(cal.out.substr(at + std::strlen("gradient (batch 10): median "))) * 1e-6;
+  // Both workers on the measured profile (no iteration_ms) and the measured network: the
+  // simulation's mean compute time per iteration is the measured median (jitter: lognormal, mean 1).
+  const std::string sets = " --set cluster.workers.0.profile=" + dir + "/profile.json" +
+                           " --set cluster.workers.1.profile=" + dir + "/profile.json" +
+                           " --set cluster.workers.0.iteration_ms=null --set cluster.workers.1.iteration_ms=null" +
+                           " --set 'cluster.network=" + network.dump() + "'";
+  const Outcome sim = run_cli("run " + kScenario + sets + " --quiet --out " + (t.path / "sim").string());
+  REQUIRE_MESSAGE(sim.code == 0, sim.err);
+  const auto s = summary_of(t.path / "sim");
+  CHECK(s["manifest"]["scenario"]["cluster"]["network"]["latency_us"] == network["latency_us"]);
+  for (int w = 0; w < 2; ++w) {
+    CAPTURE(w);
+    const auto& ws = s["workers"][w];
+    REQUIRE(ws["iterations"].get<double>() > 10);
+    CHECK(ws["compute_s"].get<double>() / ws["iterations"].get<double>() == doctest::Approx(median_s).epsilon(0.1));
+  }
+}
+
+TEST_CASE("calibrate --cpu refuses a model without math and an existing profile without --force (exit 2)") {
+  Scratch t("calibrate-bad", "real");
+  const Outcome none = run_cli(
+      "calibrate --cpu scenarios/real/two-workers.json --set model.type=time-only --set model.parameters=1000 "
+      "--set model.flops_per_sample=1000 --set data.dataset=none --out " +
+      (t.path / "c").string());
+  CHECK(none.code == 2);
+  CHECK(none.err.find("two-workers.json: /model/type: \"time-only\" has no math: there is no gradient to time") !=
+        std::string::npos);
+  fs::create_directories(t.path / "c");
+  { std::ofstream(t.path / "c" / "profile.json") << "{}"; }
+  const Outcome exists = run_cli("calibrate --cpu scenarios/real/two-workers.json --out " + (t.path / "c").string());
+  CHECK(exists.code == 2);
+  CHECK(exists.err.find("profile.json: exists; --force replaces it") != std::string::npos);
 }

@@ -49,6 +49,16 @@ std::string find_mpirun() {
   return "";
 }
 
+// find_mpirun(), or a ScenarioError that says how to get it.
+std::string require_mpirun() {
+  std::string mpirun = find_mpirun();
+  if (mpirun.empty())
+    throw ScenarioError(
+        "mpirun was not found on PATH (install OpenMPI, e.g. tools/install-deps.sh, or set "
+        "STALESIM_MPIRUN to its path); nothing was run");
+  return mpirun;
+}
+
 pid_t g_child = 0;
 volatile sig_atomic_t g_forwarded = 0;  // the signal passed on to mpirun, 0 for none
 extern "C" void forward_signal(int sig) {
@@ -56,15 +66,11 @@ extern "C" void forward_signal(int sig) {
   if (g_child > 0) ::kill(g_child, sig);
 }
 
-// Starts mpirun with one rank per process of the real run and waits for it.
-int launch(const RealCommand& c) {
-  const std::string mpirun = find_mpirun();
-  if (mpirun.empty())
-    throw ScenarioError(
-        "mpirun was not found on PATH (install OpenMPI, e.g. tools/install-deps.sh, or set "
-        "STALESIM_MPIRUN to its path); nothing was run");
-  check_output_dir(c.options.out, c.options.force, c.options.guard);
-  const int ranks = real_ranks(c.scenario);
+}  // namespace
+
+int launch_ranks(int ranks, const std::string& command, const std::vector<std::string>& args, bool quiet,
+                 const std::string& on_interrupt) {
+  const std::string mpirun = require_mpirun();
   std::error_code ec;
   const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) throw ScenarioError(fmt::format("cannot find this program (/proc/self/exe): {}", ec.message()));
@@ -74,14 +80,14 @@ int launch(const RealCommand& c) {
   argv.emplace_back("--oversubscribe");
   if (::geteuid() == 0) argv.emplace_back("--allow-run-as-root");
   argv.push_back(self);
-  argv.emplace_back("real");
-  argv.insert(argv.end(), c.args.begin(), c.args.end());
+  argv.push_back(command);
+  argv.insert(argv.end(), args.begin(), args.end());
   // Idle ranks yield their core (OpenMPI's progress loop); the real mode polls with sleeps anyway.
   ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-  if (!c.quiet) {
+  if (!quiet) {
     std::string line;
     for (const auto& a : argv) line += (line.empty() ? "" : " ") + a;
-    fmt::print(stderr, "stalesim real: {}\n", line);
+    fmt::print(stderr, "stalesim {}: {}\n", command, line);
   }
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
@@ -97,7 +103,7 @@ int launch(const RealCommand& c) {
   const pid_t child = ::fork();
   if (child < 0) {
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    throw ScenarioError("real: fork failed");
+    throw ScenarioError(fmt::format("{}: fork failed", command));
   }
   if (child == 0) {
     // mpirun ends (and ends its ranks) when this process dies, even by SIGKILL.
@@ -115,18 +121,28 @@ int launch(const RealCommand& c) {
   }
   g_child = 0;
   if (g_forwarded) {  // Ctrl-C or a kill: mpirun ended the job, and rank 0 wrote what it measured
-    fmt::print(stderr, "stalesim real: interrupted (signal {}); the ranks were ended, partial outputs in {}/\n",
-               static_cast<int>(g_forwarded), c.options.out);
+    fmt::print(stderr, "stalesim {}: interrupted (signal {}); the ranks were ended{}\n", command,
+               static_cast<int>(g_forwarded), on_interrupt);
     return kExitInterrupted;
   }
   if (WIFEXITED(status) && (WEXITSTATUS(status) == kExitOk || WEXITSTATUS(status) == kExitBadInput))
     return WEXITSTATUS(status);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     throw ScenarioError(fmt::format("could not start {}", mpirun));
-  fmt::print(stderr, "stalesim real: the MPI job failed ({}); see the messages above\n",
+  fmt::print(stderr, "stalesim {}: the MPI job failed ({}); see the messages above\n", command,
              WIFEXITED(status) ? fmt::format("mpirun exited with {}", WEXITSTATUS(status))
                                : fmt::format("mpirun ended by signal {}", WTERMSIG(status)));
   return kExitFailed;
+}
+
+namespace {
+
+// Alone: checks the output folder, then starts one rank per process of the real run.
+int launch(const RealCommand& c) {
+  require_mpirun();
+  check_output_dir(c.options.out, c.options.force, c.options.guard);
+  return launch_ranks(real_ranks(c.scenario), "real", c.args, c.quiet,
+                      fmt::format(", partial outputs in {}/", c.options.out));
 }
 
 }  // namespace
