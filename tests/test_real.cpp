@@ -5,10 +5,14 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -110,6 +114,73 @@ TEST_CASE("a real 2-worker SSP run agrees with its simulation within loose bound
   CHECK(busy[1] / static_cast<double>(rows[1]) == doctest::Approx(0.030).epsilon(0.1));
 }
 
+// Lazy SSP and ESSP (sim/real/real_cache.cpp): the workers compute from their own copies; ESSP's
+// server pushes a copy to every worker at each rise of the server clock, lazy SSP's answers a
+// blocked worker's fetch. The same bound, staleness and traffic as the simulation.
+TEST_CASE("real ESSP and lazy SSP runs keep the bound and agree with their simulations") {
+  std::string sets, name;
+  SUBCASE("essp") {
+    sets = " --set policy.type=essp --set policy.staleness=1";
+    name = "essp";
+  }
+  SUBCASE("lazy ssp") {
+    sets = " --set policy.cache=lazy";
+    name = "lazy";
+  }
+  CAPTURE(name);
+  Scratch t(name, "real");
+  const Outcome sim = run_cli("run " + kScenario + sets + " --quiet --record gradients --out " +
+                              (t.path / "sim").string());
+  REQUIRE_MESSAGE(sim.code == 0, sim.err);
+  const Outcome real = run_cli("real " + kScenario + sets + " --quiet --out " + (t.path / "real").string());
+  REQUIRE_MESSAGE(real.code == 0, real.err);
+  const auto s = summary_of(t.path / "real");
+  const auto ss = summary_of(t.path / "sim");
+  CHECK(s["server_updates"].get<int64_t>() > 40);
+  // The bound: no gradient read a copy more than one clock behind its worker.
+  CHECK(s["staleness_per_gradient"]["read_clock_gap"]["max"].get<int64_t>() <= 1);
+  // The copies the server sent (ESSP: to every worker per clock; lazy: the fetches) as simulated.
+  const double pulls = s["messages"]["pull"].get<double>();
+  const double sim_pulls = ss["messages"]["pull"].get<double>();
+  CHECK(pulls == doctest::Approx(sim_pulls).epsilon(0.2));
+  const auto c = compare_runs(read_compared_run((t.path / "sim").string()),
+                              {read_compared_run((t.path / "real").string())});
+  INFO(compare_table(c));
+  CHECK(c["staleness_ks"].get<double>() < 0.3);
+  CHECK(c["updates_rel_error"].get<double>() < 0.05);
+  CHECK(c["updates_rel_error"].get<double>() > -0.5);
+}
+
+// cluster.servers > 1: rank 0 serves both shards, each with its own emulated link. On a slow
+// network (1 Mbit/s, so that the links decide the time) the real run follows the simulation's shards.
+TEST_CASE("a real run with 2 server shards follows its simulation on a link-bound network") {
+  Scratch t("shards", "real");
+  const std::string sets = " --set cluster.servers=2 --set cluster.network.bandwidth_gbps=0.001";
+  const Outcome sim = run_cli("run " + kScenario + sets + " --quiet --record gradients --out " +
+                              (t.path / "sim").string());
+  REQUIRE_MESSAGE(sim.code == 0, sim.err);
+  const Outcome real = run_cli("real " + kScenario + sets + " --quiet --out " + (t.path / "real").string());
+  REQUIRE_MESSAGE(real.code == 0, real.err);
+  const auto c = compare_runs(read_compared_run((t.path / "sim").string()),
+                              {read_compared_run((t.path / "real").string())});
+  INFO(compare_table(c));
+  CHECK(c["updates_rel_error"].get<double>() < 0.05);
+  CHECK(c["updates_rel_error"].get<double>() > -0.2);
+  CHECK(c["iteration_time_rel_error"].get<double>() > -0.05);
+  CHECK(c["iteration_time_rel_error"].get<double>() < 0.2);
+}
+
+TEST_CASE("a real n-softsync run: the pull protocol with the server's averaging") {
+  Scratch t("softsync", "real");
+  const Outcome real = run_cli("real " + kScenario + " --set policy.type=softsync --set policy.n=2 --quiet --out " +
+                               (t.path / "real").string());
+  REQUIRE_MESSAGE(real.code == 0, real.err);
+  const auto s = summary_of(t.path / "real");
+  CHECK(s["manifest"]["scenario"]["policy"]["type"] == "softsync");
+  CHECK(s["server_updates"].get<int64_t>() > 40);
+  CHECK(s["status"] == "completed");
+}
+
 TEST_CASE("a real run under an explicit mpirun with the right rank count, and compare's files") {
   Scratch t("explicit", "real");
   const Outcome real = run_cli(
@@ -146,18 +217,43 @@ TEST_CASE("the real mode's errors: wrong rank count, no mpirun, a refused scenar
     CHECK(r.err.find("mpirun was not found on PATH") != std::string::npos);
     CHECK_FALSE(fs::exists(t.path / "r"));
   }
-  SUBCASE("a policy the real mode does not run") {
+  // Each refusal comes before mpirun starts (PATH without it) and names the JSON path and why.
+  SUBCASE("VAP") {
     const Outcome r =
-        run_cli("real " + kScenario + " --set policy.type=essp --out " + (t.path / "r").string(),
+        run_cli("real " + kScenario + " --set policy.type=vap --set policy.value_bound=1 --out " +
+                    (t.path / "r").string(),
                 "PATH=/nonexistent ");
     CHECK(r.code == 2);
-    CHECK(r.err.find("the real mode cannot run this scenario: /policy/type: \"essp\"") != std::string::npos);
+    CHECK(r.err.find("the real mode cannot run this scenario: /policy/type: \"vap\" holds each update") !=
+          std::string::npos);
   }
-  SUBCASE("a learning rule the real mode does not run") {
-    const Outcome r =
-        run_cli("real " + kScenario + " --set optimizer.rule=bfasgd --out " + (t.path / "r").string());
+  SUBCASE("B-FASGD's cut messages") {
+    const Outcome r = run_cli("real " + kScenario + " --set optimizer.rule=bfasgd --out " + (t.path / "r").string(),
+                              "PATH=/nonexistent ");
     CHECK(r.code == 2);
-    CHECK(r.err.find("/optimizer/rule: \"bfasgd\" skips pushes and fetches") != std::string::npos);
+    CHECK(r.err.find("/optimizer/rule: \"bfasgd\" cuts pushes and fetches") != std::string::npos);
+  }
+  SUBCASE("DC-ASGD under a cache policy") {
+    const Outcome r = run_cli(
+        "real " + kScenario + " --set policy.type=essp --set optimizer.rule=dcasgd --out " + (t.path / "r").string(),
+        "PATH=/nonexistent ");
+    CHECK(r.code == 2);
+    CHECK(r.err.find("/optimizer/rule: \"dcasgd\" needs the parameters each gradient read") != std::string::npos);
+  }
+  SUBCASE("a row model under a cache policy") {
+    const Outcome r = run_cli("real scenarios/workloads/mf.json --set policy.type=essp --out " +
+                                  (t.path / "r").string(),
+                              "PATH=/nonexistent ");
+    CHECK(r.code == 2);
+    CHECK(r.err.find("/model/type: \"mf\": under a cache policy a simulation sends the changed rows") !=
+          std::string::npos);
+  }
+  SUBCASE("server shards with measured timing") {
+    const Outcome r = run_cli("real " + kScenario + " --set cluster.servers=2 --timing measured --out " +
+                                  (t.path / "r").string(),
+                              "PATH=/nonexistent ");
+    CHECK(r.code == 2);
+    CHECK(r.err.find("/cluster/servers: 2 server shards: one rank (0) serves them all") != std::string::npos);
   }
   SUBCASE("a bad --timing") {
     const Outcome r = run_cli("real " + kScenario + " --timing fast --out " + (t.path / "r").string());
@@ -191,4 +287,108 @@ TEST_CASE("a worker rank that hangs: the watchdog writes what was measured and e
   CHECK(s["stop_reason"] == "rank_silent");
   CHECK(s["server_updates"].get<int64_t>() >= 5);
   CHECK(processes_naming(out) == 0);
+}
+
+namespace {
+
+// Starts `stalesim real ARGS` in the background, sends it `sig` after `after_s` seconds, waits
+// for it; the shell's status for it (128 + N: ended by signal N).
+int run_and_signal(const std::string& args, const char* sig, double after_s) {
+  const std::string cmd = std::string("cd '") + STALESIM_SOURCE_DIR + "' && { '" + STALESIM_BINARY + "' real " +
+                          args + " >/dev/null 2>&1 </dev/null & p=$!; sleep " + std::to_string(after_s) +
+                          "; kill -" + sig + " $p; wait $p; exit $?; }";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Whether every process naming `marker` is gone within `seconds`.
+bool gone_within(const std::string& marker, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (processes_naming(marker) == 0) return true;
+    ::usleep(100'000);
+  }
+  return processes_naming(marker) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("Ctrl-C of stalesim real: exit 130, what was measured written, no rank left behind") {
+  Scratch t("sigint", "real");
+  const std::string out = (t.path / "r").string();
+  // The run would last 6 s; SIGINT comes after 2.5 (mpirun's start and about 1.5 s of the run).
+  CHECK(run_and_signal("scenarios/real/two-workers.json --quiet --out " + out, "INT", 2.5) == 130);
+  CHECK(gone_within(out, 10));
+  REQUIRE(fs::exists(t.path / "r" / "summary.json"));
+  CHECK_FALSE(fs::exists(t.path / "r" / "done"));
+  const auto s = summary_of(t.path / "r");
+  CHECK(s["status"] == "interrupted");
+  CHECK(s["server_updates"].get<int64_t>() > 0);
+}
+
+TEST_CASE("SIGKILL of stalesim real (the launcher): mpirun and every rank end with it") {
+  Scratch t("sigkill", "real");
+  const std::string out = (t.path / "r").string();
+  CHECK(run_and_signal("scenarios/real/two-workers.json --quiet --out " + out, "KILL", 2.5) == 128 + SIGKILL);
+  CHECK(gone_within(out, 10));
+}
+
+TEST_CASE("a server rank that hangs: the workers' watchdog ends the job (exit 3), no rank left behind") {
+  Scratch t("server-hang", "real");
+  const std::string out = (t.path / "r").string();
+  const Outcome r = run_cli("real " + kScenario + " --quiet --watchdog-s 1 --out " + out,
+                            "STALESIM_REAL_INJECT_FAULT=server:20:stop ");
+  CHECK(r.code == 3);
+  CHECK(r.err.find("the server sent nothing for 1 s (the watchdog, --watchdog-s)") != std::string::npos);
+  CHECK_FALSE(fs::exists(t.path / "r" / "done"));
+  CHECK(gone_within(out, 10));
+}
+
+TEST_CASE("calibrate --cpu: a profile and a network block that a scenario loads, predicting the gradient time") {
+  Scratch t("calibrate", "real");
+  const std::string dir = (t.path / "cal").string();
+  const Outcome cal = run_cli("calibrate --cpu scenarios/real/two-workers.json --repeats 40 --warmup 5 --quiet --out " + dir);
+  REQUIRE_MESSAGE(cal.code == 0, cal.err);
+  INFO(cal.out);
+  const auto profile = nlohmann::json::parse(slurp(t.path / "cal" / "profile.json"));
+  const auto network = nlohmann::json::parse(slurp(t.path / "cal" / "network.json"));
+  CHECK(profile["peak_fp32_tflops"].get<double>() > 0);
+  CHECK(profile["efficiency"] == 1.0);
+  CHECK(network["latency_us"].get<double>() > 0);
+  CHECK(network["bandwidth_gbps"].get<double>() > 0);
+  // The batch median it printed ("... gradient (batch 10): median X us").
+  const auto at = cal.out.find("gradient (batch 10): median ");
+  REQUIRE(at != std::string::npos);
+  const double median_s = std::stod(cal.out.substr(at + std::strlen("gradient (batch 10): median "))) * 1e-6;
+  // Both workers on the measured profile (no iteration_ms) and the measured network: the
+  // simulation's mean compute time per iteration is the measured median (jitter: lognormal, mean 1).
+  const std::string sets = " --set cluster.workers.0.profile=" + dir + "/profile.json" +
+                           " --set cluster.workers.1.profile=" + dir + "/profile.json" +
+                           " --set cluster.workers.0.iteration_ms=null --set cluster.workers.1.iteration_ms=null" +
+                           " --set 'cluster.network=" + network.dump() + "'";
+  const Outcome sim = run_cli("run " + kScenario + sets + " --quiet --out " + (t.path / "sim").string());
+  REQUIRE_MESSAGE(sim.code == 0, sim.err);
+  const auto s = summary_of(t.path / "sim");
+  CHECK(s["manifest"]["scenario"]["cluster"]["network"]["latency_us"] == network["latency_us"]);
+  for (int w = 0; w < 2; ++w) {
+    CAPTURE(w);
+    const auto& ws = s["workers"][w];
+    REQUIRE(ws["iterations"].get<double>() > 10);
+    CHECK(ws["compute_s"].get<double>() / ws["iterations"].get<double>() == doctest::Approx(median_s).epsilon(0.1));
+  }
+}
+
+TEST_CASE("calibrate --cpu refuses a model without math and an existing profile without --force (exit 2)") {
+  Scratch t("calibrate-bad", "real");
+  const Outcome none = run_cli(
+      "calibrate --cpu scenarios/real/two-workers.json --set model.type=time-only --set model.parameters=1000 "
+      "--set model.flops_per_sample=1000 --set data.dataset=none --out " +
+      (t.path / "c").string());
+  CHECK(none.code == 2);
+  CHECK(none.err.find("two-workers.json: /model/type: \"time-only\" has no math: there is no gradient to time") !=
+        std::string::npos);
+  fs::create_directories(t.path / "c");
+  { std::ofstream(t.path / "c" / "profile.json") << "{}"; }
+  const Outcome exists = run_cli("calibrate --cpu scenarios/real/two-workers.json --out " + (t.path / "c").string());
+  CHECK(exists.code == 2);
+  CHECK(exists.err.find("profile.json: exists; --force replaces it") != std::string::npos);
 }

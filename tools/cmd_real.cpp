@@ -29,6 +29,7 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;
 constexpr int kExitFailed = 3;
+constexpr int kExitInterrupted = 130;
 
 // `mpirun` on PATH (or STALESIM_MPIRUN), or "".
 std::string find_mpirun() {
@@ -48,20 +49,28 @@ std::string find_mpirun() {
   return "";
 }
 
-pid_t g_child = 0;
-extern "C" void forward_signal(int sig) {
-  if (g_child > 0) ::kill(g_child, sig);
-}
-
-// Starts mpirun with one rank per process of the real run and waits for it.
-int launch(const RealCommand& c) {
-  const std::string mpirun = find_mpirun();
+// find_mpirun(), or a ScenarioError that says how to get it.
+std::string require_mpirun() {
+  std::string mpirun = find_mpirun();
   if (mpirun.empty())
     throw ScenarioError(
         "mpirun was not found on PATH (install OpenMPI, e.g. tools/install-deps.sh, or set "
         "STALESIM_MPIRUN to its path); nothing was run");
-  check_output_dir(c.options.out, c.options.force, c.options.guard);
-  const int ranks = real_ranks(c.scenario);
+  return mpirun;
+}
+
+pid_t g_child = 0;
+volatile sig_atomic_t g_forwarded = 0;  // the signal passed on to mpirun, 0 for none
+extern "C" void forward_signal(int sig) {
+  g_forwarded = sig;
+  if (g_child > 0) ::kill(g_child, sig);
+}
+
+}  // namespace
+
+int launch_ranks(int ranks, const std::string& command, const std::vector<std::string>& args, bool quiet,
+                 const std::string& on_interrupt) {
+  const std::string mpirun = require_mpirun();
   std::error_code ec;
   const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) throw ScenarioError(fmt::format("cannot find this program (/proc/self/exe): {}", ec.message()));
@@ -71,14 +80,14 @@ int launch(const RealCommand& c) {
   argv.emplace_back("--oversubscribe");
   if (::geteuid() == 0) argv.emplace_back("--allow-run-as-root");
   argv.push_back(self);
-  argv.emplace_back("real");
-  argv.insert(argv.end(), c.args.begin(), c.args.end());
+  argv.push_back(command);
+  argv.insert(argv.end(), args.begin(), args.end());
   // Idle ranks yield their core (OpenMPI's progress loop); the real mode polls with sleeps anyway.
   ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-  if (!c.quiet) {
+  if (!quiet) {
     std::string line;
     for (const auto& a : argv) line += (line.empty() ? "" : " ") + a;
-    fmt::print(stderr, "stalesim real: {}\n", line);
+    fmt::print(stderr, "stalesim {}: {}\n", command, line);
   }
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
@@ -94,7 +103,7 @@ int launch(const RealCommand& c) {
   const pid_t child = ::fork();
   if (child < 0) {
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    throw ScenarioError("real: fork failed");
+    throw ScenarioError(fmt::format("{}: fork failed", command));
   }
   if (child == 0) {
     // mpirun ends (and ends its ranks) when this process dies, even by SIGKILL.
@@ -111,14 +120,29 @@ int launch(const RealCommand& c) {
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   g_child = 0;
+  if (g_forwarded) {  // Ctrl-C or a kill: mpirun ended the job, and rank 0 wrote what it measured
+    fmt::print(stderr, "stalesim {}: interrupted (signal {}); the ranks were ended{}\n", command,
+               static_cast<int>(g_forwarded), on_interrupt);
+    return kExitInterrupted;
+  }
   if (WIFEXITED(status) && (WEXITSTATUS(status) == kExitOk || WEXITSTATUS(status) == kExitBadInput))
     return WEXITSTATUS(status);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     throw ScenarioError(fmt::format("could not start {}", mpirun));
-  fmt::print(stderr, "stalesim real: the MPI job failed ({}); see the messages above\n",
+  fmt::print(stderr, "stalesim {}: the MPI job failed ({}); see the messages above\n", command,
              WIFEXITED(status) ? fmt::format("mpirun exited with {}", WEXITSTATUS(status))
                                : fmt::format("mpirun ended by signal {}", WTERMSIG(status)));
   return kExitFailed;
+}
+
+namespace {
+
+// Alone: checks the output folder, then starts one rank per process of the real run.
+int launch(const RealCommand& c) {
+  require_mpirun();
+  check_output_dir(c.options.out, c.options.force, c.options.guard);
+  return launch_ranks(real_ranks(c.scenario), "real", c.args, c.quiet,
+                      fmt::format(", partial outputs in {}/", c.options.out));
 }
 
 }  // namespace
@@ -129,7 +153,7 @@ bool quiet_rank() {
 }
 
 int real_main(RealCommand c) {
-  if (const std::string why = real_refusal(c.scenario); !why.empty())
+  if (const std::string why = real_refusal(c.scenario, c.options.emulated); !why.empty())
     throw ScenarioError(fmt::format("{}: the real mode cannot run this scenario: {}", c.origin, why));
   if (!mpi_built())
     throw ScenarioError(
@@ -138,10 +162,14 @@ int real_main(RealCommand c) {
     RealOptions::Fault fault;
     long long it = -1;
     char how[8] = "";
-    if (std::sscanf(f, "%d:%lld:%7s", &fault.worker, &it, how) != 3 || fault.worker < 0 || it < 0 ||
-        (std::string(how) != "kill" && std::string(how) != "stop"))
-      throw ScenarioError(
-          fmt::format("STALESIM_REAL_INJECT_FAULT='{}': expected WORKER:ITERATION:kill|stop", f));
+    const std::string spec = f;
+    const bool server = spec.starts_with("server:");
+    if (server) fault.worker = -1;
+    if ((server ? std::sscanf(f + 7, "%lld:%7s", &it, how) != 2
+                : std::sscanf(f, "%d:%lld:%7s", &fault.worker, &it, how) != 3 || fault.worker < 0) ||
+        it < 0 || (std::string(how) != "kill" && std::string(how) != "stop"))
+      throw ScenarioError(fmt::format(
+          "STALESIM_REAL_INJECT_FAULT='{}': expected WORKER:ITERATION:kill|stop or server:UPDATES:kill|stop", f));
     fault.iteration = it;
     fault.hang = std::string(how) == "stop";
     c.options.fault = fault;

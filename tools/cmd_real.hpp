@@ -22,6 +22,13 @@ struct RealCommand {
 // `mpirun -n N+1 ... stalesim real ARGS` and waits for it. Returns the exit code (README "Real runs").
 int real_main(RealCommand command);
 
+// Starts `mpirun -n RANKS [--oversubscribe ...] THIS-PROGRAM COMMAND ARGS` and waits for it (its
+// ranks end with this process, even on SIGKILL). Returns 0 or 2 as the job exits, 130 when a
+// signal interrupted it (`on_interrupt` is added to that message), 3 for any other failure.
+// Throws ScenarioError when mpirun is not on PATH.
+int launch_ranks(int ranks, const std::string& command, const std::vector<std::string>& args, bool quiet,
+                 const std::string& on_interrupt);
+
 // `stalesim compare RUN_A RUN_B [RUN_B2 ...] [--json FILE]`.
 int compare_main(const std::vector<std::string>& args);
 

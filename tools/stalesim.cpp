@@ -58,6 +58,7 @@
 #include "sim/text.hpp"
 #include "sim/output/timeline.hpp"
 #include "sim/output/trace.hpp"
+#include "tools/cmd_calibrate_cpu.hpp"
 #include "tools/cmd_real.hpp"
 
 namespace po = boost::program_options;
@@ -129,7 +130,8 @@ Commands:
   compare A B [B..]  compare run folders (a simulation and real runs): errors, KS distance, spread
   profiles [FILE]    list the built-in device profiles (or check profile files) and how to add yours
   costs              list the cost architectures (model.cost): parameters, FLOPs per sample, source
-  calibrate          time a model on this machine's GPU and write its device profile (CUDA builds)
+  calibrate          time a model on this machine's GPU and write its device profile (CUDA builds);
+                     --cpu SCENARIO: this CPU's gradient time and the MPI link, for real runs
   fields             print the scenario field reference (Markdown)
   schema [--sweep]   print the scenario (or sweep file) format as JSON Schema 2020-12 (for editors)
   version            print the version and build
@@ -359,7 +361,8 @@ int cmd_real(const std::vector<std::string>& args) {
       "timing", po::value<std::string>()->default_value("emulated"),
       "emulated: pad compute and messages to the scenario's devices and network; measured: no padding")(
       "watchdog-s", po::value<double>()->default_value(60),
-      "abort the job when a worker sends nothing for this many seconds")(
+      "end the job when a worker the server waits for, or the server a worker waits for, sends nothing "
+      "for this many seconds")(
       "quiet", "no mpirun line on stderr")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
@@ -369,7 +372,9 @@ int cmd_real(const std::vector<std::string>& args) {
       std::cout << o
                 << "\nRuns rank 0 as the parameter server and one rank per worker. Under mpirun give it\n"
                    "-n WORKERS+1; alone it starts mpirun itself. Writes summary.json, metrics.csv,\n"
-                   "staleness.csv, gradients.csv, timing.csv (wall-clock seconds); see README \"Real runs\".\n";
+                   "staleness.csv, gradients.csv, timing.csv (wall-clock seconds); see REFERENCE.md \"Real runs\".\n"
+                   "Exit codes: 0 success, 2 bad input or a scenario the real mode refuses, 3 a failed run\n"
+                   "(a rank died or fell silent), 130 interrupted (SIGINT or SIGTERM).\n";
       return kExitOk;
     }
     cli::RealCommand c;
@@ -1102,7 +1107,59 @@ std::string profile_name_for(const std::string& device) {
   return out.empty() ? "gpu" : out;
 }
 
+// `calibrate --cpu SCENARIO`: the options here; the measurement in tools/cmd_calibrate_cpu.cpp.
+int cmd_calibrate_cpu(const std::vector<std::string>& args) {
+  po::options_description o("Usage: stalesim calibrate --cpu SCENARIO [options]\n\nOptions");
+  add_scenario_options(o);
+  o.add_options()("cpu", "time this machine's CPU and MPI transport")(
+      "out", po::value<std::string>(), "folder for profile.json and network.json (default: results/calibrate-cpu)")(
+      "name", po::value<std::string>(), "profile name (default: cpu-<host name>)")(
+      "repeats", po::value<int32_t>()->default_value(200), "timed gradients and round trips per size")(
+      "warmup", po::value<int32_t>()->default_value(20), "untimed ones before each measurement")(
+      "force", "replace profile.json and network.json")("quiet", "no mpirun line on stderr")(
+      "help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  try {
+    const auto p = parse(args, o, pos);
+    if (p.help) {
+      std::cout << o << R"TXT(
+Measures, on this machine, what a `stalesim real --timing measured` run of the scenario pays, so
+that a simulation can predict it: the median wall-clock time of the scenario's real gradient (its
+model, batch size and data, one thread) at the batch size and at batch 1, written as a device
+profile (profile.json: overhead_us and the sustained peak_fp32_tflops, efficiency 1, fitted so
+that the profile reproduces the median at the scenario's batch), and the MPI transport's latency
+and bandwidth from a ping-pong between 2 ranks (network.json, a cluster.network block). Starts
+`mpirun -n 2` itself. Use them as
+  --set cluster.workers.0.profile=DIR/profile.json --set "cluster.network=$(cat DIR/network.json)"
+A scenario with model.cost is fitted to the cost architecture's FLOPs (what its simulation times).
+Exit codes: 0 written, 2 bad input (or a build without MPI), 3 the MPI job failed, 130 interrupted.
+)TXT";
+      return kExitOk;
+    }
+    cli::CalibrateCpuCommand c;
+    c.scenario = load(p.vm);
+    c.origin = p.vm["scenario"].as<std::string>();
+    c.args = args;
+    c.out = p.vm.count("out") ? p.vm["out"].as<std::string>() : "results/calibrate-cpu";
+    if (p.vm.count("name")) c.name = p.vm["name"].as<std::string>();
+    c.repeats = p.vm["repeats"].as<int32_t>();
+    c.warmup = p.vm["warmup"].as<int32_t>();
+    if (c.repeats < 5 || c.repeats > 100000)
+      throw UsageError(fmt::format("--repeats: expected 5 to 100000, got {}", c.repeats));
+    if (c.warmup < 0 || c.warmup > 100000)
+      throw UsageError(fmt::format("--warmup: expected 0 to 100000, got {}", c.warmup));
+    c.force = p.vm.count("force") > 0;
+    c.quiet = p.vm.count("quiet") > 0;
+    return cli::calibrate_cpu_main(std::move(c));
+  } catch (const std::exception&) {
+    if (cli::quiet_rank()) return kExitBadInput;  // rank 0 says it, once
+    throw;
+  }
+}
+
 int cmd_calibrate(const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--cpu") != args.end()) return cmd_calibrate_cpu(args);
   po::options_description o("Usage: stalesim calibrate [options]\n\nOptions");
   o.add_options()("model", po::value<std::string>()->default_value("mlp"), "softmax or mlp")(
       "hidden", po::value<std::string>()->default_value("200"), "mlp hidden widths, e.g. 200 or 256,128")(
@@ -1127,6 +1184,8 @@ device profile in the format of models/profiles/*.json:
 so that the profile reproduces the median at --batch exactly (the batch-1 iteration's own sample
 is counted as overhead). Each median is taken over --repeats iterations after --warmup untimed ones.
 A scenario uses the file as it is: "profile": "FILE.json" (relative to the scenario's folder).
+`stalesim calibrate --cpu SCENARIO` times this machine's CPU and MPI transport instead (see
+`stalesim calibrate --cpu --help`).
 Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA).
 )";
     return kExitOk;

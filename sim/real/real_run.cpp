@@ -3,42 +3,41 @@
 #include "sim/real/real_run.hpp"
 
 #include <fmt/format.h>
-#include <time.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <csignal>
-#include <cstring>
-#include <memory>
 #include <vector>
 
-#include "sim/output/csv_observers.hpp"
-#include "sim/evaluation.hpp"
-#include "sim/output/outputs.hpp"
 #include "sim/simulation.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
 #include "sim/worker/core.hpp"
-#include "sim/worker/pull.hpp"
 
 #ifdef STALESIM_HAVE_MPI
-#include <mpi.h>
+#include "sim/real/real_server.hpp"
 #endif
 
 namespace stalesim {
 
-std::string real_refusal(const Scenario& s) {
+std::string real_refusal(const Scenario& s, bool emulated) {
   const PolicySpec& p = s.policy;
-  if (p.type == PolicyType::kEssp)
-    return "/policy/type: \"essp\" pushes fresh parameters to workers' caches eagerly (a server-initiated "
-           "flow); the real mode runs the pull-every-iteration policies only (bsp, asp, ssp, dssp, softsync)";
   if (p.type == PolicyType::kVap)
-    return "/policy/type: \"vap\" bounds in-transit update values with its own worker protocol; the real "
-           "mode "
-           "runs the pull-every-iteration policies only (bsp, asp, ssp, dssp, softsync)";
-  if (!p.pulls_every_clock())
-    return "/policy/cache: a lazy cache keeps parameters on the workers between clocks; the real mode runs "
-           "the pull-every-iteration policies only (policy.cache \"pull-every-iteration\")";
+    return "/policy/type: \"vap\" holds each update on its worker until every other worker has received "
+           "the updates in transit (a value bound that needs every worker's view of every other's "
+           "updates); the real mode implements the clock-bounded policies (bsp, asp, ssp with either "
+           "cache, dssp, essp, softsync), not VAP's worker-to-worker bookkeeping";
+  if (!p.pulls_every_clock()) {  // lazy SSP and ESSP: the workers' own copies (sim/real/real_cache.cpp)
+    if (s.model.cost == "derived" && (s.model.type == ModelType::kMf || s.model.type == ModelType::kLda))
+      return fmt::format(
+          "/model/type: \"{}\": under a cache policy a simulation sends the changed rows of a row model "
+          "(policy \"{}\"); the real mode sends whole copies: use model.cost or a pull-every-iteration "
+          "policy",
+          to_string(s.model.type), to_string(p.type));
+    if (s.optimizer.rule == RuleType::kDcasgd)
+      return "/optimizer/rule: \"dcasgd\" needs the parameters each gradient read; under a cache policy "
+             "those are the worker's own copy, which the real mode does not send back: use a "
+             "pull-every-iteration policy";
+  }
   if (s.cluster.network.topology != "star")
     return "/cluster/network/topology: the real mode emulates the star network only (each worker's link "
            "and the server's FIFO link); racks and graphs are simulated, not emulated";
@@ -55,8 +54,15 @@ std::string real_refusal(const Scenario& s) {
     return fmt::format("/model/type: \"{}\" has no math: a real run computes and sends real gradients",
                        to_string(s.model.type));
   if (s.optimizer.rule == RuleType::kBfasgd)
-    return "/optimizer/rule: \"bfasgd\" skips pushes and fetches by its own draws; the real mode does not "
-           "implement skipped transfers";
+    return "/optimizer/rule: \"bfasgd\" cuts pushes and fetches with probabilities that follow the "
+           "server's running statistics (its transfer gate); a worker rank does not hold them, and the real "
+           "mode does not send them with each grant, so it does not cut messages: use \"fasgd\"";
+  if (s.cluster.servers > 1 && !emulated)
+    return fmt::format(
+        "/cluster/servers: {} server shards: one rank (0) serves them all, which emulated timing can "
+        "present as the shards' own links but measured timing cannot (the real mode does not start a "
+        "rank per shard): use --timing emulated, or cluster.servers 1",
+        s.cluster.servers);
   if (!ClusterSchedule(s.cluster).crashes().empty())
     return "/cluster/schedule: crashes and rejoins are simulated faults; a real run has only real ones";
   if (!s.stop.virtual_time_s && !s.stop.max_updates && !(s.stop.target_accuracy && s.stop.at_target))
@@ -76,428 +82,18 @@ RealOutcome run_real_rank(const Scenario&, const RealOptions&) {
 
 #else
 
-namespace {
+namespace real {
 
-using Clock = std::chrono::steady_clock;
-constexpr int kTagParams = 1;
-constexpr int kTagPush = 2;
-constexpr int kExitFailed = 3;
-
-// Server -> worker: parameters (count floats follow), or the end of the run.
-struct ParamsHeader {
-  int64_t stop = 0;
-  int64_t deliver_at_ns = 0;  // emulated: the worker starts no earlier (0: at once)
-  int64_t version = 0;
-  int64_t count = 0;
-};
-
-// Worker -> server: a gradient (count floats follow) and how its iteration went.
-struct PushHeader {
-  int64_t iteration = 0;
-  int64_t sent_at_ns = 0;    // when it left the worker
-  int64_t params_at_ns = 0;  // when the worker had the parameters (after any emulated delay)
-  int64_t compute_ns = 0;    // the real gradient
-  int64_t padding_ns = 0;    // emulated: the profile's time minus compute_ns (0 when slower)
-  int64_t count = 0;
-  double loss = 0;
-};
-
-std::atomic<int> g_signal{0};
 extern "C" void on_real_signal(int sig) { g_signal.store(sig); }
-
-int64_t since(Clock::time_point epoch) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch).count();
-}
-
-void sleep_ns(int64_t ns) {
-  if (ns <= 0) return;
-  timespec t{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-  while (::nanosleep(&t, &t) != 0 && errno == EINTR && g_signal.load() == 0) {
-  }
-}
-
-// Sleeps between polls while idle: 50 us, doubling to 200 us.
-class Backoff {
- public:
-  void reset() { ns_ = kMin; }
-  void idle(int64_t at_most) {
-    sleep_ns(std::min(ns_, std::max<int64_t>(at_most, 1000)));
-    ns_ = std::min(ns_ * 2, kMax);
-  }
-
- private:
-  static constexpr int64_t kMin = 50'000;
-  static constexpr int64_t kMax = 200'000;
-  int64_t ns_ = kMin;
-};
-
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw std::runtime_error(
-      fmt::format("MPI {} failed: {}", what, std::string(text, static_cast<size_t>(len))));
-}
-
-template <class Header>
-std::vector<char> pack(const Header& h, std::span<const float> values) {
-  std::vector<char> buf(sizeof(Header) + values.size_bytes());
-  std::memcpy(buf.data(), &h, sizeof(Header));
-  if (!values.empty()) std::memcpy(buf.data() + sizeof(Header), values.data(), values.size_bytes());
-  return buf;
-}
-
-template <class Header>
-Header unpack(const std::vector<char>& buf, std::vector<float>& values) {
-  Header h;
-  if (buf.size() < sizeof(Header)) throw std::runtime_error("a real-mode message shorter than its header");
-  std::memcpy(&h, buf.data(), sizeof(Header));
-  if (buf.size() != sizeof(Header) + static_cast<size_t>(h.count) * sizeof(float))
-    throw std::runtime_error("a real-mode message whose size does not match its header");
-  values.resize(static_cast<size_t>(h.count));
-  if (h.count) std::memcpy(values.data(), buf.data() + sizeof(Header), values.size() * sizeof(float));
-  return h;
-}
-
-// Receives one message of `tag` from `source` (MPI_ANY_SOURCE: any) if one is there.
-bool try_receive(int source, int tag, std::vector<char>& buf, int& from) {
-  int flag = 0;
-  MPI_Status st;
-  check(MPI_Iprobe(source, tag, MPI_COMM_WORLD, &flag, &st), "Iprobe");
-  if (!flag) return false;
-  int bytes = 0;
-  check(MPI_Get_count(&st, MPI_BYTE, &bytes), "Get_count");
-  buf.resize(static_cast<size_t>(bytes));
-  check(MPI_Recv(buf.data(), bytes, MPI_BYTE, st.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "Recv");
-  from = st.MPI_SOURCE;
-  return true;
-}
-
-std::vector<int32_t> eval_indices(const Scenario& s, const DataSplit& d) {
-  const int64_t m = s.eval.test_samples > 0 ? std::min(s.eval.test_samples, d.test.size()) : d.test.size();
-  std::vector<int32_t> idx(static_cast<size_t>(m));
-  for (int64_t i = 0; i < m; ++i) idx[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  return idx;
-}
-
-// ---- The server (rank 0) -------------------------------------------------------------------
-
-class RealServer final : public PullProtocol {
- public:
-  RealServer(WorkerCore& c, const RealOptions& o, Clock::time_point epoch)
-      : PullProtocol(c), opt_(o), epoch_(epoch), slots_(c.workers.size()) {}
-
-  // A grant (WorkerCore::grant): the parameters go to the worker's rank.
-  void on_params(Worker& w) override {
-    Slot& s = slots_[static_cast<size_t>(w.id)];
-    s.granted_at = since(epoch_);
-    ParamsHeader h;
-    h.version = w.read_version;
-    h.count = static_cast<int64_t>(w.params.values().size());
-    if (opt_.emulated)
-      h.deliver_at_ns = (c_.granted_sent + c_.latency_of(w) + c_.worker_link(w, c_.message_bytes)).ns();
-    send(w.id, pack(h, w.params.values()));
-    s.busy = true;
-    s.heard_at = s.granted_at;
-  }
-
-  RealOutcome run();
-
- protected:
-  // The worker's gradient, as received, applied through the pull protocol.
-  std::optional<double> apply_gradient(Worker& w, GradientInfo& info) override {
-    Slot& s = slots_[static_cast<size_t>(w.id)];
-    const int64_t now = since(epoch_);
-    const int64_t wait = s.applied_at < 0 ? 0 : std::max<int64_t>(0, s.granted_at - s.applied_at);
-    const int64_t comm = std::max<int64_t>(0, s.push.params_at_ns - s.granted_at) +
-                         std::max<int64_t>(0, now - s.push.sent_at_ns);
-    timing_ +=
-        fmt::format("{},{},{},{},{},{},{},{}\n", w.id, s.push.iteration, s.granted_at / 1e9,
-                    s.push.compute_ns / 1e9, s.push.padding_ns / 1e9, wait / 1e9, comm / 1e9, now / 1e9);
-    s.compute_ns += s.push.compute_ns + s.push.padding_ns;
-    s.wait_ns += wait;
-    s.comm_ns += comm;
-    s.applied_at = now;
-    return apply_computed(w, info, s.push.loss, s.grad);
-  }
-
- private:
-  struct Slot {
-    std::vector<char> out, in;
-    std::vector<float> grad;
-    PushHeader push;
-    MPI_Request send = MPI_REQUEST_NULL;
-    int64_t granted_at = -1, applied_at = -1, heard_at = 0;
-    bool busy = false;     // computing, or its push not yet received
-    bool stopped = false;  // told the run is over
-    int64_t compute_ns = 0, wait_ns = 0, comm_ns = 0;
-  };
-
-  void send(int32_t w, std::vector<char> message) {
-    Slot& s = slots_[static_cast<size_t>(w)];
-    check(MPI_Wait(&s.send, MPI_STATUS_IGNORE), "Wait");
-    s.out = std::move(message);
-    check(MPI_Isend(s.out.data(), static_cast<int>(s.out.size()), MPI_BYTE, w + 1, kTagParams, MPI_COMM_WORLD,
-                    &s.send),
-          "Isend");
-  }
-  void send_stop(int32_t w) {
-    ParamsHeader h;
-    h.stop = 1;
-    send(w, pack(h, {}));
-    slots_[static_cast<size_t>(w)].stopped = true;
-  }
-  // Receives every push that is there; returns whether there was one.
-  bool receive_pushes(bool stopping);
-  void evaluate(uint64_t k);
-  // A watchdog: the busy worker silent the longest, when past watchdog_s.
-  std::optional<int32_t> silent_worker(int64_t now) const {
-    for (size_t w = 0; w < slots_.size(); ++w)
-      if (slots_[w].busy && !slots_[w].stopped && now - slots_[w].heard_at > opt_.watchdog_s * 1e9)
-        return static_cast<int32_t>(w);
-    return std::nullopt;
-  }
-  void fail(const std::string& reason, const std::string& detail) {
-    failed_ = true;
-    c_.result.status = RunStatus::kInterrupted;
-    c_.result.stop_reason = reason;
-    c_.result.detail = detail;
-    c_.stop();
-  }
-  void finish(SimTime end);
-  RealOutcome write(int ranks);
-
-  const RealOptions& opt_;
-  Clock::time_point epoch_;
-  std::vector<Slot> slots_;
-  std::string timing_ = kTimingCsvHeader;
-  std::unique_ptr<Evaluations> evals_;
-  std::vector<int32_t> eval_indices_;
-  GradientRecorder gradients_;
-  PolicyRecorder policy_records_;
-  ObserverList observers_;
-  bool failed_ = false;
-};
-
-bool RealServer::receive_pushes(bool stopping) {
-  bool any = false;
-  std::vector<char> buf;
-  int from = 0;
-  while (try_receive(MPI_ANY_SOURCE, kTagPush, buf, from)) {
-    any = true;
-    const auto w = static_cast<int32_t>(from - 1);
-    Slot& s = slots_[static_cast<size_t>(w)];
-    s.push = unpack<PushHeader>(buf, s.grad);
-    s.busy = false;
-    const int64_t now = since(epoch_);
-    s.heard_at = now;
-    if (stopping) {
-      send_stop(w);
-      continue;
-    }
-    Worker& wk = c_.workers[static_cast<size_t>(w)];
-    // Its size on the emulated wire: the scenario's (a cost architecture sizes every message;
-    // else the model's), which the real bytes equal for a dense model.
-    const int64_t bytes = c_.sc.model.cost != "derived"
-                              ? c_.message_bytes
-                              : static_cast<int64_t>(buf.size() - sizeof(PushHeader));
-    c_.result.bytes_push += bytes;
-    ++c_.result.messages_push;
-    const SimTime wall = std::max(SimTime::from_ns(now), c_.engine.now());
-    if (!opt_.emulated) {
-      c_.engine.schedule(wall, kPushApplied, static_cast<uint32_t>(w), wk.gen);
-      continue;
-    }
-    // As in a simulation: it reaches the server's link after its own link and the latency, and
-    // queues there in arrival order (WorkerCore::on_push_at_server).
-    wk.push_bytes.push_back(bytes);
-    const SimTime arrive =
-        SimTime::from_ns(s.push.sent_at_ns) + c_.worker_link(wk, bytes) + c_.latency_of(wk);
-    c_.engine.schedule(std::max(arrive, wall), kPushAtServer, static_cast<uint32_t>(w), wk.gen);
-  }
-  return any;
-}
-
-void RealServer::evaluate(uint64_t k) {
-  MetricsRow row = c_.take_metrics_row(c_.engine.now());
-  if (c_.math)
-    evals_->add(std::move(row), c_.store->peek());
-  else
-    c_.complete_metrics(row);
-  if (!c_.stopped)
-    c_.engine.schedule(SimTime::from_seconds(c_.sc.eval.every_s * static_cast<double>(k + 1)), kEvaluate, 0,
-                       k + 1);
-}
-
-RealOutcome RealServer::run() {
-  WorkerCore& c = c_;
-  c.order = this;  // a grant hands the parameters to on_params (the MPI send) instead of the event queue
-  observers_.add(&gradients_);
-  c.obs = &observers_;
-  std::vector<std::string> profiles;
-  for (const auto& w : c.workers) profiles.push_back(c.profile_of(w));
-  c.obs->start(c.clocks, *c.policy, profiles);
-  policy_records_.start(c.clocks, *c.policy, {});
-  eval_indices_ = eval_indices(c.sc, c.data);
-  evals_ = std::make_unique<Evaluations>(*c.model, c.data.test, eval_indices_,
-                                         [this](MetricsRow& row) { c_.complete_metrics(row); });
-  for (auto& w : c.workers)  // the first requests for parameters
-    c.engine.schedule(opt_.emulated ? c.latency_of(w) : SimTime::zero(), kPullRequestArrives,
-                      static_cast<uint32_t>(w.id), w.gen);
-  c.engine.schedule(SimTime::zero(), kEvaluate, 0, 0);
-  const SimTime limit =
-      c.sc.stop.virtual_time_s ? SimTime::from_seconds(*c.sc.stop.virtual_time_s) : SimTime::max();
-  Backoff backoff;
-  SimTime end;
-  try {
-    while (!c.stopped) {
-      if (const int sig = g_signal.load()) {
-        fail("interrupted",
-             fmt::format("the server received signal {} (mpirun forwards SIGINT and SIGTERM, and "
-                         "sends SIGTERM when another rank died)",
-                         sig));
-        break;
-      }
-      bool worked = receive_pushes(false);
-      const int64_t now = since(epoch_);
-      const SimTime wall = std::min(SimTime::from_ns(now), limit);
-      c.engine.run_until(wall, [&](const Event& e) {
-        worked = true;
-        if (e.kind == kEvaluate) return evaluate(e.payload);
-        if (e.kind == kPushAtServer) return c.on_push_at_server(c.workers[e.target]);
-        if (e.kind == kPushApplied) return on_push_applied(c.workers[e.target]);
-        on_message(e);  // kPullRequestArrives: the pull protocol's grant
-      });
-      if (c.stopped) break;
-      if (now >= limit.ns()) {
-        c.result.stop_reason = "virtual_time";
-        break;
-      }
-      if (const auto w = silent_worker(now)) {
-        fail("rank_silent",
-             fmt::format("worker {} (rank {}) sent nothing for {:g} s while the server waited for its "
-                         "push (the watchdog, --watchdog-s)",
-                         *w, *w + 1, opt_.watchdog_s));
-        break;
-      }
-      if (worked) {
-        backoff.reset();
-        continue;
-      }
-      const Event* next = c.engine.peek();
-      backoff.idle(next ? next->time.ns() - now : 1'000'000);
-    }
-    end = c.result.stop_reason == "virtual_time" ? limit : SimTime::from_ns(since(epoch_));
-    if (!failed_) {  // the end: every worker is told, each after its push in flight (dropped) is in
-      for (size_t w = 0; w < slots_.size(); ++w)
-        if (!slots_[w].busy) send_stop(static_cast<int32_t>(w));
-      while (std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.stopped; })) {
-        if (g_signal.load()) {
-          fail("interrupted", "a signal came while the workers were being stopped");
-          break;
-        }
-        if (receive_pushes(true)) continue;
-        if (const auto w = silent_worker(since(epoch_))) {
-          fail("rank_silent", fmt::format("worker {} (rank {}) sent nothing for {:g} s at the end of the run",
-                                          *w, *w + 1, opt_.watchdog_s));
-          break;
-        }
-        backoff.idle(1'000'000);
-      }
-      if (!failed_)
-        for (auto& s : slots_) check(MPI_Wait(&s.send, MPI_STATUS_IGNORE), "Wait");
-    }
-  } catch (const std::runtime_error& e) {  // an MPI error: a rank is gone
-    fail("rank_failed", e.what());
-    end = SimTime::from_ns(since(epoch_));
-  }
-  if (end < c.engine.now()) end = c.engine.now();
-  finish(end);
-  int ranks = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  RealOutcome outcome = write(ranks);
-  if (failed_) {
-    if (outcome.kept_finished)
-      fmt::print(stderr, "stalesim real: {}: {}; the finished run in {}/ was kept, nothing was written\n",
-                 c.result.stop_reason, c.result.detail, opt_.out);
-    else
-      fmt::print(stderr, "stalesim real: {}: {}; partial outputs in {}/ (no done marker)\n",
-                 c.result.stop_reason, c.result.detail, opt_.out);
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, kExitFailed);
-  }
-  return outcome;
-}
-
-void RealServer::finish(SimTime end) {
-  WorkerCore& c = c_;
-  RunResult& r = c.result;
-  c.obs->finish(end);
-  policy_records_.finish(end);
-  for (size_t i = 0; i < c.workers.size(); ++i) {
-    Worker& w = c.workers[i];
-    const Slot& s = slots_[i];
-    w.params.reset();
-    r.workers.push_back(WorkerStats{w.id, c.profile_of(w), w.iterations, s.compute_ns, s.wait_ns, s.comm_ns});
-  }
-  r.end_time = end;
-  if (c.needs_final_row(end)) {
-    MetricsRow row = c.take_metrics_row(end);
-    if (c.math) {
-      evals_->add(std::move(row), c.store->peek());
-    } else {
-      c.complete_metrics(row);
-    }
-  }
-  evals_->finish();
-  c.finish_result();
-  r.policy_facts = policy_records_.take_facts();
-  r.decisions_csv = policy_records_.take_decisions_csv();
-  r.gradients_csv = gradients_.take();
-}
-
-RealOutcome RealServer::write(int ranks) {
-  const RunResult& r = c_.result;
-  OutputFiles files = render_outputs(c_.sc, r);
-  files.timing_csv = timing_;
-  nlohmann::json summary = nlohmann::json::parse(files.summary_json);
-  char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
-  int len = 0;
-  MPI_Get_library_version(library, &len);
-  std::string lib(library, static_cast<size_t>(len));
-  if (const auto nl = lib.find_first_of("\r\n,"); nl != std::string::npos) lib.resize(nl);
-  char host[256] = "";
-  ::gethostname(host, sizeof host - 1);
-  summary["manifest"]["real"] = {
-      {"real", true},
-      {"bit_reproducible", false},
-      {"timing", opt_.emulated ? "emulated" : "measured"},
-      {"clock", "wall-clock seconds since the start, in place of virtual seconds"},
-      {"ranks", ranks},
-      {"mpi", lib},
-      {"host", host},
-      {"waiting", "MPI_Iprobe / MPI_Test polls with 50 to 200 us sleeps (no busy-polling)"}};
-  files.summary_json = summary.dump(2) + "\n";
-  // A failed run (a rank died, the watchdog, a signal) never replaces a finished run that --force
-  // was rerunning over: it keeps it and writes nothing, as `stalesim run` does on Ctrl-C.
-  const bool kept = failed_ && holds_finished_run(opt_.out);
-  if (!kept) write_outputs(opt_.out, files, !failed_, opt_.force, opt_.guard);
-  return RealOutcome{r.status,         r.stop_reason,     r.end_time.seconds(), r.server_updates,
-                     files.result_hash, r.detail,        kept};
-}
 
 // ---- A worker (ranks 1..N) -----------------------------------------------------------------
 
-void run_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch) {
+void run_pull_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch) {
   Worker& w = c.workers[static_cast<size_t>(id)];
   std::vector<char> buf;
   std::vector<float> params;
-  int from = 0;
-  Backoff backoff;
   for (int64_t iteration = 0;; ++iteration) {
-    while (!try_receive(0, kTagParams, buf, from)) backoff.idle(1'000'000);
-    backoff.reset();
+    await_server(buf, opt.watchdog_s);
     const auto h = unpack<ParamsHeader>(buf, params);
     if (h.stop) return;
     // Emulated: the parameters arrive at the scenario's time (they are here earlier unless the
@@ -529,10 +125,10 @@ void run_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_p
   }
 }
 
-}  // namespace
+}  // namespace real
 
 RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
-  if (const std::string why = real_refusal(s); !why.empty())
+  if (const std::string why = real_refusal(s, options.emulated); !why.empty())
     throw ScenarioError(fmt::format("the real mode cannot run this scenario: {}", why));
   MpiSession mpi;
   if (mpi.size() != real_ranks(s))
@@ -558,32 +154,45 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
     if (mpi.rank() == 0) throw IoError(refusal);
     throw IoError("rank 0 refused its output folder");
   }
-  if (mpi.rank() == 0) {
-    std::signal(SIGTERM, on_real_signal);
-    std::signal(SIGINT, on_real_signal);
-  }
+  // Every rank ends with mpirun: a rank whose mpirun died (even by SIGKILL) gets SIGTERM.
+  const pid_t launcher = ::getppid();
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != launcher) ::raise(SIGTERM);
+  std::signal(SIGTERM, real::on_real_signal);
+  std::signal(SIGINT, real::on_real_signal);
   // A ping to every worker first: OpenMPI connects pairs of ranks lazily, on their first message,
   // which would otherwise delay the first grants.
   char ping = 0;
   if (mpi.rank() == 0) {
     for (int r = 1; r < mpi.size(); ++r)
-      MPI_Sendrecv_replace(&ping, 1, MPI_BYTE, r, kTagParams, r, kTagPush, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Sendrecv_replace(&ping, 1, MPI_BYTE, r, real::kTagParams, r, real::kTagPush, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   } else {
-    MPI_Recv(&ping, 1, MPI_BYTE, 0, kTagParams, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    MPI_Send(&ping, 1, MPI_BYTE, 0, kTagPush, MPI_COMM_WORLD);
+    MPI_Recv(&ping, 1, MPI_BYTE, 0, real::kTagParams, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Send(&ping, 1, MPI_BYTE, 0, real::kTagPush, MPI_COMM_WORLD);
   }
   // One time base: rank 0's CLOCK_MONOTONIC origin (the ranks share one host's clock).
   MPI_Barrier(MPI_COMM_WORLD);
-  int64_t origin = Clock::now().time_since_epoch().count();
+  int64_t origin = real::Clock::now().time_since_epoch().count();
   MPI_Bcast(&origin, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
-  const Clock::time_point epoch{Clock::duration(origin)};
-  if (mpi.rank() > 0) {
-    run_worker(core, mpi.rank() - 1, options, epoch);
-    return {};
-  }
+  const real::Clock::time_point epoch{real::Clock::duration(origin)};
   core.policy = make_policy(s.policy, core.clocks.workers());
-  RealServer server(core, options, epoch);
-  return server.run();
+  if (mpi.rank() == 0) {
+    real::RealServer server(core, options, epoch);
+    return server.run();
+  }
+  try {
+    if (core.policy->cache_mode() == CacheMode::kPullEveryIteration)
+      real::run_pull_worker(core, mpi.rank() - 1, options, epoch);
+    else
+      real::run_cache_worker(core, mpi.rank() - 1, options, epoch);
+  } catch (const std::runtime_error& e) {  // the watchdog, a signal, an MPI error: end the job
+    const int sig = real::g_signal.load();
+    fmt::print(stderr, "stalesim real: worker {} (rank {}): {}\n", mpi.rank() - 1, mpi.rank(), e.what());
+    std::fflush(stderr);
+    if (sig) _exit(128 + sig);  // mpirun ends the job; rank 0 writes what it measured
+    MPI_Abort(MPI_COMM_WORLD, real::kExitFailed);
+  }
+  return {};
 }
 
 #endif

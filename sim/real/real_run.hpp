@@ -11,7 +11,11 @@
 // see). A grant sends the parameters to the worker's rank (MPI point to point); a worker computes
 // the real gradient of the same model on its own shard, with the batch its own sampler draws (the
 // same sequence as in a simulation), and sends the gradient's bytes back; the server applies it
-// through the pull protocol.
+// through the pull protocol. Lazy SSP and ESSP (sim/real/real_cache.cpp): a worker computes from
+// its own copy while it is fresh enough (the simulation's cache protocol, sim/worker/cache.cpp,
+// split over the ranks); ESSP's server pushes the parameters to every worker at each rise of the
+// server clock (a server-initiated send), lazy SSP's answers a blocked worker's fetch. Messages
+// and their wire: sim/real/real_wire.hpp; the server: sim/real/real_server.hpp.
 //
 // Timing (RealOptions::emulated):
 //  - emulated (the default): a worker pads each gradient to the time the compute model gives
@@ -35,7 +39,9 @@
 // Failures: a worker that sends nothing for RealOptions::watchdog_s while the server waits for it,
 // an MPI error, or SIGTERM/SIGINT (mpirun forwards it, and sends it when another rank died): the
 // server writes what it measured so far (status "interrupted", no done marker) and ends the whole
-// job with MPI_Abort, so that no rank is left running.
+// job with MPI_Abort (exit 3; 130 after a signal), so that no rank is left running. A worker that
+// hears nothing from the server for watchdog_s while it waits for it (a dead or stuck server)
+// ends the job too, and every rank gets SIGTERM when mpirun dies (PR_SET_PDEATHSIG).
 //
 // Outputs (rank 0): the files of a simulated run with wall-clock seconds in place of virtual ones
 // (summary.json, metrics.csv, staleness.csv, gradients.csv, decisions.csv where the policy writes
@@ -51,8 +57,11 @@
 
 namespace stalesim {
 
-// Why the real mode cannot run `s` (the JSON path and the reason), or "" when it can.
-std::string real_refusal(const Scenario& s);
+// Why the real mode cannot run `s` with that timing (the JSON path and the reason), or "" when it
+// can. Server shards (cluster.servers > 1): rank 0 serves every shard, and emulated timing gives
+// each shard its own link queue as a simulation does; measured timing is refused (the shards
+// would need ranks of their own for their real links).
+std::string real_refusal(const Scenario& s, bool emulated = true);
 
 // Ranks a real run of `s` takes: the server and one per worker.
 int real_ranks(const Scenario& s);
@@ -65,7 +74,7 @@ struct RealOptions {
   OutputGuard guard;
   // Fault injection for tests (STALESIM_REAL_INJECT_FAULT=WORKER:ITERATION:kill|stop): that
   // worker's rank sends itself SIGKILL (dies) or SIGSTOP (hangs) when it is about to push that
-  // iteration.
+  // iteration; server:UPDATES:kill|stop (worker -1): the server, once it applied that many.
   struct Fault {
     int32_t worker = 0;
     int64_t iteration = 0;

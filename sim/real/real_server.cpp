@@ -1,0 +1,351 @@
+// The real mode's server, rank 0 (sim/real/real_server.hpp): the run loop, the pull modes'
+// grants and pushes, and the run folder.
+
+#ifdef STALESIM_HAVE_MPI  // without MPI the real mode refuses to start (real_run.cpp)
+
+#include "sim/real/real_server.hpp"
+
+#include <unistd.h>
+#include <algorithm>
+#include <csignal>
+
+#include "sim/output/outputs.hpp"
+
+namespace stalesim::real {
+
+namespace {
+
+// The test samples an evaluation scores (eval.test_samples, else all).
+std::vector<int32_t> evaluation_indices(const Scenario& s, const DataSplit& d) {
+  const int64_t m = s.eval.test_samples > 0 ? std::min(s.eval.test_samples, d.test.size()) : d.test.size();
+  std::vector<int32_t> idx(static_cast<size_t>(m));
+  for (int64_t i = 0; i < m; ++i) idx[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  return idx;
+}
+
+}  // namespace
+
+RealServer::RealServer(WorkerCore& c, const RealOptions& o, Clock::time_point epoch)
+    : PullProtocol(c), opt_(o), epoch_(epoch), slots_(c.workers.size()) {
+  cache_ = c.policy->cache_mode() != CacheMode::kPullEveryIteration;
+  eager_ = c.policy->cache_mode() == CacheMode::kEager;
+  bound_ = c.policy->clock_bound().value_or(0);
+}
+
+void RealServer::on_params(Worker& w) {
+  Slot& s = slots_[static_cast<size_t>(w.id)];
+  s.granted_at = since(epoch_);
+  ParamsHeader h;
+  h.version = w.read_version;
+  h.count = static_cast<int64_t>(w.params.values().size());
+  if (opt_.emulated)
+    h.deliver_at_ns = (c_.granted_sent + c_.latency_of(w) + c_.worker_link(w, c_.message_bytes)).ns();
+  send(w.id, pack(h, w.params.values()));
+  s.busy = true;
+  s.heard_at = s.granted_at;
+}
+
+std::optional<double> RealServer::apply_gradient(Worker& w, GradientInfo& info) {
+  Slot& s = slots_[static_cast<size_t>(w.id)];
+  const int64_t now = since(epoch_);
+  const int64_t wait = s.applied_at < 0 ? 0 : std::max<int64_t>(0, s.granted_at - s.applied_at);
+  const int64_t comm = std::max<int64_t>(0, s.push.params_at_ns - s.granted_at) +
+                       std::max<int64_t>(0, now - s.push.sent_at_ns);
+  PushHeader p = s.push;
+  p.params_at_ns = s.granted_at;
+  record_timing(w.id, p, wait, comm, now);
+  s.applied_at = now;
+  return apply_computed(w, info, s.push.loss, s.grad);
+}
+
+void RealServer::record_timing(int32_t w, const PushHeader& p, int64_t wait, int64_t comm, int64_t now) {
+  Slot& s = slots_[static_cast<size_t>(w)];
+  timing_ += fmt::format("{},{},{},{},{},{},{},{}\n", w, p.iteration, p.params_at_ns / 1e9, p.compute_ns / 1e9,
+                         p.padding_ns / 1e9, wait / 1e9, comm / 1e9, now / 1e9);
+  s.compute_ns += p.compute_ns + p.padding_ns;
+  s.wait_ns += wait;
+  s.comm_ns += comm;
+}
+
+void RealServer::send(int32_t w, std::vector<char> message) {
+  Slot& s = slots_[static_cast<size_t>(w)];
+  while (!s.out.empty()) {  // let go of the sends that are done
+    int done = 0;
+    check(MPI_Test(&s.out.front().request, &done, MPI_STATUS_IGNORE), "Test");
+    if (!done) break;
+    s.out.pop_front();
+  }
+  Outgoing& o = s.out.emplace_back();
+  o.bytes = std::move(message);
+  check(MPI_Isend(o.bytes.data(), static_cast<int>(o.bytes.size()), MPI_BYTE, w + 1, kTagParams,
+                  MPI_COMM_WORLD, &o.request),
+        "Isend");
+}
+
+void RealServer::send_stop(int32_t w) {
+  ParamsHeader h;
+  h.stop = 1;
+  send(w, pack(h, {}));
+  // Pull modes: the worker ends on it; cache modes: once its bye is in (receive_pushes).
+  Slot& s = slots_[static_cast<size_t>(w)];
+  s.stopped = !cache_;
+  s.busy = cache_;
+  s.heard_at = since(epoch_);
+}
+
+bool RealServer::receive_pushes(bool stopping) {
+  bool any = false;
+  std::vector<char> buf;
+  std::vector<float> grad;
+  int from = 0;
+  while (try_receive(MPI_ANY_SOURCE, kTagPush, buf, from)) {
+    any = true;
+    const auto w = static_cast<int32_t>(from - 1);
+    Slot& s = slots_[static_cast<size_t>(w)];
+    const PushHeader p = unpack<PushHeader>(buf, grad);
+    const int64_t now = since(epoch_);
+    s.heard_at = now;
+    if (p.bye) {
+      s.stopped = true;
+      s.busy = false;
+      continue;
+    }
+    if (!cache_) {
+      s.push = p;
+      s.grad.swap(grad);
+      s.busy = false;
+      if (stopping) send_stop(w);
+    }
+    if (stopping) continue;  // a push after the end is dropped
+    Worker& wk = c_.workers[static_cast<size_t>(w)];
+    // Its size on the emulated wire: the scenario's (a cost architecture sizes every message;
+    // else the model's), which the real bytes equal for a dense model.
+    const int64_t bytes = c_.sc.model.cost != "derived" ? c_.message_bytes
+                                                        : static_cast<int64_t>(buf.size() - sizeof(PushHeader));
+    c_.result.bytes_push += bytes;
+    ++c_.result.messages_push;
+    if (cache_) {
+      ++s.received;
+      c_.result.max_clock_gap = std::max(c_.result.max_clock_gap, p.iteration - c_.clocks.min_clock());
+      s.pending.emplace_back(p, std::move(grad));
+      grad = {};
+    }
+    schedule_push(wk, s, bytes, now);
+  }
+  return any;
+}
+
+void RealServer::schedule_push(Worker& w, const Slot& s, int64_t bytes, int64_t now) {
+  const SimTime wall = std::max(SimTime::from_ns(now), c_.engine.now());
+  if (!opt_.emulated) return void(c_.engine.schedule(wall, kPushApplied, static_cast<uint32_t>(w.id), w.gen));
+  // As in a simulation: it reaches the server's link after its own link and the latency, and
+  // queues there in arrival order (WorkerCore::on_push_at_server).
+  const PushHeader& p = cache_ ? s.pending.back().first : s.push;
+  w.push_bytes.push_back(bytes);
+  const SimTime arrive = SimTime::from_ns(p.sent_at_ns) + c_.worker_link(w, bytes) + c_.latency_of(w);
+  c_.engine.schedule(std::max(arrive, wall), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
+}
+
+void RealServer::evaluate(uint64_t k) {
+  MetricsRow row = c_.take_metrics_row(c_.engine.now());
+  if (c_.math)
+    evals_->add(std::move(row), c_.store->peek());
+  else
+    c_.complete_metrics(row);
+  if (!c_.stopped)
+    c_.engine.schedule(SimTime::from_seconds(c_.sc.eval.every_s * static_cast<double>(k + 1)), kEvaluate, 0,
+                       k + 1);
+}
+
+std::optional<int32_t> RealServer::silent_worker(int64_t now) const {
+  for (size_t w = 0; w < slots_.size(); ++w) {
+    const Slot& s = slots_[w];
+    const bool expected =
+        s.stopped ? false : (s.busy || (cache_ && cache_expects_push(static_cast<int32_t>(w))));
+    if (expected && now - s.heard_at > opt_.watchdog_s * 1e9) return static_cast<int32_t>(w);
+  }
+  return std::nullopt;
+}
+
+void RealServer::fail(const std::string& reason, const std::string& detail, int code) {
+  failed_ = true;
+  exit_code_ = code;
+  c_.result.status = RunStatus::kInterrupted;
+  c_.result.stop_reason = reason;
+  c_.result.detail = detail;
+  c_.stop();
+}
+
+namespace {
+std::string signal_detail(int sig) {
+  return fmt::format(
+      "the server received signal {} (mpirun forwards SIGINT and SIGTERM, and sends SIGTERM when another "
+      "rank died)",
+      sig);
+}
+}  // namespace
+
+RealOutcome RealServer::run() {
+  WorkerCore& c = c_;
+  c.order = this;  // a grant hands the parameters to on_params (the MPI send) instead of the event queue
+  observers_.add(&gradients_);
+  c.obs = &observers_;
+  std::vector<std::string> profiles;
+  for (const auto& w : c.workers) profiles.push_back(c.profile_of(w));
+  c.obs->start(c.clocks, *c.policy, profiles);
+  policy_records_.start(c.clocks, *c.policy, {});
+  eval_indices_ = evaluation_indices(c.sc, c.data);
+  evals_ = std::make_unique<Evaluations>(*c.model, c.data.test, eval_indices_,
+                                         [this](MetricsRow& row) { c_.complete_metrics(row); });
+  for (auto& w : c.workers)  // the first requests for parameters
+    c.engine.schedule(opt_.emulated ? c.latency_of(w) : SimTime::zero(), kPullRequestArrives,
+                      static_cast<uint32_t>(w.id), w.gen);
+  c.engine.schedule(SimTime::zero(), kEvaluate, 0, 0);
+  const SimTime limit =
+      c.sc.stop.virtual_time_s ? SimTime::from_seconds(*c.sc.stop.virtual_time_s) : SimTime::max();
+  Backoff backoff;
+  SimTime end;
+  try {
+    while (!c.stopped) {
+      if (const int sig = g_signal.load()) {
+        fail("interrupted", signal_detail(sig), kExitInterrupted);
+        break;
+      }
+      bool worked = receive_pushes(false);
+      const int64_t now = since(epoch_);
+      const SimTime wall = std::min(SimTime::from_ns(now), limit);
+      c.engine.run_until(wall, [&](const Event& e) {
+        worked = true;
+        if (e.kind == kEvaluate) return evaluate(e.payload);
+        if (e.kind == kPushAtServer) return c.on_push_at_server(c.workers[e.target]);
+        if (cache_ && e.kind == kPushApplied) return on_cache_push_applied(c.workers[e.target]);
+        if (cache_ && e.kind == kPullRequestArrives) return send_copy(c.workers[e.target]);
+        if (e.kind == kPushApplied) return on_push_applied(c.workers[e.target]);
+        on_message(e);  // kPullRequestArrives: the pull protocol's grant
+      });
+      if (c.stopped) break;
+      if (opt_.fault && opt_.fault->worker < 0 && c.result.server_updates >= opt_.fault->iteration)
+        ::raise(opt_.fault->hang ? SIGSTOP : SIGKILL);
+      if (now >= limit.ns()) {
+        c.result.stop_reason = "virtual_time";
+        break;
+      }
+      if (const auto w = silent_worker(now)) {
+        fail("rank_silent",
+             fmt::format("worker {} (rank {}) sent nothing for {:g} s while the server waited for its "
+                         "push (the watchdog, --watchdog-s)",
+                         *w, *w + 1, opt_.watchdog_s));
+        break;
+      }
+      if (worked) {
+        backoff.reset();
+        continue;
+      }
+      const Event* next = c.engine.peek();
+      backoff.idle(next ? next->time.ns() - now : 1'000'000);
+    }
+    end = c.result.stop_reason == "virtual_time" ? limit : SimTime::from_ns(since(epoch_));
+    if (!failed_) {
+      // The end: every worker is told (pull modes: each after its push in flight, dropped, is in;
+      // cache modes: at once, and its bye says that every push it sent is in).
+      for (size_t w = 0; w < slots_.size(); ++w)
+        if (cache_ || !slots_[w].busy) send_stop(static_cast<int32_t>(w));
+      while (std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.stopped; })) {
+        if (const int sig = g_signal.load()) {
+          fail("interrupted", signal_detail(sig), kExitInterrupted);
+          break;
+        }
+        if (receive_pushes(true)) continue;
+        if (const auto w = silent_worker(since(epoch_))) {
+          fail("rank_silent", fmt::format("worker {} (rank {}) sent nothing for {:g} s at the end of the run",
+                                          *w, *w + 1, opt_.watchdog_s));
+          break;
+        }
+        backoff.idle(1'000'000);
+      }
+      if (!failed_)
+        for (auto& s : slots_)
+          for (auto& o : s.out) check(MPI_Wait(&o.request, MPI_STATUS_IGNORE), "Wait");
+    }
+  } catch (const std::runtime_error& e) {  // an MPI error: a rank is gone
+    fail("rank_failed", e.what());
+    end = SimTime::from_ns(since(epoch_));
+  }
+  if (end < c.engine.now()) end = c.engine.now();
+  finish(end);
+  int ranks = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  RealOutcome outcome = write(ranks);
+  if (failed_) {
+    if (outcome.kept_finished)
+      fmt::print(stderr, "stalesim real: {}: {}; the finished run in {}/ was kept, nothing was written\n",
+                 c.result.stop_reason, c.result.detail, opt_.out);
+    else
+      fmt::print(stderr, "stalesim real: {}: {}; partial outputs in {}/ (no done marker)\n",
+                 c.result.stop_reason, c.result.detail, opt_.out);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, exit_code_);
+  }
+  return outcome;
+}
+
+void RealServer::finish(SimTime end) {
+  WorkerCore& c = c_;
+  RunResult& r = c.result;
+  c.obs->finish(end);
+  policy_records_.finish(end);
+  for (size_t i = 0; i < c.workers.size(); ++i) {
+    Worker& w = c.workers[i];
+    const Slot& s = slots_[i];
+    w.params.reset();
+    r.workers.push_back(WorkerStats{w.id, c.profile_of(w), w.iterations, s.compute_ns, s.wait_ns, s.comm_ns});
+  }
+  r.end_time = end;
+  if (c.needs_final_row(end)) {
+    MetricsRow row = c.take_metrics_row(end);
+    if (c.math) {
+      evals_->add(std::move(row), c.store->peek());
+    } else {
+      c.complete_metrics(row);
+    }
+  }
+  evals_->finish();
+  c.finish_result();
+  r.policy_facts = policy_records_.take_facts();
+  r.decisions_csv = policy_records_.take_decisions_csv();
+  r.gradients_csv = gradients_.take();
+}
+
+RealOutcome RealServer::write(int ranks) {
+  const RunResult& r = c_.result;
+  OutputFiles files = render_outputs(c_.sc, r);
+  files.timing_csv = timing_;
+  nlohmann::json summary = nlohmann::json::parse(files.summary_json);
+  char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  MPI_Get_library_version(library, &len);
+  std::string lib(library, static_cast<size_t>(len));
+  if (const auto nl = lib.find_first_of("\r\n,"); nl != std::string::npos) lib.resize(nl);
+  char host[256] = "";
+  ::gethostname(host, sizeof host - 1);
+  summary["manifest"]["real"] = {
+      {"real", true},
+      {"bit_reproducible", false},
+      {"timing", opt_.emulated ? "emulated" : "measured"},
+      {"clock", "wall-clock seconds since the start, in place of virtual seconds"},
+      {"ranks", ranks},
+      {"mpi", lib},
+      {"host", host},
+      {"waiting", "MPI_Iprobe / MPI_Test polls with 50 to 200 us sleeps (no busy-polling)"}};
+  files.summary_json = summary.dump(2) + "\n";
+  // A failed run (a rank died, the watchdog, a signal) never replaces a finished run that --force
+  // was rerunning over: it keeps it and writes nothing, as `stalesim run` does on Ctrl-C.
+  const bool kept = failed_ && holds_finished_run(opt_.out);
+  if (!kept) write_outputs(opt_.out, files, !failed_, opt_.force, opt_.guard);
+  return RealOutcome{r.status,         r.stop_reason, r.end_time.seconds(), r.server_updates,
+                     files.result_hash, r.detail,    kept};
+}
+
+}  // namespace stalesim::real
+
+#endif

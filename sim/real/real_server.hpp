@@ -1,0 +1,101 @@
+#pragma once
+// The real mode's server, rank 0 (sim/real/real_run.hpp): the simulator's worker core and pull
+// protocol driven by the wall clock, and the cache modes' server side (real_cache.cpp). Internal
+// to sim/real/; built only with MPI.
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/evaluation.hpp"
+#include "sim/output/csv_observers.hpp"
+#include "sim/real/real_run.hpp"
+#include "sim/real/real_wire.hpp"
+#include "sim/worker/core.hpp"
+#include "sim/worker/pull.hpp"
+
+namespace stalesim::real {
+
+class RealServer final : public PullProtocol {
+ public:
+  RealServer(WorkerCore& c, const RealOptions& o, Clock::time_point epoch);
+
+  // Pull modes: a grant (WorkerCore::grant) sends the parameters to the worker's rank.
+  void on_params(Worker& w) override;
+
+  // Runs the server until the run ends; writes the run folder. A failure ends the job
+  // (MPI_Abort) after the partial outputs are written.
+  RealOutcome run();
+
+ protected:
+  // Pull modes: the worker's gradient, as received, applied through the pull protocol.
+  std::optional<double> apply_gradient(Worker& w, GradientInfo& info) override;
+
+ private:
+  struct Outgoing {
+    std::vector<char> bytes;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  struct Slot {
+    std::deque<Outgoing> out;  // sends not known to be complete, oldest first
+    std::vector<float> grad;
+    PushHeader push;
+    int64_t granted_at = -1, applied_at = -1, heard_at = 0;
+    bool busy = false;     // pull modes: computing, or its push not yet received
+    bool stopped = false;  // told the run is over (cache modes: and its bye received)
+    int64_t compute_ns = 0, wait_ns = 0, comm_ns = 0;
+    // Cache modes: the gradients received, not yet applied, oldest first; pushes received; the
+    // clock of the newest copy sent; lazy SSP: a fetch is parked until the server clock allows it.
+    std::deque<std::pair<PushHeader, std::vector<float>>> pending;
+    int64_t received = 0;
+    int64_t copy_clock = -1;
+    bool parked = false;
+  };
+
+  void send(int32_t w, std::vector<char> message);
+  void send_stop(int32_t w);
+  // Receives every push that is there; returns whether there was one.
+  bool receive_pushes(bool stopping);
+  // Schedules a received push's arrival (emulated: after the worker's link and the latency).
+  void schedule_push(Worker& w, const Slot& s, int64_t bytes, int64_t now);
+  void evaluate(uint64_t k);
+  void record_timing(int32_t w, const PushHeader& p, int64_t wait, int64_t comm, int64_t now);
+  // The watchdog: a worker the server expects a message from, silent for longer than watchdog_s.
+  std::optional<int32_t> silent_worker(int64_t now) const;
+  void fail(const std::string& reason, const std::string& detail, int code = kExitFailed);
+  void finish(SimTime end);
+  RealOutcome write(int ranks);
+
+  // ---- Cache modes (real_cache.cpp): lazy SSP and ESSP ----
+  // The server sends w the current parameters, stamped with the server clock (CacheProtocol's
+  // send_snapshot, sim/worker/cache.cpp).
+  void send_copy(Worker& w);
+  // w's oldest received gradient reaches the server: apply it, then ESSP's eager push to every
+  // worker when the server clock rose, or lazy SSP's parked fetches.
+  void on_cache_push_applied(Worker& w);
+  // Whether the server expects a push from w: it has a copy fresh enough to compute from.
+  bool cache_expects_push(int32_t w) const;
+
+  const RealOptions& opt_;
+  Clock::time_point epoch_;
+  bool cache_ = false;  // lazy SSP or ESSP: workers compute from their own copies
+  bool eager_ = false;  // ESSP
+  int64_t bound_ = 0;   // the cache modes' staleness bound
+  std::vector<Slot> slots_;
+  std::string timing_ = kTimingCsvHeader;
+  std::unique_ptr<Evaluations> evals_;
+  std::vector<int32_t> eval_indices_;
+  GradientRecorder gradients_;
+  PolicyRecorder policy_records_;
+  ObserverList observers_;
+  bool failed_ = false;
+  int exit_code_ = kExitFailed;
+};
+
+// The worker ranks' loops: pull modes (real_run.cpp) and cache modes (real_cache.cpp).
+void run_pull_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch);
+void run_cache_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch);
+
+}  // namespace stalesim::real

@@ -1,0 +1,194 @@
+// `stalesim calibrate --cpu` (tools/cmd_calibrate_cpu.hpp).
+
+#include "tools/cmd_calibrate_cpu.hpp"
+
+#include <unistd.h>
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "models/cost_arch.hpp"
+#include "models/device_profile.hpp"
+#include "sim/build_info.hpp"
+#include "sim/real/link_probe.hpp"
+#include "sim/simulation.hpp"
+#include "sim/sweep/sweep_mpi.hpp"
+#include "sim/worker/core.hpp"
+#include "tools/cmd_real.hpp"
+
+namespace stalesim::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using WallClock = std::chrono::steady_clock;
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double significant6(double x) { return std::stod(fmt::format("{:.6g}", x)); }
+
+std::string host_name() {
+  char host[256] = "";
+  ::gethostname(host, sizeof host - 1);
+  std::string out = "cpu-";
+  for (char c : std::string(host))
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(c));
+  return out == "cpu-" ? "cpu-local" : out;
+}
+
+struct GradientTiming {
+  double at_batch_s = 0, at_one_s = 0;  // medians
+  double flops_per_sample = 0;          // what a simulation of the scenario times
+  std::string flops_from;
+};
+
+// Median wall-clock seconds of the scenario's real gradient at its batch size and at batch 1, on
+// worker 0's shard, one thread (as a real run's ranks compute).
+GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup) {
+  const DataSplit data = load_data(s);
+  WorkerCore core(s, data);
+  Worker& w = core.workers.front();
+  const auto params = core.store->peek();
+  const auto measure = [&](int32_t n) {
+    std::vector<double> t;
+    for (int32_t i = 0; i < warmup + repeats; ++i) {
+      const auto batch = w.sampler->next(n);
+      const auto start = WallClock::now();
+      core.model->loss_and_gradient(params, data.train, batch, core.grad);
+      if (i >= warmup) t.push_back(std::chrono::duration<double>(WallClock::now() - start).count());
+    }
+    return median_of(std::move(t));
+  };
+  GradientTiming g;
+  g.at_batch_s = measure(s.optimizer.batch_size);
+  g.at_one_s = measure(1);
+  g.flops_per_sample = core.model->flops_per_sample();
+  g.flops_from = "the model's own FLOPs per sample";
+  if (const auto cost = find_cost_architecture(s.model.cost)) {
+    g.flops_per_sample = cost->training_flops();
+    g.flops_from = fmt::format("model.cost \"{}\"'s FLOPs per sample (the simulation times those)", s.model.cost);
+  }
+  return g;
+}
+
+// GB/s of memcpy over 64 MiB (read and write counted), the median of 9.
+double memory_bandwidth_gbs() {
+  const size_t bytes = 64u << 20;
+  std::vector<char> a(bytes, 1), b(bytes, 0);
+  std::vector<double> t;
+  for (int i = 0; i < 9; ++i) {
+    const auto start = WallClock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    t.push_back(std::chrono::duration<double>(WallClock::now() - start).count());
+    a[static_cast<size_t>(i)] = b[static_cast<size_t>(i) + 1];  // keeps the copies observable
+  }
+  return 2.0 * static_cast<double>(bytes) / median_of(std::move(t)) / 1e9;
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) throw IoError(fmt::format("{}: cannot write", p.string()));
+}
+
+}  // namespace
+
+int calibrate_cpu_main(CalibrateCpuCommand c) {
+  const fs::path dir = c.out;
+  for (const char* f : {"profile.json", "network.json"})
+    if (!c.force && fs::exists(dir / f))
+      throw IoError(fmt::format("{}: exists; --force replaces it", (dir / f).string()));
+  const auto& model_traits = traits(c.scenario.model.type);
+  if (!model_traits.has_math)
+    throw ScenarioError(fmt::format("{}: /model/type: \"{}\" has no math: there is no gradient to time",
+                                    c.origin, to_string(c.scenario.model.type)));
+  if (c.scenario.compute.backend != "cpu")
+    throw ScenarioError(fmt::format("{}: /compute/backend: \"{}\": calibrate --cpu times the CPU backend",
+                                    c.origin, c.scenario.compute.backend));
+  if (!mpi_built())
+    throw ScenarioError("calibrate --cpu needs MPI for its network probe, and this stalesim was built without it");
+  if (mpi_launch_size() == 0) return launch_ranks(2, "calibrate", c.args, c.quiet, "; nothing was written");
+  MpiSession mpi;
+  if (mpi.size() != 2)
+    throw ScenarioError(fmt::format("calibrate --cpu runs on 2 MPI ranks; mpirun started {}", mpi.size()));
+  GradientTiming g;
+  double mem_gbs = 0;
+  if (mpi.rank() == 0) {  // rank 1 waits (with sleeps) in the probe meanwhile
+    g = time_gradients(c.scenario, c.repeats, c.warmup);
+    mem_gbs = memory_bandwidth_gbs();
+  }
+  LinkProbeOptions po;
+  po.repeats = c.repeats;
+  po.warmup = c.warmup;
+  const auto link = probe_mpi_link(po);
+  if (mpi.rank() != 0) return 0;
+
+  // The simulation's time per iteration: batch x FLOPs / (peak x efficiency) + overhead. Fitted
+  // through batch 1 and the scenario's batch B, with efficiency 1 (peak is what this machine
+  // sustains on this model): the profile reproduces the median at B.
+  const int32_t B = c.scenario.optimizer.batch_size;
+  const double f = g.flops_per_sample;
+  double per_sample = B > 1 ? (g.at_batch_s - g.at_one_s) / (B - 1) : g.at_batch_s;
+  double overhead = g.at_one_s - per_sample;
+  if (!(per_sample > 0) || overhead < 0) {  // no measurable slope or offset: all of it per sample
+    overhead = 0;
+    per_sample = g.at_batch_s / B;
+  }
+  const double peak_tflops = f / per_sample / 1e12;
+  const std::string name = c.name.empty() ? host_name() : c.name;
+  const auto us = [](double s) { return fmt::format("{:.4g}", s * 1e6); };
+  DeviceProfile p;
+  p.name = name;
+  p.description = fmt::format("this machine's CPU, one thread, for scenario \"{}\"'s {} (measured)",
+                              c.scenario.name, to_string(c.scenario.model.type));
+  p.peak_fp32_tflops = significant6(peak_tflops);
+  p.memory_bandwidth_gbs = significant6(mem_gbs);
+  p.efficiency = 1.0;
+  p.overhead_us = significant6(overhead * 1e6);
+  p.source = fmt::format(
+      "Measured by stalesim calibrate --cpu (stalesim {}, {}): wall-clock medians of loss_and_gradient of "
+      "scenario \"{}\"'s model on one thread over {} gradients after {} untimed: batch {} {} us, batch 1 {} "
+      "us. FLOPs per sample {:.6g} ({}). overhead_us = batch-1 median - one sample's time; "
+      "peak_fp32_tflops = FLOPs per sample / one sample's time ((batch-{} median - batch-1 median) / {}), "
+      "with efficiency 1, so that a simulation of the scenario reproduces the batch-{} median. "
+      "memory_bandwidth_gbs: memcpy of 64 MiB, read and write counted. Valid for this model on this "
+      "machine; other models are extrapolated.",
+      build_info().version, build_info().git_revision, c.scenario.name, c.repeats, c.warmup, B,
+      us(g.at_batch_s), us(g.at_one_s), f, g.flops_from, B, B - 1, B);
+  if (const auto problem = profile_problem(p))
+    throw ScenarioError(fmt::format("calibrate --cpu: the measured profile is not valid: {}", problem->what()));
+  const double gbps = link->bandwidth_bytes_s * 8 / 1e9;
+  if (!(gbps > 0))
+    throw ScenarioError(fmt::format(
+        "calibrate --cpu: the {}-byte round trips ({} us) were not slower than the 8-byte ones ({} us): no "
+        "bandwidth to fit; the machine is too loaded, or rerun with more --repeats",
+        po.large_bytes, us(link->large_round_trip_s), us(link->small_round_trip_s)));
+  const nlohmann::ordered_json network = {{"latency_us", significant6(link->latency_s * 1e6)},
+                                          {"bandwidth_gbps", significant6(gbps)}};
+  fs::create_directories(dir);
+  write_file(dir / "profile.json", profile_to_json(p).dump(2) + "\n");
+  write_file(dir / "network.json", network.dump(2) + "\n");
+  fmt::print(
+      "calibrate --cpu: {} gradient (batch {}): median {} us, batch 1 {} us -> profile \"{}\" ({:.6g} "
+      "TFLOP/s sustained, overhead {} us); MPI link: latency {} us (8-byte round trip median {} us, p90 {}), "
+      "bandwidth {:.4g} Gbit/s ({} MiB round trip median {} us); wrote {}/profile.json and {}/network.json\n",
+      to_string(c.scenario.model.type), B, us(g.at_batch_s), us(g.at_one_s), name, peak_tflops, us(overhead),
+      us(link->latency_s), us(link->small_round_trip_s), us(link->small_p90_s), gbps, po.large_bytes >> 20,
+      us(link->large_round_trip_s), dir.string(), dir.string());
+  return 0;
+}
+
+}  // namespace stalesim::cli

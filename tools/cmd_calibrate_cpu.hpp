@@ -1,0 +1,31 @@
+#pragma once
+// `stalesim calibrate --cpu SCENARIO` (issue 28): this machine's time per gradient for the
+// scenario's model, as a device profile file, and the MPI transport's latency and bandwidth, as a
+// cluster.network block, so that a simulation can predict a `stalesim real --timing measured` run
+// on this machine. tools/stalesim.cpp parses the options and calls calibrate_cpu_main.
+
+#include <string>
+#include <vector>
+
+#include "sim/scenario/scenario.hpp"
+
+namespace stalesim::cli {
+
+struct CalibrateCpuCommand {
+  Scenario scenario;
+  std::string origin;             // the scenario file, for messages
+  std::vector<std::string> args;  // `calibrate`'s arguments as given, for the mpirun it starts
+  std::string out;                // the folder of profile.json and network.json
+  std::string name;               // the profile's name ("" : cpu-<host>)
+  int32_t repeats = 200;          // timed gradients (and round trips) per size
+  int32_t warmup = 20;
+  bool force = false;             // replace profile.json and network.json
+  bool quiet = false;
+};
+
+// Alone: starts `mpirun -n 2 stalesim calibrate ARGS` and waits for it. Under mpirun (2 ranks):
+// rank 0 times the gradients, then both run the link probe (sim/real/link_probe.hpp); rank 0
+// writes the files. Returns the exit code.
+int calibrate_cpu_main(CalibrateCpuCommand command);
+
+}  // namespace stalesim::cli
