@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/output/recorder.hpp"
+#include "sim/output/run_result.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
