@@ -28,7 +28,7 @@
 #include "models/dataset.hpp"
 #include "models/model.hpp"
 #include "sim/gradient_pool.hpp"
-#include "sim/output/recorder.hpp"
+#include "sim/output/run_result.hpp"
 
 namespace stalesim {
 

@@ -1,10 +1,9 @@
 #include "sim/gradient_pool.hpp"
 
-#include <fmt/format.h>
 #include <algorithm>
-#include <cstdlib>
-#include <stdexcept>
-#include <string>
+#include <exception>
+#include <thread>
+#include <utility>
 
 namespace stalesim {
 
@@ -118,16 +117,6 @@ void GradientPool::cancel(GradientTask& t) {
   t.error = nullptr;
 }
 
-int default_threads() {
-  if (const char* env = std::getenv("STALESIM_THREADS"); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    if (*end != '\0' || v < 1 || v > 1024)
-      throw std::invalid_argument(
-          fmt::format("STALESIM_THREADS='{}': expected an integer in [1, 1024]", env));
-    return static_cast<int>(v);
-  }
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
+int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 }  // namespace stalesim

@@ -89,8 +89,8 @@ class GradientPool {
   std::vector<std::thread> threads_;
 };
 
-// Threads for a run when the user names none: STALESIM_THREADS if set, else the machine's cores.
-// Throws std::invalid_argument naming STALESIM_THREADS when it is not an integer in [1, 1024].
+// The machine's cores (at least 1): threads for a run when the user names none. The CLI reads
+// STALESIM_THREADS first (tools/cli.cpp); the library never reads the environment.
 int default_threads();
 
 }  // namespace stalesim

@@ -22,7 +22,7 @@
 
 #include "models/dataset.hpp"
 #include "sim/output/observer.hpp"
-#include "sim/output/recorder.hpp"
+#include "sim/output/run_result.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace stalesim {

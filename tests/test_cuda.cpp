@@ -20,7 +20,7 @@
 #include "models/dataset.hpp"
 #include "models/model.hpp"
 #include "sim/output/outputs.hpp"
-#include "sim/output/recorder.hpp"
+#include "sim/output/run_result.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/to_json.hpp"
 #include "sim_test_util.hpp"

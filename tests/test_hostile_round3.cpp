@@ -391,6 +391,30 @@ TEST_CASE("check_layers fails on a file read outside base/file_read, so a new re
   CHECK(WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >/dev/null 2>&1").c_str())) == 0);
 }
 
+TEST_CASE("check_layers fails on getenv in the library, which the CLI alone may read (tools/cli.hpp)") {
+  Scratch s("layers-env");
+  for (const char* d : {"sim", "models", "base", "tools"}) fs::create_directories(s.path / d);
+  const std::string script = std::string(STALESIM_SOURCE_DIR) + "/tests/layers/check_layers.sh";
+  const std::string out = (s.path / "out.txt").string();
+  const auto status = [&] {
+    return WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >" + q(out) + " 2>&1").c_str()));
+  };
+  for (const char* dir : {"sim", "models", "base"}) {
+    CAPTURE(dir);
+    const std::string file = std::string(dir) + "/reads_env.cpp";
+    s.write(file, "int f() { return std::getenv(\"STALESIM_THREADS\") != nullptr; }\n");
+    CHECK(status() == 1);
+    CHECK(has(slurp(out), "the library reads the environment"));
+    CHECK(has(slurp(out), file + ":1:"));
+    s.write(file, "extern char** environ;\n");
+    CHECK(status() == 1);
+    fs::remove(s.path / file);
+  }
+  s.write("tools/cli.cpp", "std::string env(const char* n) { return std::getenv(n); }\n");
+  s.write("sim/env_words.cpp", "// the environment variable STALESIM_THREADS, read by the CLI\n");
+  CHECK(status() == 0);
+}
+
 // ---- 3. Every recursive parser bounded -----------------------------------------------------
 
 TEST_CASE("sweep-file expressions are bounded in length, nesting and chain length: exit 2, no crash") {

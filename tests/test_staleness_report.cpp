@@ -5,7 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "sim/output/outputs.hpp"
-#include "sim/output/recorder.hpp"
+#include "sim/output/run_result.hpp"
 #include "tests/sim_test_util.hpp"
 
 using stalesim::Histogram;

@@ -21,7 +21,7 @@
 #include "sim/simulation.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
 #include "sim/worker/core.hpp"
-#include "tools/cmd_real.hpp"
+#include "tools/cli.hpp"
 
 namespace stalesim::cli {
 

@@ -2,7 +2,7 @@
 // `stalesim calibrate --cpu SCENARIO` (issue 28): this machine's time per gradient for the
 // scenario's model, as a device profile file, and the MPI transport's latency and bandwidth, as a
 // cluster.network block, so that a simulation can predict a `stalesim real --timing measured` run
-// on this machine. tools/stalesim.cpp parses the options and calls calibrate_cpu_main.
+// on this machine. tools/cmd_calibrate.cpp parses the options and calls calibrate_cpu_main.
 
 #include <string>
 #include <vector>

@@ -1,24 +1,24 @@
-// `stalesim real` and `stalesim compare` (tools/cmd_real.hpp).
-
-#include "tools/cmd_real.hpp"
+// `stalesim real SCENARIO` (issue 28; sim/real/real_run.hpp): a parameter server and workers over
+// MPI, on the wall clock. Alone, it checks what it can and starts mpirun on itself; under mpirun,
+// each process runs its rank.
 
 #include <signal.h>
-#include <sys/wait.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <optional>
 
 #include <fmt/format.h>
 
-#include "sim/analysis/compare.hpp"
-#include "base/file_read.hpp"
+#include "models/dataset.hpp"
+#include "sim/real/real_run.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
+#include "tools/cli.hpp"
 
 namespace stalesim::cli {
 
@@ -26,10 +26,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitBadInput = 2;
-constexpr int kExitFailed = 3;
-constexpr int kExitInterrupted = 130;
+struct RealCommand {
+  Scenario scenario;
+  std::string origin;             // the scenario file, for messages
+  std::vector<std::string> args;  // `real`'s arguments as given, for the mpirun this command starts
+  RealOptions options;
+  bool quiet = false;
+};
 
 // `mpirun` on PATH (or STALESIM_MPIRUN), or "".
 std::string find_mpirun() {
@@ -67,6 +70,13 @@ extern "C" void forward_signal(int sig) {
 }
 
 }  // namespace
+
+// Whether this process is a rank other than 0 of an mpirun job (it then prints no errors: rank 0
+// prints them once).
+bool quiet_rank() {
+  const char* r = std::getenv("OMPI_COMM_WORLD_RANK");
+  return mpi_launch_size() > 0 && r && std::atoi(r) != 0;
+}
 
 int launch_ranks(int ranks, const std::string& command, const std::vector<std::string>& args, bool quiet,
                  const std::string& on_interrupt) {
@@ -145,13 +155,8 @@ int launch(const RealCommand& c) {
                       fmt::format(", partial outputs in {}/", c.options.out));
 }
 
-}  // namespace
-
-bool quiet_rank() {
-  const char* r = std::getenv("OMPI_COMM_WORLD_RANK");
-  return mpi_launch_size() > 0 && r && std::atoi(r) != 0;
-}
-
+// Under mpirun: runs this rank. Alone: checks what can be checked, then starts
+// `mpirun -n N+1 ... stalesim real ARGS` and waits for it. Returns the exit code (README "Real runs").
 int real_main(RealCommand c) {
   if (const std::string why = real_refusal(c.scenario, c.options.emulated); !why.empty())
     throw ScenarioError(fmt::format("{}: the real mode cannot run this scenario: {}", c.origin, why));
@@ -190,62 +195,66 @@ int real_main(RealCommand c) {
   return kExitOk;
 }
 
-int compare_main(const std::vector<std::string>& args) {
-  std::vector<std::string> dirs;
-  std::string json_path = "compare.json";
-  std::optional<std::string> row;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--help" || args[i] == "-h") {
+}  // namespace
+
+int cmd_real(const std::vector<std::string>& args) {
+  po::options_description o("Usage: stalesim real SCENARIO [options]\n\nOptions");
+  add_scenario_options(o);
+  o.add_options()("out", po::value<std::string>(), "output folder (default: results/<scenario name>-real)")(
+      "force", "replace the output folder when it holds a stalesim run")(
+      "timing", po::value<std::string>()->default_value("emulated"),
+      "emulated: pad compute and messages to the scenario's devices and network; measured: no padding")(
+      "watchdog-s", po::value<double>()->default_value(60),
+      "end the job when a worker the server waits for, or the server a worker waits for, sends nothing "
+      "for this many seconds")("quiet", "no mpirun line on stderr")(
+      "help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  try {
+    const auto p = parse(args, o, pos);
+    if (p.help) {
       std::cout
-          << "Usage: stalesim compare RUN_A RUN_B [RUN_B2 ...] [--json FILE] [--row LABEL]\n"
-             "       stalesim compare --row-header\n\n"
-             "Compares run folders: A (e.g. a simulation, run with --record gradients for iteration-time\n"
-             "percentiles) against one or more B (e.g. real runs of the same scenario). Prints a table\n"
-             "and writes compare.json (or FILE): per worker group and overall, iteration time\n"
-             "(mean, p50, p99), updates by the earliest end, mean staleness and the KS distance of the\n"
-             "staleness distributions, waiting, accuracy and loss at equal time, time to target; errors\n"
-             "are (B - A) / A, and several B runs give their mean and spread. --row prints only the\n"
-             "headline figures as one Markdown row (under --row-header's). See README \"Real runs\".\n";
+          << o
+          << "\nRuns rank 0 as the parameter server and one rank per worker. Under mpirun give it\n"
+             "-n WORKERS+1; alone it starts mpirun itself. Writes summary.json, metrics.csv,\n"
+             "staleness.csv, gradients.csv, timing.csv (wall-clock seconds); see REFERENCE.md \"Real runs\".\n"
+             "Exit codes: 0 success, 2 bad input or a scenario the real mode refuses, 3 a failed run\n"
+             "(a rank died or fell silent), 130 interrupted (SIGINT or SIGTERM).\n";
       return kExitOk;
     }
-    if (args[i] == "--row" || args[i] == "--row-header") {
-      if (args[i] == "--row-header") {
-        std::cout << compare_row_header();
-        return kExitOk;
-      }
-      if (i + 1 >= args.size()) throw ScenarioError("compare: --row needs a label");
-      row = args[++i];
-      continue;
-    }
-    if (args[i] == "--json") {
-      if (i + 1 >= args.size()) throw ScenarioError("compare: --json needs a file name");
-      json_path = args[++i];
-      continue;
-    }
-    if (args[i].starts_with("-")) throw ScenarioError(fmt::format("compare: unknown option '{}'", args[i]));
-    dirs.push_back(args[i]);
+    RealCommand c;
+    c.scenario = load(p.vm);
+    c.origin = p.vm["scenario"].as<std::string>();
+    c.args = args;
+    const std::string timing = p.vm["timing"].as<std::string>();
+    if (timing != "emulated" && timing != "measured")
+      throw UsageError(fmt::format("--timing '{}': allowed: emulated, measured", timing));
+    c.options.emulated = timing == "emulated";
+    c.options.watchdog_s = p.vm["watchdog-s"].as<double>();
+    if (!(c.options.watchdog_s > 0 && c.options.watchdog_s <= 86400))
+      throw UsageError(
+          fmt::format("--watchdog-s: expected a number in (0, 86400], got {}", c.options.watchdog_s));
+    c.options.out = display_path(p.vm.count("out") ? p.vm["out"].as<std::string>()
+                                                   : "results/" + c.scenario.name + "-real");
+    c.options.force = p.vm.count("force") > 0;
+    c.options.guard = output_guard(c.origin);
+    c.quiet = p.vm.count("quiet") > 0;
+    return real_main(std::move(c));
+  } catch (const ScenarioError&) {
+    if (quiet_rank()) return kExitBadInput;  // bad input: rank 0 says it, once
+    throw;
+  } catch (const UsageError&) {
+    if (quiet_rank()) return kExitBadInput;
+    throw;
+  } catch (const DataError&) {
+    if (quiet_rank()) return kExitBadInput;
+    throw;
+  } catch (const std::exception&) {
+    // A worker rank's failure (an MPI send after rank 0 died, say) is a failed run, not bad input:
+    // mpirun passes the first non-zero code on to the launcher.
+    if (quiet_rank()) return kExitFailed;
+    throw;
   }
-  if (dirs.size() < 2)
-    throw ScenarioError(
-        "compare: expected two run folders or more: stalesim compare RUN_A RUN_B [RUN_B2 ...]");
-  // compare.json replaces only a compare.json of ours.
-  if (fs::exists(json_path)) {
-    std::string error;
-    const auto text = read_regular_file(json_path, kMaxSummaryBytes, error);
-    const auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-    if (!text || !j.is_object() || !j.contains("run_a") || !j.contains("staleness_ks"))
-      throw IoError(fmt::format("{}: exists and is not a compare.json of stalesim's; choose another --json",
-                                json_path));
-  }
-  const ComparedRun a = read_compared_run(dirs[0]);
-  std::vector<ComparedRun> b;
-  for (size_t i = 1; i < dirs.size(); ++i) b.push_back(read_compared_run(dirs[i]));
-  const nlohmann::json c = compare_runs(a, b);
-  std::cout << (row ? compare_row(c, *row) : compare_table(c));
-  std::ofstream out(json_path);
-  out << c.dump(2) << "\n";
-  if (!out) throw IoError(fmt::format("{}: cannot write", json_path));
-  return kExitOk;
 }
 
 }  // namespace stalesim::cli

@@ -146,14 +146,14 @@ std::optional<double> parse_size(const std::string& text) {
   return v * std::pow(1024.0, static_cast<double>(u + 1));
 }
 
-std::optional<MemoryLimit> memory_limit() {
-  if (const char* env = std::getenv("STALESIM_MEMORY_LIMIT"); env != nullptr && *env != '\0') {
-    const auto v = parse_size(env);
+std::optional<MemoryLimit> memory_limit(const std::string& configured) {
+  if (!configured.empty()) {
+    const auto v = parse_size(configured);
     if (!v)
       throw ScenarioError(
           fmt::format("STALESIM_MEMORY_LIMIT='{}': expected a size in bytes, optionally with a K, M, G or T "
                       "suffix (e.g. 512M, 8G)",
-                      env));
+                      configured));
     return MemoryLimit{*v, "STALESIM_MEMORY_LIMIT"};
   }
   std::ifstream f("/proc/meminfo");

@@ -70,10 +70,11 @@ struct MemoryLimit {
   double bytes = 0;
   std::string source;  // "STALESIM_MEMORY_LIMIT" or "MemAvailable in /proc/meminfo"
 };
-// STALESIM_MEMORY_LIMIT when set (bytes, or with a K/M/G/T suffix: powers of 1024), else
-// MemAvailable from /proc/meminfo; nullopt when neither is known (no check is made then).
-// Throws ScenarioError when STALESIM_MEMORY_LIMIT is not a size.
-std::optional<MemoryLimit> memory_limit();
+// `configured` when not empty: the value of the environment variable STALESIM_MEMORY_LIMIT, which
+// the CLI reads (bytes, or with a K/M/G/T suffix: powers of 1024); else MemAvailable from
+// /proc/meminfo; nullopt when neither is known (no check is made then). Throws ScenarioError
+// naming STALESIM_MEMORY_LIMIT when `configured` is not a size.
+std::optional<MemoryLimit> memory_limit(const std::string& configured);
 // Parses "123", "512K", "1.5G" (binary units); nullopt when not a size.
 std::optional<double> parse_size(const std::string& text);
 

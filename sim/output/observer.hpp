@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "base/sim_time.hpp"
-#include "sim/output/recorder.hpp"
+#include "sim/output/run_result.hpp"
 
 namespace stalesim {
 

@@ -152,7 +152,7 @@ namespace {
 void check_target(const std::string& dir, const fs::path& target, bool force, const OutputGuard& guard) {
   const FolderCheck c = inspect_folder(target);
   if (force && c.kind != FolderKind::kAbsent && c.kind != FolderKind::kEmpty)
-    refuse_protected(dir, target, guard.protect);  // the clearest reason first
+    refuse_protected(dir, target, guard.protect, guard.home);  // the clearest reason first
   switch (c.kind) {
     case FolderKind::kAbsent:
     case FolderKind::kEmpty:
@@ -161,7 +161,7 @@ void check_target(const std::string& dir, const fs::path& target, bool force, co
       if (!force)
         throw IoError(
             fmt::format("{}: output folder exists and is not empty (use --force to replace it)", dir));
-      refuse_protected(dir, target, guard.protect);
+      refuse_protected(dir, target, guard.protect, guard.home);
       return;
     case FolderKind::kSweep:
       throw IoError(fmt::format(

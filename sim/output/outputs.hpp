@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/output/recorder.hpp"
+#include "sim/output/run_result.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
@@ -46,6 +46,9 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
 struct OutputGuard {
   // Paths (e.g. the scenario file) that --force must not delete a folder above.
   std::vector<std::filesystem::path> protect{};
+  // The user's home folder ($HOME, which the CLI reads; empty: none): never replaced, nor a
+  // folder above it.
+  std::filesystem::path home{};
   // Called between the steps of writing and installing the folder: a test hook that may kill
   // the process there (STALESIM_INJECT_KILL_AT_STEP).
   std::function<void(std::string_view)> checkpoint{};

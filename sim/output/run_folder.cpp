@@ -159,7 +159,8 @@ fs::path resolve_output_path(const std::string& dir) {
   return p;
 }
 
-void refuse_protected(const std::string& dir, const fs::path& target, const std::vector<fs::path>& protect) {
+void refuse_protected(const std::string& dir, const fs::path& target, const std::vector<fs::path>& protect,
+                      const fs::path& home) {
   const fs::path t = canonical_or_self(target);
   const auto refuse = [&](const std::string& why) {
     throw IoError(
@@ -168,7 +169,7 @@ void refuse_protected(const std::string& dir, const fs::path& target, const std:
   if (t == t.root_path()) refuse("a filesystem root");
   std::error_code ec;
   if (fs::exists(t / ".git", ec)) refuse("a git checkout");
-  if (const char* home = std::getenv("HOME"); home && *home && within(canonical_or_self(home), t))
+  if (!home.empty() && within(canonical_or_self(home), t))
     refuse(canonical_or_self(home) == t ? "the home folder" : "a folder that holds the home folder");
   if (const fs::path cwd = fs::current_path(ec); !ec && within(canonical_or_self(cwd), t))
     refuse(canonical_or_self(cwd) == t ? "the working directory"

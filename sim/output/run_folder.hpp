@@ -50,10 +50,12 @@ FolderCheck inspect_folder(const std::filesystem::path& path);
 std::filesystem::path resolve_output_path(const std::string& dir);
 
 // Throws IoError (naming `dir` and the reason) when --force must not replace `target`: a
-// filesystem root, the home folder, the working directory, a git checkout, or a folder holding
-// any of them or any of `protect` (e.g. the scenario file).
+// filesystem root, the home folder (`home`: $HOME, which the CLI reads; empty: none), the working
+// directory, a git checkout, or a folder holding any of them or any of `protect` (e.g. the
+// scenario file).
 void refuse_protected(const std::string& dir, const std::filesystem::path& target,
-                      const std::vector<std::filesystem::path>& protect);
+                      const std::vector<std::filesystem::path>& protect,
+                      const std::filesystem::path& home = {});
 
 // stalesim's own temporaries. Each is a hidden folder `.stalesim-KIND-PID-TOKEN` (KIND partial,
 // probe or tmp; TOKEN 16 random hex digits) beside the thing it is for, holding a marker file

@@ -116,7 +116,7 @@ std::string override_pointer(const Override& o);
 bool related(std::string_view a, std::string_view b);
 
 // Profiles as data (issue 20; profiles.cpp): each group whose profile names a file and that
-// carries no `device` yet gets the file's figures as `device`.
-void read_profile_files(json& doc, const std::string& scenario_path);
+// carries no `device` yet gets the file's figures as `device` (`profile_dir`: see profile_file_path).
+void read_profile_files(json& doc, const std::string& scenario_path, const std::string& profile_dir);
 
 }  // namespace stalesim::scenario_detail

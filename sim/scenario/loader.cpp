@@ -220,16 +220,16 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& origin,
 }
 
 Scenario load_scenario_file(const std::string& path, std::span<const Override> sets,
-                            std::optional<uint64_t> seed) {
-  return load_scenario_text(read_file(path), path, sets, seed);
+                            std::optional<uint64_t> seed, const std::string& profile_dir) {
+  return load_scenario_text(read_file(path), path, sets, seed, profile_dir);
 }
 
 Scenario load_scenario_text(const std::string& text, const std::string& path, std::span<const Override> sets,
-                            std::optional<uint64_t> seed) {
+                            std::optional<uint64_t> seed, const std::string& profile_dir) {
   json doc = parse_json_text(text, path);
   apply_overrides(doc, sets);
   if (seed && doc.is_object()) doc["seed"] = *seed;
-  read_profile_files(doc, path);
+  read_profile_files(doc, path, profile_dir);
   std::string name = std::filesystem::path(path).filename().string();
   if (name.ends_with(".json") && name.size() > 5) name.resize(name.size() - 5);
   name = sanitize_scenario_name(name);

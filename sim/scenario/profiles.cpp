@@ -1,6 +1,5 @@
 // Device profiles named by a scenario: a profile file's path, reading profile files into the
 // groups' `device` when a scenario file is loaded, and the profile of a group.
-#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -19,7 +18,8 @@ using scenario_detail::json;
 // yet gets the file's figures as `device`, and its profile the path as resolved, so that the
 // manifest shows which file ran and reproduces without it. Errors name the scenario, the group's
 // profile key, the profile file and its key.
-void scenario_detail::read_profile_files(json& doc, const std::string& scenario_path) {
+void scenario_detail::read_profile_files(json& doc, const std::string& scenario_path,
+                                         const std::string& profile_dir) {
   if (!doc.is_object() || !doc.contains("cluster") || !doc["cluster"].is_object()) return;
   json& cluster = doc["cluster"];
   if (!cluster.contains("workers") || !cluster["workers"].is_array()) return;
@@ -29,7 +29,7 @@ void scenario_detail::read_profile_files(json& doc, const std::string& scenario_
     if (!group.is_object() || group.contains("device") || !group.contains("profile") ||
         !group["profile"].is_string())
       continue;
-    const auto file = profile_file_path(group["profile"].get<std::string>(), dir);
+    const auto file = profile_file_path(group["profile"].get<std::string>(), dir, profile_dir);
     if (!file) continue;  // a built-in name, or unknown (the loader says so)
     try {
       group["device"] = json(profile_to_json(load_profile_file(*file)));
@@ -40,7 +40,8 @@ void scenario_detail::read_profile_files(json& doc, const std::string& scenario_
   }
 }
 
-std::optional<std::string> profile_file_path(const std::string& value, const std::string& scenario_dir) {
+std::optional<std::string> profile_file_path(const std::string& value, const std::string& scenario_dir,
+                                             const std::string& profile_dir) {
   namespace fs = std::filesystem;
   if (value.ends_with(".json")) {
     const fs::path p(value);
@@ -49,9 +50,8 @@ std::optional<std::string> profile_file_path(const std::string& value, const std
         .string();
   }
   if (find_profile(value)) return std::nullopt;
-  const char* dir = std::getenv("STALESIM_PROFILE_DIR");
-  if (dir == nullptr || *dir == '\0' || value.find('/') != std::string::npos) return std::nullopt;
-  const fs::path p = fs::path(dir) / (value + ".json");
+  if (profile_dir.empty() || value.find('/') != std::string::npos) return std::nullopt;
+  const fs::path p = fs::path(profile_dir) / (value + ".json");
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) return std::nullopt;
   return p.lexically_normal().string();

@@ -130,9 +130,11 @@ struct WorkerGroup {
 DeviceProfile group_profile(const WorkerGroup& g, size_t index);
 
 // Where a scenario's `profile` value names a file: a path ending in ".json" (relative to
-// `scenario_dir` unless absolute), or a name that is not built-in but is NAME.json in the folder
-// given by the environment variable STALESIM_PROFILE_DIR. nullopt: a built-in name, or unknown.
-std::optional<std::string> profile_file_path(const std::string& value, const std::string& scenario_dir);
+// `scenario_dir` unless absolute), or a name that is not built-in but is NAME.json in
+// `profile_dir` (the environment variable STALESIM_PROFILE_DIR, which the CLI reads; "" for none).
+// nullopt: a built-in name, or unknown.
+std::optional<std::string> profile_file_path(const std::string& value, const std::string& scenario_dir,
+                                             const std::string& profile_dir);
 
 // One entry of the cluster's schedule (DESIGN.md section 3: stragglers, pauses, failures).
 // Applies to the listed workers, or to every worker of `group`.

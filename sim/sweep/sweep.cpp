@@ -385,6 +385,24 @@ std::string point_status(const SweepPlan& plan, const std::vector<RunRecord>& re
   return p.scenario ? records.at(p.run).status : std::string("failed");
 }
 
+SweepTally tally_sweep(const SweepPlan& plan, const std::vector<RunRecord>& records) {
+  SweepTally t;
+  for (size_t i = 0; i < plan.points.size(); ++i) {
+    const std::string status = point_status(plan, records, i);
+    if (status == "interrupted")
+      ++t.interrupted;
+    else if (status == "not_run")
+      ++t.not_run;
+    else if (!sweep_status_ok(status))
+      ++t.failed;
+    else if (records[plan.points[i].run].skipped)
+      ++t.skipped;
+    else
+      ++t.ran;
+  }
+  return t;
+}
+
 std::string describe_point(const SweepPlan& plan, size_t point) {
   const SweepPoint& p = plan.points.at(point);
   std::string out;

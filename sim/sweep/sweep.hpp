@@ -99,6 +99,7 @@ struct SweepSpec {
   std::string spec_file;                     // the sweep file, or "" for a sweep given by flags
   size_t file_sets = 0;                      // the first file_sets of `sets` come from the sweep file
   nlohmann::json spec_json;                  // the sweep file as read (for sweep.json), or null
+  std::string profile_dir;                   // STALESIM_PROFILE_DIR, read by the CLI (load_scenario_file)
 };
 
 // One point of the sweep.
@@ -157,10 +158,11 @@ std::string default_sweep_dir(const SweepPlan& plan);
 // differ and nothing is deleted here: the caller reruns every point (SweepOptions::rerun), each
 // replacing its own folder, then calls prune_sweep_dir. A folder that is not a sweep folder (a
 // run, foreign files) is refused, with or without `force`, as are the protected places of
-// sim/output/run_folder.hpp (`protect`: e.g. the scenario file). Throws IoError naming the folder, what it
-// holds and how to proceed (--force, or another --out).
+// sim/output/run_folder.hpp (`protect`: e.g. the scenario file; `home`: $HOME). Throws IoError naming the
+// folder, what it holds and how to proceed (--force, or another --out).
 void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force,
-                       const std::vector<std::filesystem::path>& protect = {});
+                       const std::vector<std::filesystem::path>& protect = {},
+                       const std::filesystem::path& home = {});
 // Removes the run folders in `dir` that belong to no point of `plan` (after a completed --force
 // sweep). Returns how many.
 size_t prune_sweep_dir(const std::string& dir, const SweepPlan& plan);
@@ -231,6 +233,8 @@ struct SweepOptions {
   // Called between the steps of writing each point's folder (OutputGuard::checkpoint), from the
   // thread that writes it: the STALESIM_INJECT_KILL_AT_STEP test hook (REFERENCE.md "Safety and errors").
   std::function<void(std::string_view)> checkpoint;
+  // The user's home folder ($HOME, read by the CLI): no point's --force replaces it (OutputGuard::home).
+  std::filesystem::path home;
   // Called after each run of this rank finishes or is skipped, one call at a time, from the
   // thread that ran it. For progress and failure reports only.
   std::function<void(const SweepRun&, const RunRecord&)> on_run_done;
@@ -249,6 +253,18 @@ std::string sweep_csv(const SweepPlan& plan, const std::vector<RunRecord>& recor
 
 // The status of a point: its run's status, or "failed" when it does not resolve.
 std::string point_status(const SweepPlan& plan, const std::vector<RunRecord>& records, size_t point);
+
+// How the points of a sweep ended, after run_sweep (and gather_records under mpirun): each point
+// counts once, by point_status. The sweep succeeded when every point did (ok()).
+struct SweepTally {
+  size_t ran = 0;          // ran now and completed or diverged
+  size_t skipped = 0;      // its folder held its finished run already
+  size_t failed = 0;       // did not resolve, failed, or deadlocked
+  size_t interrupted = 0;  // stopped by an interrupt
+  size_t not_run = 0;      // not started before an interrupt
+  bool ok() const { return failed + interrupted + not_run == 0; }
+};
+SweepTally tally_sweep(const SweepPlan& plan, const std::vector<RunRecord>& records);
 
 // "policy.staleness=4, policy.type=ssp, seed=2": a point's values, for messages.
 std::string describe_point(const SweepPlan& plan, size_t point);

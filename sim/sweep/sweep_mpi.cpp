@@ -1,9 +1,11 @@
 #include "sim/sweep/sweep_mpi.hpp"
 
-#include <cstdlib>
 #include <limits>
 #include <stdexcept>
-#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/output/outputs.hpp"
 
 #ifdef STALESIM_HAVE_MPI
 #include <mpi.h>
@@ -11,15 +13,45 @@
 
 namespace stalesim {
 
-int mpi_launch_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
-    const char* v = std::getenv(name);
-    if (v && *v) {
-      const int n = std::atoi(v);
-      return n > 0 ? n : 0;
+bool prepare_on_rank0(const MpiSession* mpi, const std::function<void()>& prepare,
+                      const std::function<void(const std::exception&)>& report) {
+  const int rank = mpi ? mpi->rank() : 0;
+  std::exception_ptr error;
+  int refused = 0;
+  if (rank == 0) {
+    try {
+      prepare();
+    } catch (const ScenarioError&) {
+      error = std::current_exception();
+      refused = 1;
+    } catch (const IoError&) {
+      error = std::current_exception();
+      refused = 1;
     }
   }
-  return 0;
+  if (mpi) refused = mpi->broadcast(refused);
+  if (!refused) return true;
+  if (!mpi) std::rethrow_exception(error);
+  if (rank == 0) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      report(e);
+    }
+  }
+  mpi->broadcast(refused);  // every rank waits until rank 0 has reported
+  return false;
+}
+
+void gather_records(const MpiSession* mpi, std::vector<RunRecord>& records) {
+  if (!mpi || mpi->size() < 2) return;
+  const auto ranks = static_cast<size_t>(mpi->size());
+  nlohmann::json mine = nlohmann::json::array();
+  for (size_t j = 0; j < records.size(); ++j)
+    if (static_cast<int>(j % ranks) == mpi->rank()) mine.push_back({j, to_json(records[j])});
+  for (const auto& text : mpi->gather(mine.dump()))
+    for (const auto& item : nlohmann::json::parse(text))
+      records.at(item[0].get<size_t>()) = run_record_from_json(item[1]);
 }
 
 #ifdef STALESIM_HAVE_MPI

@@ -4,19 +4,23 @@
 // find_package(MPI) finds it); without it, mpi_built() is false and MpiSession is one rank.
 //
 // MPI is initialized only by an MpiSession, which `stalesim sweep` creates only when it was
-// started by mpirun; every other command never touches MPI.
+// started by mpirun (the CLI reads that from the environment: tools/cli.hpp, mpi_launch_size);
+// every other command never touches MPI.
+//
+// The collective steps of a sweep are here too: rank 0's verdict on preparing it, which every
+// rank follows, and the gather of every rank's records to rank 0.
 
+#include <exception>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "sim/sweep/sweep.hpp"
 
 namespace stalesim {
 
 // Whether this binary was built with MPI.
 bool mpi_built();
-
-// The number of processes of the mpirun that started this one (OpenMPI's OMPI_COMM_WORLD_SIZE,
-// else PMI_SIZE or PMIX_SIZE), or 0 when it was not started by mpirun.
-int mpi_launch_size();
 
 // MPI_Init_thread (MPI_THREAD_FUNNELED: only the constructing thread calls MPI) on construction,
 // MPI_Finalize on destruction. One per process. Without MPI: rank 0 of 1, and no calls at all.
@@ -40,5 +44,19 @@ class MpiSession {
   int rank_ = 0;
   int size_ = 1;
 };
+
+// Runs `prepare` on rank 0 (checking memory and making the sweep folder, say) and has every rank
+// follow its verdict; `mpi` == nullptr: one process. Returns true on every rank when `prepare`
+// returned. When it throws ScenarioError or IoError (bad input: nothing has run or been written):
+// alone, the error propagates; under mpirun, rank 0 hands it to `report` and every rank returns
+// false only once rank 0 has reported (mpirun ends the job at the first non-zero exit and may
+// drop what a slower rank still had to print). Collective.
+bool prepare_on_rank0(const MpiSession* mpi, const std::function<void()>& prepare,
+                      const std::function<void(const std::exception&)>& report);
+
+// Under mpirun with more than one rank, rank 0 receives every rank's records (run j is rank
+// j % ranks's: run_sweep) into `records`; the other ranks keep their own. Nothing otherwise.
+// Collective.
+void gather_records(const MpiSession* mpi, std::vector<RunRecord>& records);
 
 }  // namespace stalesim

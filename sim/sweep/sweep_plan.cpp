@@ -54,7 +54,7 @@ Resolved resolve_point(const SweepSpec& spec, const std::vector<Override>& own,
     std::vector<Override> all = spec.sets;
     all.insert(all.end(), mine.begin(), mine.end());
     try {
-      return load_scenario_file(spec.scenario_path, all, seed);
+      return load_scenario_file(spec.scenario_path, all, seed, spec.profile_dir);
     } catch (const ScenarioError& e) {
       // The sweep file's own "set" entries are named as the file's.
       std::string message = relabel(e.what(), own, labels);
@@ -114,12 +114,12 @@ Resolved resolve_point(const SweepSpec& spec, const std::vector<Override>& own,
 // then the base is the file alone, and each point checks the --set after its own values.
 Scenario load_base(const SweepSpec& spec) {
   try {
-    return load_scenario_file(spec.scenario_path, spec.sets);
+    return load_scenario_file(spec.scenario_path, spec.sets, std::nullopt, spec.profile_dir);
   } catch (const ScenarioError&) {
     if (spec.sets.empty()) throw;
     for (const auto& o : spec.sets)
       if (!is_sweep_field(o.path)) throw;  // an unknown field: no point can fix that
-    return load_scenario_file(spec.scenario_path);
+    return load_scenario_file(spec.scenario_path, {}, std::nullopt, spec.profile_dir);
   }
 }
 

@@ -121,8 +121,8 @@ std::optional<RunRecord> read_back(const fs::path& folder, const json& scenario_
 
 // `origin`: the scenario file, to name in a message when the scenario does not fit its data.
 RunRecord execute(const Scenario& sc, const json& scenario_json, const std::string& origin,
-                  const fs::path& folder, DataCache& cache, const std::atomic<bool>* interrupt, bool rerun,
-                  int threads, const std::function<void(std::string_view)>& checkpoint) {
+                  const fs::path& folder, DataCache& cache, const SweepOptions& options) {
+  const std::atomic<bool>* interrupt = options.interrupt;
   // This run's one use of its data ends on every path out of here, once.
   struct Use {
     DataCache& cache;
@@ -131,7 +131,7 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
     ~Use() { cache.release(sc); }
   };
   std::optional<Use> use(std::in_place, cache, sc);
-  if (!rerun)
+  if (!options.rerun)
     if (auto done = read_back(folder, scenario_json)) return *done;
   RunRecord rec;
   if (interrupt && interrupt->load()) return rec;  // not_run
@@ -141,11 +141,11 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
     request.origin = origin;
     request.data = data.get();
     request.options.interrupt = interrupt;
-    request.options.threads = threads;
+    request.options.threads = std::max(1, options.threads);
     request.out = folder.string();
     request.force = true;
     // prepare_sweep_dir cleaned the sweep folder of killed writers' temporaries, once for all points.
-    request.guard = OutputGuard{.checkpoint = checkpoint, .clean_stale = false};
+    request.guard = OutputGuard{.home = options.home, .checkpoint = options.checkpoint, .clean_stale = false};
     const RunOutcome outcome = execute_run(sc, request);
     if (outcome.kept_finished) {
       rec.status = "interrupted";  // a --force rerun stopped: the finished run stays
@@ -183,7 +183,7 @@ void write_file_atomically(const std::string& path, const std::string& text) {
 }
 
 void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force,
-                       const std::vector<fs::path>& protect) {
+                       const std::vector<fs::path>& protect, const fs::path& home) {
   const fs::path root = resolve_output_path(dir);
   std::error_code ec;
   const auto how = "(use --force to rerun every point into it, or --out another folder)";
@@ -206,7 +206,7 @@ void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force
     if (force) {
       // Nothing is deleted here: every point runs again and replaces its own folder when its new
       // run is written; folders of points no longer in the plan go when the sweep completes.
-      refuse_protected(dir, root, protect);
+      refuse_protected(dir, root, protect, home);
     } else {
       const fs::path manifest = root / "sweep.json";
       json old;
@@ -278,9 +278,8 @@ std::vector<RunRecord> run_sweep(const SweepPlan& plan, const std::string& dir, 
     for (size_t k; (k = next.fetch_add(1)) < mine.size();) {
       const SweepRun& run = plan.runs[mine[k]];
       const SweepPoint& first = plan.points[run.points.front()];
-      RunRecord rec =
-          execute(*first.scenario, first.scenario_json, plan.spec.scenario_path, root / run.folder, cache,
-                  options.interrupt, options.rerun, std::max(1, options.threads), options.checkpoint);
+      RunRecord rec = execute(*first.scenario, first.scenario_json, plan.spec.scenario_path,
+                              root / run.folder, cache, options);
       std::lock_guard lock(report);
       records[mine[k]] = std::move(rec);
       if (options.on_run_done) options.on_run_done(run, records[mine[k]]);

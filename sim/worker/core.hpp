@@ -20,7 +20,7 @@
 #include "sim/output/observer.hpp"
 #include "sim/param_store.hpp"
 #include "sim/policies/sync_policy.hpp"
-#include "sim/output/recorder.hpp"
+#include "sim/output/run_result.hpp"
 #include "sim/rules/server_optimizer.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/worker/compute_time.hpp"

@@ -15,7 +15,7 @@
 #include "sim/gradient_pool.hpp"
 #include "sim/engine/lazy_deque.hpp"
 #include "sim/param_store.hpp"
-#include "sim/output/recorder.hpp"
+#include "sim/output/run_result.hpp"
 
 namespace stalesim {
 

@@ -67,5 +67,17 @@ if [[ -n "$readers" ]]; then
   fail=1
 fi
 
+# 6. The library (sim/, models/, base/) never reads the environment: no getenv, secure_getenv or
+#    environ. The CLI reads STALESIM_THREADS, STALESIM_MEMORY_LIMIT, STALESIM_PROFILE_DIR, HOME and
+#    mpirun's variables (tools/cli.hpp) and passes what it found down as parameters, so that a run
+#    depends on its arguments only and two runs in one process cannot see different settings.
+env_reads=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' \
+  '\b(secure_)?getenv\b|\benviron\b' sim models base)
+if [[ -n "$env_reads" ]]; then
+  echo "check_layers: the library reads the environment (read it in tools/cli.cpp and pass a parameter):"
+  echo "$env_reads"
+  fail=1
+fi
+
 [[ $fail -eq 0 ]] && echo "check_layers: ok"
 exit $fail

@@ -1,4 +1,4 @@
-#include "sim/output/recorder.hpp"
+#include "sim/output/run_result.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,51 @@
+// `stalesim summarize SWEEP_DIR`: mean and spread over seeds per sweep point (sim/analysis/summarize.hpp).
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "sim/analysis/summarize.hpp"
+#include "sim/sweep/sweep.hpp"
+#include "tools/cli.hpp"
+
+namespace stalesim::cli {
+
+int cmd_summarize(const std::vector<std::string>& args) {
+  po::options_description o("Usage: stalesim summarize SWEEP_DIR [options]\n\nOptions");
+  o.add_options()("dir", po::value<std::string>()->required(), "a sweep folder (with sweep.csv)")(
+      "quiet", "write the files without printing the table")("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("dir", 1);
+  const auto p = parse(args, o, pos);
+  if (p.help) {
+    std::cout << o << R"(
+Groups the points of a sweep that differ only in their seed and writes, in SWEEP_DIR:
+  sweep-summary.csv  per group: seeds, with_result, quality_metric, and for every result column of
+                     sweep.csv its _mean, _std (sample), _min, _max and _n over the seeds
+  curves.csv         per group and evaluation time: the seeds with a row there, and the mean, std,
+                     min and max of every metrics.csv column (plots/bands.py draws them as bands)
+and prints a table: per group the quality (mean ± std, min, max), final test loss and time to
+target as "k of n: mean ± std" (k of the n seeds reached the target, the mean over those) with,
+when some missed, all ≥ X in brackets: the mean with each miss counted at its run's end. sweep-summary.csv
+gives target_reached, target_missed and time_to_target_s_censored_mean likewise. Only points with a result (completed or diverged) count. Exit 2 when the folder holds no
+sweep.csv or a point's metrics.csv cannot be read.
+)";
+    return kExitOk;
+  }
+  const std::string dir = display_path(p.vm["dir"].as<std::string>());
+  const SweepSummary s = summarize_sweep(dir);
+  const std::filesystem::path root(dir);
+  write_file_atomically((root / "sweep-summary.csv").string(), s.summary_csv);
+  write_file_atomically((root / "curves.csv").string(), s.curves_csv);
+  if (p.vm.count("quiet") == 0) std::cout << s.table;
+  fmt::print(
+      "{}: {} points in {} groups over seeds ({} with a result{}); wrote {}/sweep-summary.csv and "
+      "{}/curves.csv\n",
+      dir, s.points, s.groups, s.points_with_result,
+      s.target_missed ? fmt::format(", {} of them missed the target", s.target_missed) : std::string(), dir,
+      dir);
+  return kExitOk;
+}
+
+}  // namespace stalesim::cli
