@@ -19,7 +19,7 @@ class GradientRecorder final : public RunObserver {
   std::string take() { return std::move(csv_); }
 
  private:
-  std::string csv_ = "virtual_time_s,worker,version_read,version_apply,tau,step\n";
+  std::string csv_ = "virtual_time_s,worker,version_read,version_apply,missed_updates,step\n";
 };
 
 // Needs only start() and finish(): the policy's records are read once the run has ended.

@@ -60,9 +60,9 @@ class RunObserver {
   }
   // The server applied a gradient (`version` is the server version after it); called after the
   // policy has seen the push.
-  virtual void update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness,
-                      int64_t step_staleness) {
-    (void)now, (void)worker, (void)version, (void)clock_staleness, (void)step_staleness;
+  virtual void update(SimTime now, int32_t worker, int64_t version, int64_t staleness,
+                      int64_t missed_updates) {
+    (void)now, (void)worker, (void)version, (void)staleness, (void)missed_updates;
   }
   // The server applied a gradient (`info`: what it was computed on; `step`: the rule's step
   // factor); called before update() for the same push.
