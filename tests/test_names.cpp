@@ -46,6 +46,13 @@ std::vector<std::string> old_name_lines(const std::string& name, std::string tex
       if (text[k] != '\n') text[k] = ' ';
   }
   std::vector<std::string> hits;
+  // Words broken across lines ("read clock\ngap") count too.
+  std::string joined = text;
+  for (char& c : joined)
+    if (c == '\n') c = ' ';
+  if (std::regex_search(joined, std::regex("read\\s+clock\\s+gap|clock\\s+staleness|step\\s+staleness",
+                                             std::regex::icase)))
+    hits.push_back(name + ": an older name across a line break");
   std::istringstream lines(text);
   std::string line;
   int n = 0;

@@ -43,6 +43,7 @@
 #include "base/file_read.hpp"
 #include "sim/gradient_pool.hpp"
 #include "sim/estimate/memory_estimate.hpp"
+#include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
 #include "sim/analysis/reproduce.hpp"
 #include "sim/run.hpp"
@@ -58,6 +59,7 @@
 #include "sim/text.hpp"
 #include "sim/output/timeline.hpp"
 #include "sim/output/trace.hpp"
+#include "tools/cmd_estimate.hpp"
 #include "tools/cmd_real.hpp"
 
 namespace po = boost::program_options;
@@ -326,14 +328,14 @@ int cmd_run(const std::vector<std::string>& args) {
   const MetricsRow* last = r.metrics.empty() ? nullptr : &r.metrics.back();
   fmt::print(
       "{}: {} ({}) at t={:g} s after {} updates; test accuracy {}, test loss {}; "
-      "time to target {}; missed updates mean {:.3f} p50 {} p99 {} max {}, read clock gap mean {:.3f} "
+      "time to target {}; missed updates mean {:.3f} p50 {} p99 {} max {}, staleness mean {:.3f} "
       "p50 {} p99 {} max {}; wrote {}/ (result_hash {})\n",
       sc.name, to_string(r.status), r.stop_reason, r.end_time.seconds(), r.server_updates,
       last ? fmt_opt(last->test_accuracy) : "n/a", last ? fmt_opt(last->test_loss) : "n/a",
       r.time_to_target_s ? fmt::format("{:g} s", *r.time_to_target_s) : std::string("not reached"),
-      r.step_staleness.mean(), r.step_staleness.percentile(0.5), r.step_staleness.percentile(0.99),
-      r.step_staleness.max(), r.clock_staleness.mean(), r.clock_staleness.percentile(0.5),
-      r.clock_staleness.percentile(0.99), r.clock_staleness.max(), out, files.result_hash);
+      r.missed_updates.mean(), r.missed_updates.percentile(0.5), r.missed_updates.percentile(0.99),
+      r.missed_updates.max(), r.staleness.mean(), r.staleness.percentile(0.5),
+      r.staleness.percentile(0.99), r.staleness.max(), out, files.result_hash);
   if (!r.metric_name.empty())  // mf, lda: the model's own metric
     fmt::print("{}: final {} {}\n", sc.name, r.metric_name, last ? fmt_opt(last->metric) : "n/a");
   if (!quiet) fmt::print(stderr, "wall time {:.2f} s, {} events\n", wall, r.events);
@@ -408,7 +410,8 @@ int cmd_real(const std::vector<std::string>& args) {
 int cmd_validate(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim validate SCENARIO [options]\n\nOptions");
   add_scenario_options(o);
-  o.add_options()("help,h", "show this help");
+  o.add_options()("remeasure", "measure this machine again for the wall time, replacing the cached rate")(
+      "threads", po::value<int>(), "threads of the measuring runs (default: as for run)")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
   const auto p = parse(args, o, pos);
@@ -419,14 +422,22 @@ int cmd_validate(const std::vector<std::string>& args) {
                  "iteration time split into compute, worker link and server link, the message sizes, the\n"
                  "links' utilisation, the bottleneck, the updates expected in the virtual time, the wall\n"
                  "time and memory on this machine, and a warning when one resource makes the policy\n"
-                 "comparison moot (see REFERENCE.md, \"Before you run: the estimate\").\n";
+                 "comparison moot (see REFERENCE.md, \"Before you run: the estimate\").\n"
+                 "The wall time is at this machine's measured rate: the first validate measures it (short\n"
+                 "reference runs, a second or a few) and caches it in\n"
+                 "$XDG_CACHE_HOME/stalesim/machine-rate.json (else ~/.cache/stalesim/); --remeasure\n"
+                 "measures again.\n";
     return kExitOk;
   }
   const Scenario sc = load(p.vm);
-  const RunEstimate estimate = estimate_run(sc);
+  RunEstimate estimate = estimate_run(sc);
   check_feasible(sc, estimate, p.vm["scenario"].as<std::string>());
   std::cout << scenario_to_json(sc).dump(2) << "\n";
   std::cout.flush();
+  pin_eigen_cache_sizes();
+  RunOptions measuring;
+  measuring.threads = threads_option(p.vm, 1);
+  cli::use_this_machine(estimate, measuring, p.vm.count("remeasure") > 0);
   fmt::print(stderr, "{}", estimate.describe());
   return kExitOk;
 }
@@ -436,8 +447,8 @@ int cmd_profiles(const std::vector<std::string>& args) {
       "\nYour own profile: a JSON file with the keys name, description, peak_fp32_tflops,\n"
       "memory_bandwidth_gbs, efficiency (0 < e <= 1), overhead_us, source (optional: peak_fp16_tflops,\n"
       "peak_bf16_tflops), as models/profiles/*.json or what `stalesim calibrate --out my-gpu.json` writes.\n"
-      "A scenario uses it without rebuilding: \"profile\": \"my-gpu.json\" (a path relative to the\n"
-      "scenario's folder), or \"profile\": \"my-gpu\" with my-gpu.json in $STALESIM_PROFILE_DIR.\n"
+      "A scenario uses it without rebuilding: \"profile\": \"my-gpu.json\" (relative to the scenario\n"
+      "file's folder; to the working directory in --set), or \"profile\": \"my-gpu\" with my-gpu.json in $STALESIM_PROFILE_DIR.\n"
       "The manifest keeps the file's figures (cluster.workers[*].device). `stalesim profiles FILE...`\n"
       "checks files and lists them. An optional \"calibration\" array lists published training figures\n"
       "({\"source\", \"model\", \"forward_flops\", \"batch\", \"images_per_s\"}); the listing then shows "
@@ -689,6 +700,7 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
     return verdict;
   }
   if (rank == 0 && !quiet) {
+    fmt::print(stderr, "{}", cli::describe_sweep_estimate(plan, jobs * ranks));
     for (const auto& n : plan.notes) fmt::print(stderr, "stalesim: note: {}\n", n);
     if (plan.skipped > 0)
       fmt::print(stderr, "stalesim: note: the constraints skip {} of {} points\n", plan.skipped,
@@ -1002,8 +1014,10 @@ int cmd_reproduce(const std::vector<std::string>& args) {
                   "a finished run's summary.json (or its folder), or a sweep folder")(
       "quiet", "no progress line and no wall time on stderr")(
       "threads", po::value<int>(),
-      "threads computing gradients (default: STALESIM_THREADS, else the machine's cores)")("help,h",
-                                                                                           "show this help");
+      "threads computing gradients (default: STALESIM_THREADS, else the machine's cores)")(
+      "out", po::value<std::string>(),
+      "keep the rerun as a run folder DIR (the rules of run --out: an occupied DIR needs --force)")(
+      "force", "with --out: replace DIR when it holds a stalesim run")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("summary", 1);
   const auto p = parse(args, o, pos);
@@ -1017,6 +1031,8 @@ dataset file changed since the run.
 Given a sweep folder (it holds sweep.json), reruns every folder of its sweep.csv and prints one
 MATCH or MISMATCH line per folder (naming its points), NOT RUN per point without a finished
 folder, and a closing count; exit 0 when every point matches, 3 otherwise.
+With --out DIR (a single run) the rerun is kept in DIR, matching or not, written as 'run --out'
+writes (never into or above the folder reproduced; an occupied DIR only with --force).
 )";
     return kExitOk;
   }
@@ -1025,10 +1041,21 @@ folder, and a closing count; exit 0 when every point matches, 3 otherwise.
     std::error_code ec;
     if (std::filesystem::is_directory(target, ec) &&
         std::filesystem::is_regular_file(std::filesystem::path(target) / "sweep.json", ec))
+    {
+      if (p.vm.count("out"))
+        throw UsageError(fmt::format("--out: {} is a sweep folder; --out keeps the rerun of a single run", target));
       return reproduce_sweep(target, threads_option(p.vm, 1));
+    }
   }
   const Reproduction r = prepare_reproduction(p.vm["summary"].as<std::string>());
   const bool quiet = p.vm.count("quiet") > 0;
+  // --out: the rerun's folder, checked before the rerun as `run` checks it; the folder reproduced
+  // (its summary.json) is protected from --force.
+  const std::string keep = p.vm.count("out") ? display_path(p.vm["out"].as<std::string>()) : "";
+  const bool force = p.vm.count("force") > 0;
+  if (force && keep.empty()) throw UsageError("--force needs --out");
+  const OutputGuard guard = output_guard(r.summary_path);
+  if (!keep.empty()) check_output_dir(keep, force, guard);
   if (!r.build_differences.empty()) {
     std::string list;
     for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + escaped(d);
@@ -1064,6 +1091,13 @@ folder, and a closing count; exit 0 when every point matches, 3 otherwise.
   if (!quiet)
     fmt::print(stderr, "wall time {:.2f} s\n",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count());
+  if (!keep.empty()) {
+    write_outputs(keep, res.files, /*done=*/true, force, guard);
+    fmt::print(stderr, "kept the rerun in {}/\n", keep);
+  }
+  for (const auto& f : res.renamed)
+    fmt::print(stderr, "note: {} holds the staleness names read until {}; compared under the current ones\n", f,
+               kOldNamesReadUntil);
   if (res.differences.empty()) {
     std::string list;
     for (const auto& f : res.compared) list += (list.empty() ? "" : ", ") + f;
@@ -1126,7 +1160,7 @@ device profile in the format of models/profiles/*.json:
   efficiency            (batch x FLOPs per sample / (median time at --batch - overhead)) / peak
 so that the profile reproduces the median at --batch exactly (the batch-1 iteration's own sample
 is counted as overhead). Each median is taken over --repeats iterations after --warmup untimed ones.
-A scenario uses the file as it is: "profile": "FILE.json" (relative to the scenario's folder).
+A scenario uses the file as it is: "profile": "FILE.json" (relative to the scenario file's folder).
 Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA).
 )";
     return kExitOk;

@@ -14,6 +14,7 @@
 
 #include "sim/build_info.hpp"
 #include "base/file_read.hpp"
+#include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario/load.hpp"
@@ -222,6 +223,7 @@ ReproduceResult reproduce(const Reproduction& r, const RunOptions& options) {
   const RunOutcome outcome = execute_run(r.scenario, request);
   out.status = outcome.result.status;
   out.result_hash = outcome.files.result_hash;
+  out.files = outcome.files;
   if (out.status == RunStatus::kInterrupted) return out;
 
   std::map<std::string, std::string> written;
@@ -259,7 +261,16 @@ ReproduceResult reproduce(const Reproduction& r, const RunOptions& options) {
       out.differences.push_back(d);
       continue;
     }
-    if (auto d = first_difference(name, read_text(recorded), written[name])) out.differences.push_back(*d);
+    std::string text = read_text(recorded);
+    // A folder written before the one-name rename (sim/output/names.hpp) is compared under the
+    // current names: the rename changes no figure, so it is not a difference of results.
+    std::string current = name == "summary.json" ? text : current_csv_names(name, text);
+    if (name == "summary.json") {
+      const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (has_old_summary_names(j)) current = current_summary_names(j).dump(2) + "\n";
+    }
+    if (current != text) out.renamed.push_back(name);
+    if (auto d = first_difference(name, current, written[name])) out.differences.push_back(*d);
   }
   std::vector<std::string> extra;
   std::error_code ec;
