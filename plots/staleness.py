@@ -25,7 +25,7 @@ LINEAR_UP_TO = 20  # x axes with a larger staleness are logarithmic above this
 SYMLOG_TICKS = [0, 5, 10, 15, 20] + [m * 10 ** e for e in range(1, 7) for m in (5, 10, 20)]
 
 KINDS = (("staleness_gradients", "staleness", "staleness (clocks)"),
-         ("missed_updates_gradients", "missed_updates", "missed updates (server updates, tau)"))
+         ("missed_updates_gradients", "missed_updates", "missed updates (server updates)"))
 
 
 def histogram(run, column):

@@ -28,8 +28,7 @@ struct Applied {
 
 class Recorder final : public RunObserver {
  public:
-  void update(SimTime now, int32_t worker, int64_t, int64_t staleness,
-              int64_t missed_updates) override {
+  void update(SimTime now, int32_t worker, int64_t, int64_t staleness, int64_t missed_updates) override {
     seq.push_back({now.ns(), worker, missed_updates, staleness});
   }
   std::vector<Applied> seq;

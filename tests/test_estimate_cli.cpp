@@ -34,7 +34,8 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 }  // namespace
 
 TEST_CASE("a measured rate rescales the estimate's wall time, and says so") {
-  const auto s = stalesim::load_scenario_file(std::string(STALESIM_SOURCE_DIR) + "/scenarios/sweep-tiny.json");
+  const auto s =
+      stalesim::load_scenario_file(std::string(STALESIM_SOURCE_DIR) + "/scenarios/sweep-tiny.json");
   const stalesim::RunEstimate assumed = stalesim::estimate_run(s);
   REQUIRE(assumed.math_gflop > 0);
   REQUIRE(assumed.events > 0);
@@ -42,8 +43,8 @@ TEST_CASE("a measured rate rescales the estimate's wall time, and says so") {
   CHECK(has(assumed.describe(), "an assumed"));
   stalesim::RunEstimate measured = assumed;
   stalesim::MachineRate r;
-  r.speed = 2;      // math twice the assumed rate
-  r.event_us = 2;   // events four times dearer than assumed
+  r.speed = 2;     // math twice the assumed rate
+  r.event_us = 2;  // events four times dearer than assumed
   stalesim::use_machine_rate(measured, r, "measured here");
   CHECK(measured.gflops == doctest::Approx(2 * assumed.gflops));
   CHECK(measured.wall_s == doctest::Approx(assumed.math_gflop / assumed.gflops / 2 + assumed.events * 2e-6));
@@ -103,7 +104,8 @@ TEST_CASE("validate measures this machine once, caches the rate, and measures ag
   // Without XDG_CACHE_HOME the cache is under $HOME/.cache.
   const fs::path home = temp("home");
   fs::create_directories(home);
-  const auto h = run_cli("validate scenarios/sweep-tiny.json --threads 1", "env -u XDG_CACHE_HOME HOME=" + q(home.string()) + " ");
+  const auto h = run_cli("validate scenarios/sweep-tiny.json --threads 1",
+                         "env -u XDG_CACHE_HOME HOME=" + q(home.string()) + " ");
   CHECK(h.code == 0);
   CHECK(fs::is_regular_file(home / ".cache" / "stalesim" / "machine-rate.json"));
   fs::remove_all(cache);
@@ -112,8 +114,9 @@ TEST_CASE("validate measures this machine once, caches the rate, and measures ag
 
 TEST_CASE("sweep prints the whole grid's estimate before it starts") {
   const fs::path out = temp("sweep"), cache = temp("sweep-cache");
-  const auto r = run_cli("sweep scenarios/sweep-tiny.json --grid policy.type=ssp,asp --seeds 1..2 --out " + q(out.string()),
-                         "XDG_CACHE_HOME=" + q(cache.string()) + " ");
+  const auto r = run_cli(
+      "sweep scenarios/sweep-tiny.json --grid policy.type=ssp,asp --seeds 1..2 --out " + q(out.string()),
+      "XDG_CACHE_HOME=" + q(cache.string()) + " ");
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
   CHECK(has(r.err, "estimate: the grid: 4 runs (4 points"));
@@ -123,12 +126,16 @@ TEST_CASE("sweep prints the whole grid's estimate before it starts") {
   // The estimate comes before the first point's report and the wall time.
   CHECK(r.err.find("estimate: the grid") < r.err.find("wall time "));
   // With a cached rate the sweep uses it (and never measures itself).
-  REQUIRE(run_cli("validate scenarios/sweep-tiny.json --threads 1", "XDG_CACHE_HOME=" + q(cache.string()) + " ").code == 0);
-  const auto again = run_cli("sweep scenarios/sweep-tiny.json --grid policy.type=ssp,asp --seeds 1..2 --out " + q(out.string()),
-                             "XDG_CACHE_HOME=" + q(cache.string()) + " ");
+  REQUIRE(
+      run_cli("validate scenarios/sweep-tiny.json --threads 1", "XDG_CACHE_HOME=" + q(cache.string()) + " ")
+          .code == 0);
+  const auto again = run_cli(
+      "sweep scenarios/sweep-tiny.json --grid policy.type=ssp,asp --seeds 1..2 --out " + q(out.string()),
+      "XDG_CACHE_HOME=" + q(cache.string()) + " ");
   CHECK(has(again.err, "rates measured on this machine"));
   CHECK_FALSE(has(again.err, "measuring this machine"));
-  const auto quiet = run_cli("sweep scenarios/sweep-tiny.json --seeds 1..2 --quiet --out " + q(out.string() + "-q"));
+  const auto quiet =
+      run_cli("sweep scenarios/sweep-tiny.json --seeds 1..2 --quiet --out " + q(out.string() + "-q"));
   CHECK_FALSE(has(quiet.err, "estimate:"));
   fs::remove_all(out);
   fs::remove_all(out.string() + "-q");
@@ -150,13 +157,16 @@ TEST_CASE("reproduce --out keeps the rerun under run --out's rules") {
   // An occupied DIR needs --force; with it, a run folder is replaced.
   const auto occupied = run_cli("reproduce --quiet " + q(run.string()) + " --out " + q(kept.string()));
   CHECK(occupied.code == 2);
-  CHECK(run_cli("reproduce --quiet " + q(run.string()) + " --out " + q(kept.string()) + " --force").code == 0);
+  CHECK(run_cli("reproduce --quiet " + q(run.string()) + " --out " + q(kept.string()) + " --force").code ==
+        0);
   // A folder that is not a run is never replaced; nor is the folder reproduced, nor one above it.
   fs::create_directories(other);
   std::ofstream(other / "notes.txt") << "mine\n";
-  CHECK(run_cli("reproduce --quiet " + q(run.string()) + " --out " + q(other.string()) + " --force").code == 2);
+  CHECK(run_cli("reproduce --quiet " + q(run.string()) + " --out " + q(other.string()) + " --force").code ==
+        2);
   CHECK(slurp(other / "notes.txt") == "mine\n");
-  const auto self = run_cli("reproduce --quiet " + q(run.string()) + " --out " + q(run.string()) + " --force");
+  const auto self =
+      run_cli("reproduce --quiet " + q(run.string()) + " --out " + q(run.string()) + " --force");
   CHECK(self.code == 2);
   CHECK(fs::is_regular_file(run / "done"));
   CHECK(run_cli("reproduce --quiet " + q(run.string()) + " --force").code == 2);  // --force needs --out

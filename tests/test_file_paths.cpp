@@ -70,8 +70,8 @@ TEST_CASE("--set profile and jitter paths are relative to the working directory"
   const fs::path root = make_tree();
   int code = -1;
   std::string err;
-  const auto s =
-      run_in(root, "--set cluster.workers.0.profile=gpu2.json --set cluster.jitter.path=other.txt", code, err);
+  const auto s = run_in(root, "--set cluster.workers.0.profile=gpu2.json --set cluster.jitter.path=other.txt",
+                        code, err);
   CAPTURE(err);
   REQUIRE(code == 0);
   CHECK(s["cluster"]["workers"][0]["profile"] == "gpu2.json");

@@ -58,8 +58,9 @@ std::vector<std::string> old_name_lines(const std::string& name, std::string tex
   std::string joined = text;
   for (char& c : joined)
     if (c == '\n') c = ' ';
-  if (hits.empty() && std::regex_search(joined, std::regex("read\\s+clock\\s+gap|clock\\s+staleness|step\\s+staleness",
-                                                           std::regex::icase)))
+  if (hits.empty() &&
+      std::regex_search(
+          joined, std::regex("read\\s+clock\\s+gap|clock\\s+staleness|step\\s+staleness", std::regex::icase)))
     hits.push_back(name + ": an older name across a line break");
   return hits;
 }
@@ -78,9 +79,11 @@ TEST_CASE("the old-name check finds an old name and skips the marked blocks") {
   CHECK(old_name_lines("a", "mean read clock gap 3\n").size() == 1);
   CHECK(old_name_lines("a", "mean read clock\ngap 3\n").size() == 1);
   CHECK(old_name_lines("a", "virtual_time_s,worker,tau,step\n").size() == 1);
-  CHECK(old_name_lines("a", "x <!-- old-staleness-names: begin --> step_staleness <!-- old-staleness-names: end --> y\n")
+  CHECK(old_name_lines(
+            "a", "x <!-- old-staleness-names: begin --> step_staleness <!-- old-staleness-names: end --> y\n")
             .empty());
-  CHECK(old_name_lines("a", "# old-staleness-names: begin\nstep_gradients\n# old-staleness-names: end\n").empty());
+  CHECK(old_name_lines("a", "# old-staleness-names: begin\nstep_gradients\n# old-staleness-names: end\n")
+            .empty());
   CHECK(old_name_lines("a", "<!-- old-staleness-names: end --> step_gradients\n").size() == 1);
   CHECK(old_name_lines("a", "alpha / tau for tau >= 1; staleness_gradients, missed_updates\n").empty());
 }
@@ -88,7 +91,8 @@ TEST_CASE("the old-name check finds an old name and skips the marked blocks") {
 TEST_CASE("a run, a sweep, summarize and compare write one name per staleness quantity") {
   const fs::path run = temp("run"), other = temp("other"), sweep = temp("sweep");
   for (const auto& d : {run, other, sweep}) fs::remove_all(d);
-  const auto r = run_cli("run scenarios/sweep-tiny.json --record gradients --trace --explain --out " + q(run.string()));
+  const auto r =
+      run_cli("run scenarios/sweep-tiny.json --record gradients --trace --explain --out " + q(run.string()));
   REQUIRE(r.code == 0);
   CHECK(r.out.find("missed updates mean") != std::string::npos);
   CHECK(r.out.find("staleness mean") != std::string::npos);
@@ -100,8 +104,9 @@ TEST_CASE("a run, a sweep, summarize and compare write one name per staleness qu
   CHECK(summary.at("staleness").contains("p99"));
   CHECK(summary.at("missed_updates").contains("p99"));
 
-  const auto s = run_cli("sweep scenarios/sweep-tiny.json --grid policy.type=ssp,asp --seeds 1..2 --quiet --out " +
-                         q(sweep.string()));
+  const auto s =
+      run_cli("sweep scenarios/sweep-tiny.json --grid policy.type=ssp,asp --seeds 1..2 --quiet --out " +
+              q(sweep.string()));
   REQUIRE(s.code == 0);
   const auto m = run_cli("summarize " + q(sweep.string()));
   REQUIRE(m.code == 0);
@@ -151,7 +156,8 @@ TEST_CASE("the docs and the plot scripts use one name per staleness quantity") {
 TEST_CASE("a run folder of the older names reproduces, and a sweep of them summarizes") {
   const fs::path run = temp("old-run"), sweep = temp("old-sweep");
   for (const auto& d : {run, sweep}) fs::remove_all(d);
-  REQUIRE(run_cli("run scenarios/sweep-tiny.json --quiet --record gradients --out " + q(run.string())).code == 0);
+  REQUIRE(run_cli("run scenarios/sweep-tiny.json --quiet --record gradients --out " + q(run.string())).code ==
+          0);
   // Rewrite the folder as the previous stalesim wrote it.
   auto j = nlohmann::json::parse(slurp(run / "summary.json"));
   const auto missed = j["missed_updates"], gap = j["staleness"];
@@ -165,7 +171,8 @@ TEST_CASE("a run folder of the older names reproduces, and a sweep of them summa
     std::ofstream(run / file, std::ios::binary | std::ios::trunc) << to << text.substr(from.size());
   };
   std::ofstream(run / "summary.json", std::ios::binary | std::ios::trunc) << j.dump(2) << "\n";
-  rewrite("staleness.csv", "value,staleness_gradients,missed_updates_gradients", "staleness,clock_gradients,step_gradients");
+  rewrite("staleness.csv", "value,staleness_gradients,missed_updates_gradients",
+          "staleness,clock_gradients,step_gradients");
   rewrite("gradients.csv", "virtual_time_s,worker,version_read,version_apply,missed_updates",
           "virtual_time_s,worker,version_read,version_apply,tau");
   const auto r = run_cli("reproduce --quiet " + q(run.string()));
@@ -177,10 +184,12 @@ TEST_CASE("a run folder of the older names reproduces, and a sweep of them summa
     CHECK(r.err.find(std::string("note: ") + f + " holds the staleness names read until 2027-06-30") !=
           std::string::npos);
   // A real difference under the older names is still one.
-  rewrite("staleness.csv", "staleness,clock_gradients,step_gradients\n0,", "staleness,clock_gradients,step_gradients\n0,9");
+  rewrite("staleness.csv", "staleness,clock_gradients,step_gradients\n0,",
+          "staleness,clock_gradients,step_gradients\n0,9");
   CHECK(run_cli("reproduce --quiet " + q(run.string())).code == 3);
 
-  REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --seeds 1..2 --quiet --out " + q(sweep.string())).code == 0);
+  REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --seeds 1..2 --quiet --out " + q(sweep.string())).code ==
+          0);
   std::string csv = slurp(sweep / "sweep.csv");
   const auto at = csv.find("missed_updates_mean");
   REQUIRE(at != std::string::npos);

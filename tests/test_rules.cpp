@@ -215,7 +215,8 @@ TEST_CASE("--record gradients keeps one row per applied gradient") {
   o.record_gradients = true;
   const RunResult r = run_scenario(s, o);
   CHECK(std::count(r.gradients_csv.begin(), r.gradients_csv.end(), '\n') == r.server_updates + 1);
-  CHECK(r.gradients_csv.rfind("virtual_time_s,worker,version_read,version_apply,missed_updates,step\n", 0) == 0);
+  CHECK(r.gradients_csv.rfind("virtual_time_s,worker,version_read,version_apply,missed_updates,step\n", 0) ==
+        0);
   CHECK(run_scenario(s).gradients_csv.empty());
 }
 

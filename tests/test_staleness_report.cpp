@@ -82,7 +82,8 @@ TEST_CASE("a summary.json and CSV headers of the older names read under the curr
 
   CHECK(stalesim::current_csv_names("staleness.csv", "staleness,clock_gradients,step_gradients\n0,5,1\n") ==
         "value,staleness_gradients,missed_updates_gradients\n0,5,1\n");
-  CHECK(stalesim::current_csv_names("gradients.csv", "virtual_time_s,worker,version_read,version_apply,tau,step\n") ==
+  CHECK(stalesim::current_csv_names("gradients.csv",
+                                    "virtual_time_s,worker,version_read,version_apply,tau,step\n") ==
         "virtual_time_s,worker,version_read,version_apply,missed_updates,step\n");
   CHECK(stalesim::current_csv_names("sweep.csv", "folder,staleness_mean,step_staleness_mean") ==
         "folder,staleness_mean,missed_updates_mean");

@@ -12,10 +12,10 @@
 
 #include "sim/output/explain.hpp"
 #include "sim/output/outputs.hpp"
-#include "sim/scenario/load.hpp"
-#include "sim/simulation.hpp"
 #include "sim/output/timeline.hpp"
 #include "sim/output/trace.hpp"
+#include "sim/scenario/load.hpp"
+#include "sim/simulation.hpp"
 #include "tests/sim_test_util.hpp"
 
 using nlohmann::json;

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <vector>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <system_error>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -34,7 +34,8 @@ std::string date_of(int64_t unix_time) {
 std::string duration(double s) {
   if (s < 60) return fmt::format("{:.3g} s", s);
   if (s < 3600) return fmt::format("{:.0f} min {:02.0f} s", std::floor(s / 60), std::fmod(s, 60));
-  if (s < 86400 * 2) return fmt::format("{:.0f} h {:02.0f} min", std::floor(s / 3600), std::fmod(s, 3600) / 60);
+  if (s < 86400 * 2)
+    return fmt::format("{:.0f} h {:02.0f} min", std::floor(s / 3600), std::fmod(s, 3600) / 60);
   return fmt::format("{:.1f} days", s / 86400);
 }
 
@@ -73,7 +74,8 @@ void use_this_machine(RunEstimate& e, const RunOptions& options, bool remeasure)
       fmt::print(stderr, "estimate: {}: {}; measuring again\n", path, why);
     }
   }
-  fmt::print(stderr, "estimate: measuring this machine for the wall time (four short reference runs, once)\n");
+  fmt::print(stderr,
+             "estimate: measuring this machine for the wall time (four short reference runs, once)\n");
   const MachineRate r = measure_machine_rate(options);
   note = "measured on this machine just now";
   if (path.empty()) {
@@ -89,7 +91,8 @@ void use_this_machine(RunEstimate& e, const RunOptions& options, bool remeasure)
       fmt::print(stderr, "estimate: cannot cache the measured rate: {}\n", err.what());
     }
   }
-  fmt::print(stderr, "estimate: this machine computes {:.2f}x the assumed math rate and takes {:.3g} us per event\n",
+  fmt::print(stderr,
+             "estimate: this machine computes {:.2f}x the assumed math rate and takes {:.3g} us per event\n",
              r.speed, r.event_us);
   use_machine_rate(e, r, note);
 }
@@ -120,7 +123,7 @@ std::string describe_sweep_estimate(const SweepPlan& plan, int jobs) {
       "estimate: wall time about {} ({} of runs on {} job{}; {}); peak memory about {} ({} run{} at once); "
       "runs already done are skipped, so a resumed sweep takes less\n",
       duration(elapsed), duration(wall_s), jobs, jobs == 1 ? "" : "s",
-      rate ? "rates " + note : "rates assumed, not measured: 'stalesim validate' measures this machine", 
+      rate ? "rates " + note : "rates assumed, not measured: 'stalesim validate' measures this machine",
       format_bytes(peak_bytes), std::min<size_t>(memory.size(), static_cast<size_t>(jobs)),
       std::min<size_t>(memory.size(), static_cast<size_t>(jobs)) == 1 ? "" : "s");
   return out;

@@ -100,8 +100,8 @@ json spread(const std::vector<std::optional<double>>& values) {
 
 // The figures of one run over the workers `ids` (all when empty), up to time `t`.
 struct Figures {
-  std::optional<double> iter_mean, iter_p50, iter_p99, updates, staleness_mean, missed_mean, wait_s, wait_fraction,
-      accuracy, loss, time_to_target;
+  std::optional<double> iter_mean, iter_p50, iter_p99, updates, staleness_mean, missed_mean, wait_s,
+      wait_fraction, accuracy, loss, time_to_target;
 };
 
 Figures figures(const ComparedRun& r, const std::vector<int32_t>& ids, double t) {

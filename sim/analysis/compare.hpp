@@ -44,9 +44,9 @@ struct ComparedRun {
     std::vector<double> iteration_s;  // from gradients.csv; empty without it
   };
   std::vector<Worker> workers;
-  std::vector<double> gradient_times;    // every applied gradient's time, ascending (empty: no gradients.csv)
-  std::vector<int64_t> staleness;  // staleness.csv: gradients per staleness
-  std::vector<int64_t> missed_updates;   // staleness.csv: gradients per missed-updates count
+  std::vector<double> gradient_times;   // every applied gradient's time, ascending (empty: no gradients.csv)
+  std::vector<int64_t> staleness;       // staleness.csv: gradients per staleness
+  std::vector<int64_t> missed_updates;  // staleness.csv: gradients per missed-updates count
   struct Row {
     double time = 0;
     int64_t version = 0;

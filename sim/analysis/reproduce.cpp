@@ -12,13 +12,13 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "sim/build_info.hpp"
 #include "base/file_read.hpp"
+#include "sim/build_info.hpp"
 #include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
+#include "sim/output/trace.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario/load.hpp"
-#include "sim/output/trace.hpp"
 
 namespace stalesim {
 
@@ -169,11 +169,13 @@ std::vector<std::string> dataset_changes(const json& manifest) {
     std::string why;
     const auto text = read_regular_file(path, kMaxDataFileBytes, why);
     if (!text) {
-      out.push_back(fmt::format("{}: cannot read: {} (the run read {} bytes, xxh64 {})", path, why, bytes, xxh));
+      out.push_back(
+          fmt::format("{}: cannot read: {} (the run read {} bytes, xxh64 {})", path, why, bytes, xxh));
       continue;
     }
     const uint64_t size = text->size();
-    const std::string now = fmt::format("{:016x}", static_cast<uint64_t>(XXH64(text->data(), text->size(), 0)));
+    const std::string now =
+        fmt::format("{:016x}", static_cast<uint64_t>(XXH64(text->data(), text->size(), 0)));
     if (now != xxh || size != bytes)
       out.push_back(fmt::format("{}: changed since the run (xxh64 {} vs {}, {} vs {} bytes)", path, xxh, now,
                                 bytes, size));

@@ -24,15 +24,16 @@ constexpr uint64_t kMaxRateBytes = 64u << 10;
 // The reference cluster: four workers, asynchronous, a fast network; `model` "mlp" (784-200-10
 // on blobs, the quick start's shape) or "time-only". Sized to take a few tenths of a second here.
 Scenario reference(const std::string& model, int64_t updates) {
-  nlohmann::json j = {
-      {"name", "calibration-" + model},
-      {"seed", 1},
-      {"data", {{"dataset", "blobs"}, {"blobs", {{"classes", 10}, {"features", 784}, {"train", 2000}, {"test", 200}}}}},
-      {"optimizer", {{"rule", "sgd"}, {"lr", 0.05}, {"batch_size", 32}}},
-      {"policy", {{"type", "asp"}}},
-      {"cluster", {{"workers", {{{"profile", "gtx1080ti"}, {"count", 4}}}}}},
-      {"stop", {{"max_updates", updates}}},
-      {"eval", {{"every_s", 1000}}}};
+  nlohmann::json j = {{"name", "calibration-" + model},
+                      {"seed", 1},
+                      {"data",
+                       {{"dataset", "blobs"},
+                        {"blobs", {{"classes", 10}, {"features", 784}, {"train", 2000}, {"test", 200}}}}},
+                      {"optimizer", {{"rule", "sgd"}, {"lr", 0.05}, {"batch_size", 32}}},
+                      {"policy", {{"type", "asp"}}},
+                      {"cluster", {{"workers", {{{"profile", "gtx1080ti"}, {"count", 4}}}}}},
+                      {"stop", {{"max_updates", updates}}},
+                      {"eval", {{"every_s", 1000}}}};
   if (model == "mlp") {
     j["model"] = {{"type", "mlp"}, {"hidden", {200}}};
   } else {  // the MLP's size, timed only: no data, no math
@@ -61,14 +62,15 @@ MachineRate measure_machine_rate(const RunOptions& options) {
   int64_t events_short = 0, events_long = 0;
   const double plain_short = timed(reference("time-only", 5000), options, events_short);
   const double plain_long = timed(reference("time-only", 25000), options, events_long);
-  r.event_us = std::max((plain_long - plain_short) / static_cast<double>(std::max<int64_t>(events_long - events_short, 1)) * 1e6,
+  r.event_us = std::max((plain_long - plain_short) /
+                            static_cast<double>(std::max<int64_t>(events_long - events_short, 1)) * 1e6,
                         1e-3);
   const Scenario math_short = reference("mlp", 200), math_long = reference("mlp", 1000);
   const double wall_short = timed(math_short, options, events_short);
   const double wall_long = timed(math_long, options, events_long);
   // The math's share of the difference: less what its events cost at the rate just measured.
-  const double math_s = std::max(wall_long - wall_short - static_cast<double>(events_long - events_short) * r.event_us * 1e-6,
-                                 1e-6);
+  const double math_s = std::max(
+      wall_long - wall_short - static_cast<double>(events_long - events_short) * r.event_us * 1e-6, 1e-6);
   const double gflop = estimate_run(math_long).math_gflop - estimate_run(math_short).math_gflop;
   r.speed = std::clamp(gflop / math_s / assumed_gflops(math_long.model.type), 1e-3, 1e3);
   r.measured_at = static_cast<int64_t>(std::time(nullptr));
@@ -79,8 +81,12 @@ MachineRate measure_machine_rate(const RunOptions& options) {
 }
 
 std::string machine_rate_json(const MachineRate& r) {
-  return nlohmann::json{{"format", kFormat},  {"speed", r.speed},     {"event_us", r.event_us},
-                        {"measured_at", r.measured_at}, {"stalesim_version", r.version}, {"isa", r.isa}}
+  return nlohmann::json{{"format", kFormat},
+                        {"speed", r.speed},
+                        {"event_us", r.event_us},
+                        {"measured_at", r.measured_at},
+                        {"stalesim_version", r.version},
+                        {"isa", r.isa}}
              .dump(2) +
          "\n";
 }

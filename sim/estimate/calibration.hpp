@@ -21,11 +21,11 @@
 namespace stalesim {
 
 struct MachineRate {
-  double speed = 1;          // this machine's math rate over the assumed one (assumed_gflops), > 0
-  double event_us = 0;       // wall microseconds per simulated event, > 0
-  int64_t measured_at = 0;   // Unix time of the measurement
-  std::string version;       // stalesim_version of the binary that measured it
-  std::string isa;           // and its ISA level
+  double speed = 1;         // this machine's math rate over the assumed one (assumed_gflops), > 0
+  double event_us = 0;      // wall microseconds per simulated event, > 0
+  int64_t measured_at = 0;  // Unix time of the measurement
+  std::string version;      // stalesim_version of the binary that measured it
+  std::string isa;          // and its ISA level
 };
 
 // Runs the two reference simulations with `options` (threads) and measures. Takes about a second.

@@ -318,10 +318,11 @@ std::string RunEstimate::describe() const {
                      lockstep  ? ""
                      : bounded ? " (the staleness bound holds every worker to the slowest one's pace)"
                                : "");
-  out += fmt::format("estimate: wall time about {} on this machine (math at {} {:.3g} GFLOP/s, {:.3g} us per "
-                     "event{}); memory about {}\n",
-                     seconds(wall_s), rate_note.empty() ? "an assumed" : "a measured", gflops, event_us,
-                     rate_note.empty() ? ": assumed, not measured" : "; " + rate_note, memory.describe());
+  out += fmt::format(
+      "estimate: wall time about {} on this machine (math at {} {:.3g} GFLOP/s, {:.3g} us per "
+      "event{}); memory about {}\n",
+      seconds(wall_s), rate_note.empty() ? "an assumed" : "a measured", gflops, event_us,
+      rate_note.empty() ? ": assumed, not measured" : "; " + rate_note, memory.describe());
   out += topology;
   for (const auto& w : warnings) out += "estimate: warning: " + w + "\n";
   return out;
@@ -331,8 +332,7 @@ std::string RunEstimate::one_line() const {
   return fmt::format(
       "estimate: {} bound ({:.0f}% communication), ~{:.0f} updates by t={:g} s, ~{} wall{}, {}{}", bottleneck,
       100 * communication_share, expected_updates, expected_end_s, seconds(wall_s),
-      rate_note.empty() ? "" : " (measured rate)",
-      format_bytes(memory.total()),
+      rate_note.empty() ? "" : " (measured rate)", format_bytes(memory.total()),
       warnings.empty() ? ""
                        : "; warning: " + warnings.front().substr(0, warnings.front().find(':')) +
                              " (stalesim validate says more)");

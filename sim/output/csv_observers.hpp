@@ -15,7 +15,7 @@ namespace stalesim {
 class GradientRecorder final : public RunObserver {
  public:
   void gradient(SimTime now, const GradientInfo& info, double step) override;
-  // The CSV text: a header line, then time, worker, versions, tau and step per gradient.
+  // The CSV text: a header line, then time, worker, versions, missed updates and step per gradient.
   std::string take() { return std::move(csv_); }
 
  private:

@@ -28,7 +28,8 @@ std::string current_csv_names(std::string_view file, std::string text) {
 }
 
 bool has_old_summary_names(const nlohmann::json& summary) {
-  return summary.is_object() && (summary.contains("staleness_per_gradient") || summary.contains("step_staleness"));
+  return summary.is_object() &&
+         (summary.contains("staleness_per_gradient") || summary.contains("step_staleness"));
 }
 
 nlohmann::json current_summary_names(nlohmann::json s) {

@@ -75,7 +75,7 @@ struct RunResult {
   // Name of MetricsRow::metric ("test_rmse" for mf, "loglik_per_token" for lda), or "" for the
   // classifiers: then metrics.csv has no extra column and summary.json no extra final entry.
   std::string metric_name;
-  Histogram staleness;  // per gradient: worker clock at read - server clock at read
+  Histogram staleness;        // per gradient: worker clock at read - server clock at read
   Histogram missed_updates;   // per gradient: tau = version at apply - version read
   int64_t max_clock_gap = 0;  // max over granted clocks of (worker clock - minimum clock)
   int64_t bytes_push = 0;
@@ -90,7 +90,7 @@ struct RunResult {
   std::vector<DataFile> data_files;
   nlohmann::json policy_facts;  // the policy's own facts (DSSP grants, ...), or null
   std::string decisions_csv;    // the policy's decision log, or empty
-  std::string gradients_csv;    // --record gradients: time, worker, versions, tau, step; or empty
+  std::string gradients_csv;    // --record gradients: time, worker, versions, missed updates, step; or empty
   std::string links_csv;        // off the star: per-link counters (TopologyNetwork::links_csv); or empty
   int64_t peak_live_versions = 0;
   // Whether workers deferred their gradients (RunOptions::defer_gradients, where the model and the

@@ -27,7 +27,8 @@ void scenario_detail::resolve_file_paths(json& doc, const std::string& scenario_
   const auto resolve = [&](json& v, bool profile) {
     if (!v.is_string()) return;  // the loader names the wrong type
     const std::string value = v.get<std::string>();
-    if (value.empty() || (profile && !value.ends_with(".json"))) return;  // a built-in or $STALESIM_PROFILE_DIR name
+    if (value.empty() || (profile && !value.ends_with(".json")))
+      return;  // a built-in or $STALESIM_PROFILE_DIR name
     const fs::path p(value);
     if (!p.is_absolute()) v = (dir / p).lexically_normal().string();
   };
