@@ -606,8 +606,8 @@ def essp_claims(raw):
     add("essp-mf-faster-per-second",
         every_s("mf", "t_target", f"virtual seconds to a test RMSE of {target:g} (1.5 x the noise)") if target
         else UNTESTED, "mf", "faster (figure)")
-    add("essp-mf-fresher", every_s("mf", "stale", "mean read staleness (clocks)"), "mf", "lower staleness (histograms)")
-    add("essp-mf-paperlike-fresher", every_s("mf-paperlike", "stale", "mean read staleness (clocks)"), "mf-paperlike",
+    add("essp-mf-fresher", every_s("mf", "stale", "mean staleness (clocks)"), "mf", "lower staleness (histograms)")
+    add("essp-mf-paperlike-fresher", every_s("mf-paperlike", "stale", "mean staleness (clocks)"), "mf-paperlike",
         "lower staleness (histograms)")
     add("essp-mf-faster-per-iteration",
         every_s("mf", "v_target", f"updates to a test RMSE of {target:g}") if target else UNTESTED, "mf",

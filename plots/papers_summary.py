@@ -45,7 +45,7 @@ def dssp(path, name):
                                   sweep.cell(r, "optimizer.lr")))
     print(f"### {name}\n")
     print("| policy | learning rate | seeds | reached target | mean time to target of those that reached it (s) | mean final accuracy | "
-          "mean read clock gap (clocks) |")
+          "mean staleness (clocks) |")
     print("|---|---|---|---|---|---|---|")
     times = {}
     for (policy, s, _), rows in by.items():
@@ -122,7 +122,7 @@ def essp(path, name):
     final = sweep.summary(rows[0]).get("final", {})
     metric = next((k for k in ("test_rmse", "loglik_per_token") if k in final), "test_loss")
     better = max if metric == "loglik_per_token" else min
-    print(f"### {name}: read clock gap and {metric} (mean read clock gap in clocks; time in virtual s)\n")
+    print(f"### {name}: staleness and {metric} (mean staleness in clocks; time in virtual s)\n")
     print(f"| policy | s | staleness mean | staleness max | updates | {metric} at T/6 | {metric} at version 10000 | "
           f"final {metric} | best {metric} |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -184,7 +184,7 @@ def main():
         elif name.startswith("essp-"):
             essp(path, name)
         else:
-            plain(path, name, ["final_test_loss", "final_test_accuracy", "staleness_mean", "step_staleness_mean"])
+            plain(path, name, ["final_test_loss", "final_test_accuracy", "staleness_mean", "missed_updates_mean"])
     if not found:
         sr.fail(f"{root}: no sweep folder (with sweep.csv) inside")
 

@@ -123,7 +123,7 @@ grep -q "drawn as 5 cells" "$out/timeline-bins-timeline.svg" || fail "timeline.p
 # Without --out, a figure goes into the run folder it was drawn from.
 "$py" "$here/timeline.py" "$runs/traced" --name default >"$tmp/default.log" 2>&1 &&
   [ -s "$runs/traced/default-timeline.png" ] || fail "timeline.py without --out: not in the run folder: $(cat "$tmp/default.log")"
-# Staleness over time: the read clock gap from metrics.csv; the missed updates from gradients.csv.
+# Staleness over time: the staleness from metrics.csv; the missed updates from gradients.csv.
 plot staleness_time staleness_time.py "$runs/ssp" "$runs/asp-gradients"
 awk -F, 'NR > 1 && $1 ~ /^asp/ && $4 != "" { found = 1 } END { exit !found }' "$out/staleness_time-staleness_time.csv" ||
   fail "staleness_time.py: no missed updates for the run with gradients.csv"

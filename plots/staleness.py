@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Staleness histograms of runs: the read clock gap and the missed updates, side by side.
+"""Staleness histograms of runs: the staleness and the missed updates, side by side.
 
-From each run's staleness.csv: left, the fraction of gradients by read clock gap in clocks (the
-worker's clock minus the server clock when it read: what SSP bounds; the column clock_gradients);
+From each run's staleness.csv: left, the fraction of gradients by staleness in clocks (the
+worker's clock minus the server clock when it read: what SSP bounds; the column staleness_gradients);
 right, by missed updates (server version at apply minus the version read, tau; the column
-step_gradients). The names are REFERENCE.md's ("What is simulated"). One step line per run, normalised to
+missed_updates_gradients). The names are REFERENCE.md's ("What is simulated"). One step line per run, normalised to
 fractions, the means in the legend. An axis whose staleness goes beyond 20 (ASP's clocks) is
 logarithmic above 20, with bins 21-50, 51-100, 101-200, ... there. The fraction axis is logarithmic with --log (shows the tails);
 --max-staleness N cuts the x axis at N. Writes OUT/[PREFIX-]staleness.png and .svg.
@@ -24,15 +24,15 @@ from matplotlib.ticker import FixedLocator, FormatStrFormatter  # noqa: E402
 LINEAR_UP_TO = 20  # x axes with a larger staleness are logarithmic above this
 SYMLOG_TICKS = [0, 5, 10, 15, 20] + [m * 10 ** e for e in range(1, 7) for m in (5, 10, 20)]
 
-KINDS = (("clock_gradients", "staleness", "read clock gap (clocks)"),
-         ("step_gradients", "step_staleness", "missed updates (server updates, tau)"))
+KINDS = (("staleness_gradients", "staleness", "staleness (clocks)"),
+         ("missed_updates_gradients", "missed_updates", "missed updates (server updates)"))
 
 
 def histogram(run, column):
     """(staleness values, fractions of gradients) of one column of staleness.csv, without the
     trailing zero rows (the file has a row per value up to the larger of its two maxima)."""
-    cols = sr.columns(run.table("staleness.csv"), "staleness", column)
-    pairs = [(s, n) for s, n in zip(cols["staleness"], cols[column]) if sr.finite(s) and sr.finite(n)]
+    cols = sr.columns(run.table("staleness.csv"), "value", column)
+    pairs = [(s, n) for s, n in zip(cols["value"], cols[column]) if sr.finite(s) and sr.finite(n)]
     total = sum(n for _, n in pairs)
     while pairs and pairs[-1][1] == 0:
         pairs.pop()
@@ -70,7 +70,7 @@ def main():
             last = max(k for k, f in enumerate(per_bin) if f > 0 or k == 0) + 1
             handles[i] = ax.stairs(per_bin[:last], edges[:last + 1], lw=1.5, **sr.series_style(i))
         if widest > LINEAR_UP_TO:
-            # A long tail (ASP's clock staleness reaches hundreds): linear up to LINEAR_UP_TO,
+            # A long tail (ASP's staleness reaches hundreds): linear up to LINEAR_UP_TO,
             # logarithmic beyond, with wider bins, so the small values stay readable.
             ax.set_xscale("symlog", linthresh=LINEAR_UP_TO, linscale=2)
             ax.xaxis.set_major_locator(FixedLocator([t for t in SYMLOG_TICKS if t <= widest]))
@@ -89,7 +89,7 @@ def main():
     labels = []
     for i in handles:
         means = [sr.number(runs[i].get(key + ".mean")) for _, key, _ in KINDS]
-        labels.append(runs[i].label + (" (mean read clock gap {:.2f}, missed updates {:.2f})".format(*means)
+        labels.append(runs[i].label + (" (mean staleness {:.2f}, missed updates {:.2f})".format(*means)
                                        if all(sr.finite(m) for m in means) else ""))
     sr.legend_below(fig, list(handles.values()), labels, ncol=2)
     fig.suptitle(sr.common_title(runs, "Staleness of applied gradients"))

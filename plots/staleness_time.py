@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""Staleness over time: the read clock gap, and the missed updates where recorded, against virtual time.
+"""Staleness over time: the staleness, and the missed updates where recorded, against virtual time.
 
-Top: from each run's metrics.csv, the mean read clock gap (the reader's clock minus the slowest
+Top: from each run's metrics.csv, the mean staleness (the reader's clock minus the slowest
 worker's clock when it read: what SSP bounds; the column mean_staleness) of the gradients applied
 since the previous evaluation. Bottom, for runs recorded with `--record gradients`: the mean
 missed updates (server updates applied between a gradient's read and its application, tau; the
-gradients.csv column tau) over the same intervals. A policy that bounds the gap shows a flat line
-at or under its bound; ASP's gap grows while its missed updates stay near workers - 1 (README,
+gradients.csv column missed_updates) over the same intervals. A policy that bounds the staleness
+shows a flat line at or under its bound; ASP's staleness grows while its missed updates stay near workers - 1 (README,
 "What is simulated"). Writes OUT/[PREFIX-]staleness_time.png and .svg, and
 OUT/[PREFIX-]staleness_time.csv with the numbers drawn.
 
@@ -24,19 +24,19 @@ from stalesim_runs import plt  # noqa: E402
 
 
 def missed_updates_by_interval(run, times):
-    """[mean tau of the gradients applied in (times[i-1], times[i]]] from gradients.csv; None where
+    """[mean missed updates of the gradients applied in (times[i-1], times[i]]] from gradients.csv; None where
     an interval has none, and None for the whole run when it was not recorded."""
     rows = run.table("gradients.csv")
     if not rows:
         return None
     sums, counts = [0.0] * len(times), [0] * len(times)
     for r in rows:
-        t, tau = sr.number(r.get("virtual_time_s")), sr.number(r.get("tau"))
-        if t is None or tau is None:
+        t, missed = sr.number(r.get("virtual_time_s")), sr.number(r.get("missed_updates"))
+        if t is None or missed is None:
             continue
         i = bisect.bisect_left(times, t)
         if i < len(times):
-            sums[i] += tau
+            sums[i] += missed
             counts[i] += 1
     return [s / c if c else None for s, c in zip(sums, counts)]
 
@@ -63,8 +63,8 @@ def main():
             g = gap[k] if k < len(gap) else None
             x = missed[k] if missed is not None else None
             data.append([run.label, f"{t:g}", "" if g is None else f"{g:g}", "" if x is None else f"{x:g}"])
-    top.set_ylabel("read clock gap (clocks)\nmean per evaluation interval")
-    bottom.set_ylabel("missed updates (tau)\nmean per evaluation interval")
+    top.set_ylabel("staleness (clocks)\nmean per evaluation interval")
+    bottom.set_ylabel("missed updates\nmean per evaluation interval")
     bottom.set_xlabel("virtual time (s)")
     if not any_missed:
         sr.note(bottom, "missed updates over time need gradients.csv: run with --record gradients")
@@ -72,7 +72,7 @@ def main():
     handles, labels = top.get_legend_handles_labels()
     sr.legend_below(fig, handles, labels)
     sr.save(fig, args, "staleness_time")
-    sr.save_data(args, "staleness_time", ["run", "virtual_time_s", "read_clock_gap_mean", "missed_updates_mean"],
+    sr.save_data(args, "staleness_time", ["run", "virtual_time_s", "staleness_mean", "missed_updates_mean"],
                  data)
 
 

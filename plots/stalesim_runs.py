@@ -59,12 +59,47 @@ def finite(x):
     return x is not None and math.isfinite(x)
 
 
+# old-staleness-names: begin
+# The older names of the two staleness quantities, read in folders written before the one-name
+# rename until OLD_NAMES_READ_UNTIL (REFERENCE.md "What is simulated"; sim/output/names.hpp holds
+# the same table): per file, old column -> current column.
+OLD_NAMES_READ_UNTIL = "2027-06-30"
+OLD_COLUMNS = {
+    "staleness.csv": {"staleness": "value", "clock_gradients": "staleness_gradients",
+                      "step_gradients": "missed_updates_gradients"},
+    "gradients.csv": {"tau": "missed_updates"},
+    "sweep.csv": {"step_staleness_mean": "missed_updates_mean"},
+}
+
+
+def current_summary(summary):
+    """summary.json under the current names: an older folder's staleness_per_gradient
+    (missed_updates, read_clock_gap) and step_staleness become missed_updates and staleness."""
+    if not isinstance(summary, dict):
+        return summary
+    per = summary.pop("staleness_per_gradient", None)
+    if isinstance(per, dict):
+        if "missed_updates" in per:
+            summary["missed_updates"] = per["missed_updates"]
+        if "read_clock_gap" in per:
+            summary["staleness"] = per["read_clock_gap"]
+    old = summary.pop("step_staleness", None)
+    if old is not None and "missed_updates" not in summary:
+        summary["missed_updates"] = old
+    return summary
+
+
+# old-staleness-names: end
+
+
 def read_csv(path):
-    """The rows of a CSV file as dicts of strings ([] when the file is missing or empty)."""
+    """The rows of a CSV file as dicts of strings ([] when the file is missing or empty); an older
+    folder's staleness column names (OLD_COLUMNS) come back under the current ones."""
     if not os.path.isfile(path):
         return []
+    renamed = OLD_COLUMNS.get(os.path.basename(path), {})
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        return [{renamed.get(k, k): v for k, v in row.items()} for row in csv.DictReader(f)]
 
 
 def columns(rows, *names):
@@ -137,7 +172,7 @@ class Run:
             fail(f"{folder}: not a run folder (no summary.json){hint}")
         try:
             with open(path) as f:
-                self.summary = json.load(f)
+                self.summary = current_summary(json.load(f))
         except (OSError, ValueError) as e:
             fail(f"{path}: cannot read: {e}")
         if not isinstance(self.summary, dict):
@@ -225,7 +260,7 @@ SUMMARY_OF_COLUMN = {
     "server_updates": "server_updates", "final_test_accuracy": "final.test_accuracy",
     "final_test_loss": "final.test_loss", "time_to_target_s": "time_to_target_s",
     "staleness_mean": "staleness.mean", "staleness_max": "staleness.max",
-    "step_staleness_mean": "step_staleness.mean", "bytes_push": "bytes.push", "bytes_pull": "bytes.pull",
+    "missed_updates_mean": "missed_updates.mean", "bytes_push": "bytes.push", "bytes_pull": "bytes.pull",
 }
 
 
@@ -241,8 +276,9 @@ class Sweep:
         self.dir = os.path.dirname(csv_path) or "."
         with open(csv_path, newline="") as f:
             reader = csv.DictReader(f)
-            self.rows = list(reader)
-            self.columns = list(reader.fieldnames or [])
+            renamed = OLD_COLUMNS["sweep.csv"]
+            self.rows = [{renamed.get(k, k): v for k, v in row.items()} for row in reader]
+            self.columns = [renamed.get(c, c) for c in reader.fieldnames or []]
         if not self.rows:
             fail(f"{csv_path}: no rows")
         self.name = os.path.basename(os.path.normpath(self.dir))
@@ -255,7 +291,7 @@ class Sweep:
             path = os.path.join(self.dir, folder, "summary.json")
             try:
                 with open(path) as f:
-                    self._summaries[folder] = json.load(f) if folder else {}
+                    self._summaries[folder] = current_summary(json.load(f)) if folder else {}
             except (OSError, ValueError):
                 self._summaries[folder] = {}
         return self._summaries[folder]

@@ -48,7 +48,15 @@ inline std::string slurp(const std::filesystem::path& p) {
 
 // Runs `prefix` (environment assignments or a launcher such as mpirun, with a trailing space)
 // followed by the binary and `args` (shell words), from the source folder, with no standard input.
-inline Outcome run_cli(const std::string& args, const std::string& prefix = "") {
+// Unless `prefix` sets the cache folder itself, XDG_CACHE_HOME is the build folder's test-cache/
+// (STALESIM_TEST_CACHE_DIR): `validate` measures this machine once for the whole suite there, never
+// in the user's own ~/.cache.
+inline Outcome run_cli(const std::string& args, const std::string& prefix_given = "") {
+  std::string prefix = prefix_given;
+#ifdef STALESIM_TEST_CACHE_DIR
+  if (prefix.find("XDG_CACHE_HOME") == std::string::npos)
+    prefix = std::string("export XDG_CACHE_HOME=") + q(STALESIM_TEST_CACHE_DIR) + "; " + prefix;
+#endif
   namespace fs = std::filesystem;
   static int n = 0;
   const fs::path tmp =

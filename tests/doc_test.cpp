@@ -6,7 +6,9 @@
 //
 // DIR is made fresh (it may exist only as a folder this program made: it holds .stalesim-doc-test)
 // and given links to the checkout's scenarios/, tools/, plots/ and models/ and a build/stalesim
-// that is the binary under test, so the commands run as printed, from "the checkout".
+// that is the binary under test, so the commands run as printed, from "the checkout". Then the
+// `build/stalesim ...` lines of tools/setup run in it, so the docs start from the state setup
+// leaves (results/setup-quickstart/); XDG_CACHE_HOME is DIR/.cache (validate's measured rate).
 //
 // What the Markdown says, and how it is checked:
 // - A ```sh (or bash) block: each line is a command (a line ending in \ continues), run with bash
@@ -457,8 +459,22 @@ int main(int argc, char** argv) {
     std::cout << "(running as root: OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, as the README "
                  "says)\n";
   }
+  // The user's cache folder (validate caches this machine's measured rate there), inside DIR.
+  ::setenv("XDG_CACHE_HOME", (work / ".cache").c_str(), 1);
   Context ctx;
   ctx.work = work;
+  // The state tools/setup leaves: besides build/stalesim, what its check run writes. Its
+  // `build/stalesim ...` lines are run first, as setup runs them, so the docs start from there.
+  {
+    std::ifstream setup(root / "tools" / "setup");
+    std::string line;
+    while (std::getline(setup, line)) {
+      if (!line.starts_with("build/stalesim ")) continue;
+      const Ran r = run_command(ctx, line);
+      ++ctx.commands;
+      if (r.code != 0) ctx.fail("tools/setup", "`" + line + "` exited with " + std::to_string(r.code));
+    }
+  }
   for (const auto& f : files) run_file(ctx, root, (f.is_absolute() ? f : root / f).lexically_normal());
   std::cout << "doc-test: " << ctx.commands << " commands run, " << ctx.skipped_blocks << " blocks skipped, "
             << ctx.output_lines << " output lines and " << ctx.numbers

@@ -20,8 +20,7 @@ ComparedRun hand_run(const std::string& dir, std::vector<double> fast, std::vect
   ComparedRun r;
   r.dir = dir;
   r.end_s = end_s;
-  r.summary = {{"staleness_per_gradient",
-                {{"read_clock_gap", {{"mean", clock_mean}}}, {"missed_updates", {{"mean", 0.0}}}}}};
+  r.summary = {{"staleness", {{"mean", clock_mean}}}, {"missed_updates", {{"mean", 0.0}}}};
   const auto iters = [](const std::vector<double>& t) {
     std::vector<double> d;
     double from = 0;
@@ -33,8 +32,8 @@ ComparedRun hand_run(const std::string& dir, std::vector<double> fast, std::vect
   r.gradient_times = fast;
   r.gradient_times.insert(r.gradient_times.end(), slow.begin(), slow.end());
   std::sort(r.gradient_times.begin(), r.gradient_times.end());
-  r.clock_staleness = std::move(clock_hist);
-  r.step_staleness = r.clock_staleness;
+  r.staleness = std::move(clock_hist);
+  r.missed_updates = r.staleness;
   r.metrics.push_back({end_s, static_cast<int64_t>(r.gradient_times.size()), 0.5, 1.0});
   return r;
 }

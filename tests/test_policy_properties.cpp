@@ -100,7 +100,7 @@ TEST_CASE("DSSP never lets the gap exceed s_L + r_max (bounded) or s_L + r_max +
             REQUIRE(res.status == RunStatus::kCompleted);
             const bool literal = std::string(grant) == "literal";
             CHECK(res.max_clock_gap <= s + r + (literal ? 1 : 0));
-            CHECK(res.clock_staleness.max() <= s + r + (literal ? 1 : 0));
+            CHECK(res.staleness.max() <= s + r + (literal ? 1 : 0));
             if (literal && res.max_clock_gap == s + r + 1) literal_used_its_extra_clock = true;
             if (!literal && res.max_clock_gap == s + r) bounded_used_its_range = true;
           }
@@ -148,7 +148,7 @@ TEST_CASE("DSSP records every controller decision and its grants in the summary"
   CHECK(summary.at("policy").at("type") == "dssp");
 }
 
-TEST_CASE("lazy SSP and ESSP keep the clock gap and read staleness within s, without deadlock") {
+TEST_CASE("lazy SSP and ESSP keep the clock gap and the staleness within s, without deadlock") {
   for (const char* type : {"lazy", "essp"}) {
     for (int64_t s : {0, 1, 4}) {
       for (uint64_t seed : {1, 2, 3}) {
@@ -168,7 +168,7 @@ TEST_CASE("lazy SSP and ESSP keep the clock gap and read staleness within s, wit
           REQUIRE(r.status == RunStatus::kCompleted);
           CHECK(r.server_updates == 2000);
           CHECK(r.max_clock_gap <= s);
-          CHECK(r.clock_staleness.max() <= s);
+          CHECK(r.staleness.max() <= s);
           CHECK(r.bytes_pull == r.messages_pull * 40000);  // every fetch or push is a full copy
         }
       }

@@ -146,7 +146,7 @@ TEST_CASE("SASGD with every tau = 0 trains exactly as SGD") {
   auto sasgd = sgd;
   sasgd["optimizer"]["rule"] = "sasgd";
   const RunResult a = run(sgd), b = run(sasgd);
-  CHECK(b.step_staleness.max() == 0);
+  CHECK(b.missed_updates.max() == 0);
   CHECK(a.final_params == b.final_params);
   CHECK(a.metrics == b.metrics);
 }
@@ -188,7 +188,7 @@ TEST_CASE("B-FASGD that never skips is FASGD, and one that skips saves bytes tru
   CHECK(c.messages_push + c.skipped_push == c.server_updates);
   CHECK(c.bytes_pull < b.bytes_pull);
   // A skipped fetch computes on an older copy: staleness grows, and is counted.
-  CHECK(c.step_staleness.mean() > b.step_staleness.mean());
+  CHECK(c.missed_updates.mean() > b.missed_updates.mean());
 }
 
 TEST_CASE("order-only mode draws workers uniformly: mean staleness is workers - 1") {
@@ -202,7 +202,7 @@ TEST_CASE("order-only mode draws workers uniformly: mean staleness is workers - 
   CHECK(r.status == RunStatus::kCompleted);
   CHECK(r.server_updates == 4000);
   // A worker pushes after a geometric number of other workers' pushes: mean 15.
-  CHECK(r.step_staleness.mean() == doctest::Approx(15.0).epsilon(0.06));
+  CHECK(r.missed_updates.mean() == doctest::Approx(15.0).epsilon(0.06));
   int64_t lo = INT64_MAX, hi = 0;
   for (const auto& w : r.workers) lo = std::min(lo, w.iterations), hi = std::max(hi, w.iterations);
   CHECK(lo > 4000 / 16 / 2);
@@ -215,7 +215,8 @@ TEST_CASE("--record gradients keeps one row per applied gradient") {
   o.record_gradients = true;
   const RunResult r = run_scenario(s, o);
   CHECK(std::count(r.gradients_csv.begin(), r.gradients_csv.end(), '\n') == r.server_updates + 1);
-  CHECK(r.gradients_csv.rfind("virtual_time_s,worker,version_read,version_apply,tau,step\n", 0) == 0);
+  CHECK(r.gradients_csv.rfind("virtual_time_s,worker,version_read,version_apply,missed_updates,step\n", 0) ==
+        0);
   CHECK(run_scenario(s).gradients_csv.empty());
 }
 
@@ -233,7 +234,7 @@ class SqrtStalenessRule final : public ScalarStepRule {
   using ScalarStepRule::ScalarStepRule;
   std::string name() const override { return "sqrt-staleness"; }
   float step(const GradientInfo& info) const override {
-    return static_cast<float>(lr_ / std::sqrt(1.0 + static_cast<double>(info.step_staleness())));
+    return static_cast<float>(lr_ / std::sqrt(1.0 + static_cast<double>(info.missed_updates())));
   }
   double worker_step() const override { return lr_; }
 };

@@ -509,8 +509,8 @@ TEST_CASE("an unknown device profile lists the known ones and the ways to give a
       parse(with(quickstart(), "/cluster/workers/1/profile", "gtx9999")),
       "x.json: /cluster/workers/1/profile: unknown device profile \"gtx9999\"; built-in: a100, "
       "cpu-core, gtx1060, gtx1080ti, h100, h200, p100, t4, v100; or a profile file: a path "
-      "ending in .json (relative to the scenario's folder), or NAME for NAME.json in "
-      "$STALESIM_PROFILE_DIR",
+      "ending in .json (relative to the scenario file's folder, or to the working directory with "
+      "--set), or NAME for NAME.json in $STALESIM_PROFILE_DIR",
       ScenarioError);
 }
 

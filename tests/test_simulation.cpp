@@ -23,7 +23,7 @@ TEST_CASE("BSP reads are never stale and workers never run ahead, over seeds and
       const RunResult r = run(j);
       CAPTURE(seed);
       CHECK(r.status == RunStatus::kCompleted);
-      CHECK(r.clock_staleness.max() == 0);
+      CHECK(r.staleness.max() == 0);
       CHECK(r.max_clock_gap == 0);
       // Every worker did the same number of clocks, give or take the one in progress.
       int64_t lo = INT64_MAX, hi = 0;
@@ -46,7 +46,7 @@ TEST_CASE("SSP never lets a worker start more than s clocks ahead of the slowest
         CAPTURE(seed);
         REQUIRE(r.status == RunStatus::kCompleted);
         CHECK(r.max_clock_gap <= s);
-        CHECK(r.clock_staleness.max() <= s);
+        CHECK(r.staleness.max() <= s);
         // A heterogeneous cluster with this much jitter uses all of its slack.
         if (slow != fast || seed == 1) CHECK(r.max_clock_gap == s);
       }

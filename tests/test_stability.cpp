@@ -58,8 +58,8 @@ TEST_CASE("ASP with identical workers and no jitter delays every gradient by wor
     const RunResult r = run(delayed_json(workers, 0.01, 400));
     CAPTURE(workers);
     REQUIRE(r.status == RunStatus::kCompleted);
-    const auto& bins = r.step_staleness.bins();
-    CHECK(r.step_staleness.max() == workers - 1);
+    const auto& bins = r.missed_updates.bins();
+    CHECK(r.missed_updates.max() == workers - 1);
     // The first workers - 1 gradients, read together at version 0, miss 0, 1, ... workers - 2.
     REQUIRE(static_cast<int>(bins.size()) == workers);
     CHECK(bins.back() == r.server_updates - (workers - 1));

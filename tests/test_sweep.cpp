@@ -108,7 +108,7 @@ TEST_CASE(
                                         "time_to_target_s",
                                         "staleness_mean",
                                         "staleness_max",
-                                        "step_staleness_mean",
+                                        "missed_updates_mean",
                                         "bytes_push",
                                         "bytes_pull",
                                         "mean_wait_fraction",

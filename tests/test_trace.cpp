@@ -12,10 +12,10 @@
 
 #include "sim/output/explain.hpp"
 #include "sim/output/outputs.hpp"
-#include "sim/scenario/load.hpp"
-#include "sim/simulation.hpp"
 #include "sim/output/timeline.hpp"
 #include "sim/output/trace.hpp"
+#include "sim/scenario/load.hpp"
+#include "sim/simulation.hpp"
 #include "tests/sim_test_util.hpp"
 
 using nlohmann::json;
@@ -191,7 +191,7 @@ TEST_CASE("the quick-start scenario's trace passes a schema check of the Trace E
   }
   CHECK(threads == std::set<std::string>{"worker 0 (gtx1060)", "worker 1 (gtx1060)", "worker 2 (gtx1080ti)",
                                          "worker 3 (gtx1080ti)", "updates", "link", "policy"});
-  for (const char* n : {"compute", "push", "pull", "update", "staleness", "accuracy", "loss"})
+  for (const char* n : {"compute", "push", "pull", "update", "applied gradient", "accuracy", "loss"})
     CHECK_MESSAGE(names.count(n) == 1, n);
   // ts in microseconds of virtual time, cut to the window [0.1 s, 0.3 s).
   CHECK(first == doctest::Approx(0.1e6));

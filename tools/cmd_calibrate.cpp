@@ -132,7 +132,7 @@ device profile in the format of models/profiles/*.json:
   efficiency            (batch x FLOPs per sample / (median time at --batch - overhead)) / peak
 so that the profile reproduces the median at --batch exactly (the batch-1 iteration's own sample
 is counted as overhead). Each median is taken over --repeats iterations after --warmup untimed ones.
-A scenario uses the file as it is: "profile": "FILE.json" (relative to the scenario's folder).
+A scenario uses the file as it is: "profile": "FILE.json" (relative to the scenario file's folder).
 `stalesim calibrate --cpu SCENARIO` times this machine's CPU and MPI transport instead (see
 `stalesim calibrate --cpu --help`).
 Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA).

@@ -14,6 +14,7 @@
 #include "sim/analysis/reproduce.hpp"
 #include "sim/analysis/summarize.hpp"
 #include "sim/build_info.hpp"
+#include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
 #include "sim/sweep/sweep.hpp"
 #include "sim/text.hpp"
@@ -145,8 +146,10 @@ int cmd_reproduce(const std::vector<std::string>& args) {
                   "a finished run's summary.json (or its folder), or a sweep folder")(
       "quiet", "no progress line and no wall time on stderr")(
       "threads", po::value<int>(),
-      "threads computing gradients (default: STALESIM_THREADS, else the machine's cores)")("help,h",
-                                                                                           "show this help");
+      "threads computing gradients (default: STALESIM_THREADS, else the machine's cores)")(
+      "out", po::value<std::string>(),
+      "keep the rerun as a run folder DIR (the rules of run --out: an occupied DIR needs --force)")(
+      "force", "with --out: replace DIR when it holds a stalesim run")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("summary", 1);
   const auto p = parse(args, o, pos);
@@ -160,6 +163,8 @@ dataset file changed since the run.
 Given a sweep folder (it holds sweep.json), reruns every folder of its sweep.csv and prints one
 MATCH or MISMATCH line per folder (naming its points), NOT RUN per point without a finished
 folder, and a closing count; exit 0 when every point matches, 3 otherwise.
+With --out DIR (a single run) the rerun is kept in DIR, matching or not, written as 'run --out'
+writes (never into or above the folder reproduced; an occupied DIR only with --force).
 )";
     return kExitOk;
   }
@@ -167,11 +172,21 @@ folder, and a closing count; exit 0 when every point matches, 3 otherwise.
     const std::string target = display_path(p.vm["summary"].as<std::string>());
     std::error_code ec;
     if (std::filesystem::is_directory(target, ec) &&
-        std::filesystem::is_regular_file(std::filesystem::path(target) / "sweep.json", ec))
+        std::filesystem::is_regular_file(std::filesystem::path(target) / "sweep.json", ec)) {
+      if (p.vm.count("out"))
+        throw UsageError(fmt::format("--out: {} is a sweep folder; --out keeps the rerun of a single run", target));
       return reproduce_sweep(target, threads_option(p.vm, 1));
+    }
   }
   const Reproduction r = prepare_reproduction(p.vm["summary"].as<std::string>());
   const bool quiet = p.vm.count("quiet") > 0;
+  // --out: the rerun's folder, checked before the rerun as `run` checks it; the folder reproduced
+  // (its summary.json) is protected from --force.
+  const std::string keep = p.vm.count("out") ? display_path(p.vm["out"].as<std::string>()) : "";
+  const bool force = p.vm.count("force") > 0;
+  if (force && keep.empty()) throw UsageError("--force needs --out");
+  const OutputGuard guard = output_guard(r.summary_path);
+  if (!keep.empty()) check_output_dir(keep, force, guard);
   if (!r.build_differences.empty()) {
     std::string list;
     for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + escaped(d);
@@ -207,6 +222,13 @@ folder, and a closing count; exit 0 when every point matches, 3 otherwise.
   if (!quiet)
     fmt::print(stderr, "wall time {:.2f} s\n",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count());
+  if (!keep.empty()) {
+    write_outputs(keep, res.files, /*done=*/true, force, guard);
+    fmt::print(stderr, "kept the rerun in {}/\n", keep);
+  }
+  for (const auto& f : res.renamed)
+    fmt::print(stderr, "note: {} holds the staleness names read until {}; compared under the current ones\n", f,
+               kOldNamesReadUntil);
   if (res.differences.empty()) {
     std::string list;
     for (const auto& f : res.compared) list += (list.empty() ? "" : ", ") + f;

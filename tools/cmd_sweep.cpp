@@ -23,6 +23,7 @@
 #include "sim/sweep/sweep_mpi.hpp"
 #include "sim/sweep/sweep_spec.hpp"
 #include "tools/cli.hpp"
+#include "tools/cmd_estimate.hpp"
 
 namespace stalesim::cli {
 
@@ -138,6 +139,7 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
   const auto refuse = [](const std::exception& e) { fmt::print(stderr, "stalesim: {}\n", e.what()); };
   if (!prepare_on_rank0(mpi, prepare, refuse)) return kExitBadInput;
   if (rank == 0 && !quiet) {
+    fmt::print(stderr, "{}", describe_sweep_estimate(plan, jobs * ranks));
     for (const auto& n : plan.notes) fmt::print(stderr, "stalesim: note: {}\n", n);
     if (plan.skipped > 0)
       fmt::print(stderr, "stalesim: note: the constraints skip {} of {} points\n", plan.skipped,

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/file_read.hpp"
+#include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
 
 namespace stalesim {
@@ -99,8 +100,8 @@ json spread(const std::vector<std::optional<double>>& values) {
 
 // The figures of one run over the workers `ids` (all when empty), up to time `t`.
 struct Figures {
-  std::optional<double> iter_mean, iter_p50, iter_p99, updates, clock_mean, step_mean, wait_s, wait_fraction,
-      accuracy, loss, time_to_target;
+  std::optional<double> iter_mean, iter_p50, iter_p99, updates, staleness_mean, missed_mean, wait_s,
+      wait_fraction, accuracy, loss, time_to_target;
 };
 
 Figures figures(const ComparedRun& r, const std::vector<int32_t>& ids, double t) {
@@ -144,9 +145,8 @@ Figures figures(const ComparedRun& r, const std::vector<int32_t>& ids, double t)
     f.accuracy = at->accuracy;
     f.loss = at->loss;
   }
-  const json& per = r.summary["staleness_per_gradient"];
-  f.clock_mean = per["read_clock_gap"]["mean"].get<double>();
-  f.step_mean = per["missed_updates"]["mean"].get<double>();
+  f.staleness_mean = r.summary["staleness"]["mean"].get<double>();
+  f.missed_mean = r.summary["missed_updates"]["mean"].get<double>();
   f.time_to_target = r.time_to_target_s;
   return f;
 }
@@ -158,8 +158,8 @@ json figures_json(const Figures& f) {
           {"wait_s", opt(f.wait_s)},
           {"wait_fraction", opt(f.wait_fraction)},
           {"updates", opt(f.updates)},
-          {"staleness_mean", opt(f.clock_mean)},
-          {"step_staleness_mean", opt(f.step_mean)},
+          {"staleness_mean", opt(f.staleness_mean)},
+          {"missed_updates_mean", opt(f.missed_mean)},
           {"accuracy", opt(f.accuracy)},
           {"loss", opt(f.loss)},
           {"time_to_target_s", opt(f.time_to_target)}};
@@ -175,8 +175,8 @@ json figures_of_b(const std::vector<Figures>& fb) {
       {"wait_s", &Figures::wait_s},
       {"wait_fraction", &Figures::wait_fraction},
       {"updates", &Figures::updates},
-      {"staleness_mean", &Figures::clock_mean},
-      {"step_staleness_mean", &Figures::step_mean},
+      {"staleness_mean", &Figures::staleness_mean},
+      {"missed_updates_mean", &Figures::missed_mean},
       {"accuracy", &Figures::accuracy},
       {"loss", &Figures::loss},
       {"time_to_target_s", &Figures::time_to_target}};
@@ -195,9 +195,10 @@ ComparedRun read_compared_run(const std::string& dir) {
   r.dir = dir;
   bool found = false;
   const std::string sp = dir + "/summary.json";
-  r.summary = json::parse(read_file(sp, true, found), nullptr, false);
+  // A folder written before the one-name rename (sim/output/names.hpp) is read under the current names.
+  r.summary = current_summary_names(json::parse(read_file(sp, true, found), nullptr, false));
   if (r.summary.is_discarded() || !r.summary.is_object() || !r.summary.contains("workers") ||
-      !r.summary.contains("staleness_per_gradient") || !r.summary.contains("virtual_time_s"))
+      !r.summary.contains("missed_updates") || !r.summary.contains("virtual_time_s"))
     throw IoError(fmt::format("{}: not a stalesim run's summary", sp));
   try {
     r.real = r.summary["manifest"].contains("real");
@@ -217,8 +218,8 @@ ComparedRun read_compared_run(const std::string& dir) {
   const std::string st = dir + "/staleness.csv";
   for (const auto& row : csv_rows(read_file(st, true, found))) {
     if (row.size() < 3) throw IoError(fmt::format("{}: a row with fewer than 3 columns", st));
-    r.clock_staleness.push_back(static_cast<int64_t>(number(st, row[1])));
-    r.step_staleness.push_back(static_cast<int64_t>(number(st, row[2])));
+    r.staleness.push_back(static_cast<int64_t>(number(st, row[1])));
+    r.missed_updates.push_back(static_cast<int64_t>(number(st, row[2])));
   }
   const std::string mp = dir + "/metrics.csv";
   for (const auto& row : csv_rows(read_file(mp, true, found))) {
@@ -290,7 +291,7 @@ json compare_runs(const ComparedRun& a, const std::vector<ComparedRun>& b) {
     for (const auto& f : fb) {
       it.push_back(rel_error(fa.iter_mean, f.iter_mean));
       up.push_back(rel_error(fa.updates, f.updates));
-      sm.push_back(rel_error(fa.clock_mean, f.clock_mean));
+      sm.push_back(rel_error(fa.staleness_mean, f.staleness_mean));
       wf.push_back(abs_error(fa.wait_fraction, f.wait_fraction));
       acc.push_back(abs_error(fa.accuracy, f.accuracy));
       loss.push_back(rel_error(fa.loss, f.loss));
@@ -319,8 +320,8 @@ json compare_runs(const ComparedRun& a, const std::vector<ComparedRun>& b) {
   json overall = {{"a", figures_json(fa)}, {"b", figures_of_b(fb)}};
   std::vector<std::optional<double>> ks, ks_step;
   for (const auto& r : b) {
-    ks.push_back(ks_distance(a.clock_staleness, r.clock_staleness));
-    ks_step.push_back(ks_distance(a.step_staleness, r.step_staleness));
+    ks.push_back(ks_distance(a.staleness, r.staleness));
+    ks_step.push_back(ks_distance(a.missed_updates, r.missed_updates));
   }
   json plain = json::object();  // the plain keys: the mean over the B runs
   json spreads = json::object();
@@ -328,7 +329,7 @@ json compare_runs(const ComparedRun& a, const std::vector<ComparedRun>& b) {
     plain[name] = s.is_null() ? json(nullptr) : s["mean"];
     spreads[name] = s;
   }
-  for (const auto& [name, v] : {std::pair{"staleness_ks", ks}, std::pair{"step_staleness_ks", ks_step}}) {
+  for (const auto& [name, v] : {std::pair{"staleness_ks", ks}, std::pair{"missed_updates_ks", ks_step}}) {
     const json s = spread(v);
     plain[name] = s.is_null() ? json(nullptr) : s["mean"];
     spreads[name] = s;
@@ -403,10 +404,10 @@ std::string compare_table(const json& c) {
   row("iteration time p50 (s)", "iteration_time_p50_s", nullptr, true);
   row("iteration time p99 (s)", "iteration_time_p99_s", nullptr, true);
   row("updates by t", "updates", "updates_rel_error", true);
-  row("mean staleness (read clock gap)", "staleness_mean", "staleness_mean_rel_error", true);
+  row("mean staleness", "staleness_mean", "staleness_mean_rel_error", true);
   out += fmt::format("| staleness KS distance | | | {} |\n", b_cell(sp["staleness_ks"]));
-  row("mean missed updates", "step_staleness_mean", nullptr, true);
-  out += fmt::format("| missed updates KS distance | | | {} |\n", b_cell(sp["step_staleness_ks"]));
+  row("mean missed updates", "missed_updates_mean", nullptr, true);
+  out += fmt::format("| missed updates KS distance | | | {} |\n", b_cell(sp["missed_updates_ks"]));
   row("wait fraction per worker", "wait_fraction", "wait_fraction_abs_error", false);
   row("test accuracy at t", "accuracy", "accuracy_abs_error", false);
   row("test loss at t", "loss", "loss_rel_error", true);

@@ -9,14 +9,14 @@
 //    iterations per worker.
 //  - updates completed by t, where t is the earliest end of the runs compared (gradients.csv, else
 //    the server version of the last metrics row at or before t), and their relative error.
-//  - staleness: the mean read clock gap and the mean missed updates per gradient (summary.json)
+//  - staleness: the mean staleness and the mean missed updates per gradient (summary.json)
 //    and the Kolmogorov-Smirnov distance between the two runs' distributions (staleness.csv).
 //  - waiting: per worker the wait time and its fraction of the worker's time (summary.json).
 //  - accuracy and loss at equal time: the last metrics row at or before t; time to target.
 // Relative errors are (B - A) / A: signed, B above A positive. With several B runs each figure of
 // B is their mean, with its spread (sd, min, max) over the runs beside it (a real run is not
 // deterministic). compare.json names the overall figures plainly: iteration_time_rel_error,
-// updates_rel_error, staleness_mean_rel_error, staleness_ks, step_staleness_ks,
+// updates_rel_error, staleness_mean_rel_error, staleness_ks, missed_updates_ks,
 // wait_fraction_abs_error, accuracy_abs_error, loss_rel_error, time_to_target_rel_error (null where
 // a run lacks the figure, e.g. a target not reached).
 
@@ -44,9 +44,9 @@ struct ComparedRun {
     std::vector<double> iteration_s;  // from gradients.csv; empty without it
   };
   std::vector<Worker> workers;
-  std::vector<double> gradient_times;    // every applied gradient's time, ascending (empty: no gradients.csv)
-  std::vector<int64_t> clock_staleness;  // staleness.csv: gradients per read clock gap
-  std::vector<int64_t> step_staleness;   // staleness.csv: gradients per missed-updates count
+  std::vector<double> gradient_times;   // every applied gradient's time, ascending (empty: no gradients.csv)
+  std::vector<int64_t> staleness;       // staleness.csv: gradients per staleness
+  std::vector<int64_t> missed_updates;  // staleness.csv: gradients per missed-updates count
   struct Row {
     double time = 0;
     int64_t version = 0;

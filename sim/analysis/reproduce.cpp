@@ -12,12 +12,13 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "sim/build_info.hpp"
 #include "base/file_read.hpp"
+#include "sim/build_info.hpp"
+#include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
+#include "sim/output/trace.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario/load.hpp"
-#include "sim/output/trace.hpp"
 
 namespace stalesim {
 
@@ -168,11 +169,13 @@ std::vector<std::string> dataset_changes(const json& manifest) {
     std::string why;
     const auto text = read_regular_file(path, kMaxDataFileBytes, why);
     if (!text) {
-      out.push_back(fmt::format("{}: cannot read: {} (the run read {} bytes, xxh64 {})", path, why, bytes, xxh));
+      out.push_back(
+          fmt::format("{}: cannot read: {} (the run read {} bytes, xxh64 {})", path, why, bytes, xxh));
       continue;
     }
     const uint64_t size = text->size();
-    const std::string now = fmt::format("{:016x}", static_cast<uint64_t>(XXH64(text->data(), text->size(), 0)));
+    const std::string now =
+        fmt::format("{:016x}", static_cast<uint64_t>(XXH64(text->data(), text->size(), 0)));
     if (now != xxh || size != bytes)
       out.push_back(fmt::format("{}: changed since the run (xxh64 {} vs {}, {} vs {} bytes)", path, xxh, now,
                                 bytes, size));
@@ -222,6 +225,7 @@ ReproduceResult reproduce(const Reproduction& r, const RunOptions& options) {
   const RunOutcome outcome = execute_run(r.scenario, request);
   out.status = outcome.result.status;
   out.result_hash = outcome.files.result_hash;
+  out.files = outcome.files;
   if (out.status == RunStatus::kInterrupted) return out;
 
   std::map<std::string, std::string> written;
@@ -259,7 +263,16 @@ ReproduceResult reproduce(const Reproduction& r, const RunOptions& options) {
       out.differences.push_back(d);
       continue;
     }
-    if (auto d = first_difference(name, read_text(recorded), written[name])) out.differences.push_back(*d);
+    std::string text = read_text(recorded);
+    // A folder written before the one-name rename (sim/output/names.hpp) is compared under the
+    // current names: the rename changes no figure, so it is not a difference of results.
+    std::string current = name == "summary.json" ? text : current_csv_names(name, text);
+    if (name == "summary.json") {
+      const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (has_old_summary_names(j)) current = current_summary_names(j).dump(2) + "\n";
+    }
+    if (current != text) out.renamed.push_back(name);
+    if (auto d = first_difference(name, current, written[name])) out.differences.push_back(*d);
   }
   std::vector<std::string> extra;
   std::error_code ec;

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/output/outputs.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/simulation.hpp"
 
@@ -73,6 +74,9 @@ struct ReproduceResult {
   std::string result_hash;                   // of the rerun
   std::vector<std::string> compared;         // file names, in comparison order
   std::vector<FileDifference> differences;   // empty: MATCH
+  OutputFiles files;                         // the rerun's files, as written (reproduce --out keeps them)
+  std::vector<std::string> renamed;          // files recorded under the older names, compared
+                                             // under the current ones (sim/output/names.hpp)
 };
 
 // Reruns the scenario (data loaded here; DataError when missing), writes its outputs through

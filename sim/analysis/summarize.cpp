@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_read.hpp"
+#include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
 #include "sim/text.hpp"
 
@@ -107,7 +108,7 @@ std::string stat_cells(const Stats& s) {
 // The result columns averaged per group (sweep.csv, sim/sweep/sweep.hpp kResultColumns).
 constexpr const char* kMetrics[] = {"quality",          "final_test_accuracy", "final_test_loss",
                                     "time_to_target_s", "virtual_time_s",      "server_updates",
-                                    "staleness_mean",   "staleness_max",       "step_staleness_mean",
+                                    "staleness_mean",   "staleness_max",       "missed_updates_mean",
                                     "bytes_push",       "bytes_pull",          "mean_wait_fraction"};
 
 std::string short_number(const Stats& s) {
@@ -168,7 +169,8 @@ SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
   if (fs::symlink_status(t.csv_path, ec).type() == fs::file_type::not_found)  // else read() says why
     throw IoError(fmt::format(
         "{}: no sweep.csv: not a finished sweep folder (run 'stalesim sweep' into it first)", dir));
-  t.rows = parse_csv(read(t.csv_path));
+  // A sweep written before the one-name rename (sim/output/names.hpp) is read under the current names.
+  t.rows = parse_csv(current_csv_names("sweep.csv", read(t.csv_path)));
   if (t.rows.empty()) throw IoError(fmt::format("{}: empty", t.csv_path.string()));
   const auto& header = t.rows[0];
   t.seed_col = t.col("seed");

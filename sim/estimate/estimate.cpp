@@ -244,8 +244,9 @@ RunEstimate estimate_run(const Scenario& s) {
                                        evals * test_samples(s) * e.math_flops_per_sample / 3
                                  : 0.0;
   e.gflops = math ? assumed_gflops(s.model.type) : 0.0;
-  e.wall_s = (math ? math_flops / (e.gflops * 1e9) : 0.0) +
-             iterations * kEventsPerIteration * kAssumedEventUs * 1e-6;
+  e.math_gflop = math_flops / 1e9;
+  e.events = iterations * kEventsPerIteration;
+  e.wall_s = (math ? e.math_gflop / e.gflops : 0.0) + e.events * kAssumedEventUs * 1e-6;
   e.memory = estimate_memory(s);
   if (c.network.topology != "star")
     e.topology = describe_link_load(s, link_load(s, e.push_bytes, e.pull_bytes), e.iterations_per_s);
@@ -318,9 +319,10 @@ std::string RunEstimate::describe() const {
                      : bounded ? " (the staleness bound holds every worker to the slowest one's pace)"
                                : "");
   out += fmt::format(
-      "estimate: wall time about {} on this machine (math at an assumed {:g} GFLOP/s, {:g} us per event); "
-      "memory about {}\n",
-      seconds(wall_s), gflops, kAssumedEventUs, memory.describe());
+      "estimate: wall time about {} on this machine (math at {} {:.3g} GFLOP/s, {:.3g} us per "
+      "event{}); memory about {}\n",
+      seconds(wall_s), rate_note.empty() ? "an assumed" : "a measured", gflops, event_us,
+      rate_note.empty() ? ": assumed, not measured" : "; " + rate_note, memory.describe());
   out += topology;
   for (const auto& w : warnings) out += "estimate: warning: " + w + "\n";
   return out;
@@ -328,9 +330,9 @@ std::string RunEstimate::describe() const {
 
 std::string RunEstimate::one_line() const {
   return fmt::format(
-      "estimate: {} bound ({:.0f}% communication), ~{:.0f} updates by t={:g} s, ~{} wall, {}{}", bottleneck,
+      "estimate: {} bound ({:.0f}% communication), ~{:.0f} updates by t={:g} s, ~{} wall{}, {}{}", bottleneck,
       100 * communication_share, expected_updates, expected_end_s, seconds(wall_s),
-      format_bytes(memory.total()),
+      rate_note.empty() ? "" : " (measured rate)", format_bytes(memory.total()),
       warnings.empty() ? ""
                        : "; warning: " + warnings.front().substr(0, warnings.front().find(':')) +
                              " (stalesim validate says more)");

@@ -80,6 +80,11 @@ struct RunEstimate {
   double math_flops_per_sample = 0;      // what the run computes (0: time-only)
   double wall_s = 0;                     // expected wall time on this machine (assumed_gflops above)
   double gflops = 0;                     // the rate assumed for it
+  double math_gflop = 0;                 // the math the run computes (wall_s's first part: / gflops)
+  double events = 0;                     // the events it processes (wall_s's second part: x event_us)
+  double event_us = kAssumedEventUs;     // the cost assumed per event
+  std::string rate_note;                 // "": the rates are assumed; else where the measured ones come
+                                         // from (use_machine_rate, sim/estimate/calibration.hpp)
   MemoryEstimate memory;
   std::vector<std::string> warnings;  // one sentence each
   std::string topology;               // off the star: its lines (sim/network/link_load.hpp)

@@ -11,7 +11,7 @@ namespace stalesim {
 
 void GradientRecorder::gradient(SimTime now, const GradientInfo& info, double step) {
   csv_ += fmt::format("{},{},{},{},{},{}\n", now.seconds(), info.worker, info.version_read,
-                      info.version_apply, info.step_staleness(), step);
+                      info.version_apply, info.missed_updates(), step);
 }
 
 void PolicyRecorder::start(const ClockTable&, const SyncPolicy& policy, const std::vector<std::string>&) {

@@ -15,11 +15,11 @@ namespace stalesim {
 class GradientRecorder final : public RunObserver {
  public:
   void gradient(SimTime now, const GradientInfo& info, double step) override;
-  // The CSV text: a header line, then time, worker, versions, tau and step per gradient.
+  // The CSV text: a header line, then time, worker, versions, missed updates and step per gradient.
   std::string take() { return std::move(csv_); }
 
  private:
-  std::string csv_ = "virtual_time_s,worker,version_read,version_apply,tau,step\n";
+  std::string csv_ = "virtual_time_s,worker,version_read,version_apply,missed_updates,step\n";
 };
 
 // Needs only start() and finish(): the policy's records are read once the run has ended.

@@ -61,8 +61,8 @@ class ExplainRecorder final : public RunObserver {
              const std::vector<std::string>& profiles) override;
   void activity(SimTime now, int32_t worker, Activity a) override;
   void blocked(SimTime now, int32_t worker, WaitCause cause, int64_t clock, int64_t have) override;
-  void update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness,
-              int64_t step_staleness) override;
+  void update(SimTime now, int32_t worker, int64_t version, int64_t staleness,
+              int64_t missed_updates) override;
   void finish(SimTime end) override;
   // The whole log, a header line first and a closing line last.
   const std::string& text() const { return text_; }

@@ -1,10 +1,10 @@
 #pragma once
 // RunObserver: what a run looks like from outside, for the trace (sim/output/trace.hpp), the terminal
-// timeline (sim/output/timeline.hpp), the decision log (sim/output/explain.hpp) and the records gradients.csv,
-// decisions.csv and the policy's facts (sim/output/csv_observers.hpp). The simulation calls it at
-// the few points that matter, with one-line hooks that cost a null-pointer test when nothing
-// observes (RunOptions::observer is null): a normal run's speed and result hash are unchanged.
-// Observers only read: they never change the simulation's state, draws or event order.
+// timeline (sim/output/timeline.hpp), the decision log (sim/output/explain.hpp) and the records
+// gradients.csv, decisions.csv and the policy's facts (sim/output/csv_observers.hpp). The simulation calls it
+// at the few points that matter, with one-line hooks that cost a null-pointer test when nothing observes
+// (RunOptions::observer is null): a normal run's speed and result hash are unchanged. Observers only read:
+// they never change the simulation's state, draws or event order.
 //
 // Worker activity: every worker starts at time 0 fetching its first parameters (kPull) and then
 // moves from one activity to the next; activity(t, w, a) says that w's previous activity ended and
@@ -60,9 +60,9 @@ class RunObserver {
   }
   // The server applied a gradient (`version` is the server version after it); called after the
   // policy has seen the push.
-  virtual void update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness,
-                      int64_t step_staleness) {
-    (void)now, (void)worker, (void)version, (void)clock_staleness, (void)step_staleness;
+  virtual void update(SimTime now, int32_t worker, int64_t version, int64_t staleness,
+                      int64_t missed_updates) {
+    (void)now, (void)worker, (void)version, (void)staleness, (void)missed_updates;
   }
   // The server applied a gradient (`info`: what it was computed on; `step`: the rule's step
   // factor); called before update() for the same push.

@@ -41,9 +41,10 @@ std::string metrics_csv(const RunResult& r) {
 }
 
 std::string staleness_csv(const RunResult& r) {
-  std::string out = "staleness,clock_gradients,step_gradients\n";
-  const auto& c = r.clock_staleness.bins();
-  const auto& s = r.step_staleness.bins();
+  // value: a staleness or missed-updates count; then how many gradients had it, for each quantity.
+  std::string out = "value,staleness_gradients,missed_updates_gradients\n";
+  const auto& c = r.staleness.bins();
+  const auto& s = r.missed_updates.bins();
   const size_t n = std::max(c.size(), s.size());
   for (size_t i = 0; i < n; ++i)
     out += fmt::format("{},{},{}\n", i, i < c.size() ? c[i] : 0, i < s.size() ? s[i] : 0);
@@ -103,16 +104,12 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
         {"test_loss", last ? opt_json(last->test_loss) : json(nullptr)},
         {"train_loss", last ? opt_json(last->train_loss) : json(nullptr)}}},
       {"time_to_target_s", opt_json(r.time_to_target_s)},
-      // Per applied gradient, the two staleness measures named for what they are (DESIGN.md
-      // section 6): first the server updates it missed (tau = version at apply - version read,
-      // what a delayed-SGD analysis calls the delay), then the clock gap of the read it was
-      // computed from (worker clock - server clock at read, the quantity SSP bounds).
-      {"staleness_per_gradient",
-       {{"missed_updates", histogram_json(r.step_staleness)},
-        {"read_clock_gap", histogram_json(r.clock_staleness)}}},
-      // The same means and maxima under their older names, read by sweeps and plots.
-      {"staleness", {{"mean", r.clock_staleness.mean()}, {"max", r.clock_staleness.max()}}},
-      {"step_staleness", {{"mean", r.step_staleness.mean()}, {"max", r.step_staleness.max()}}},
+      // Per applied gradient, the two staleness quantities under their one name each (DESIGN.md
+      // section 6, sim/output/names.hpp): the server updates it missed (tau = version at apply -
+      // version read, what a delayed-SGD analysis calls the delay), and the staleness of the read
+      // it was computed from (worker clock - server clock at read, the quantity SSP bounds).
+      {"missed_updates", histogram_json(r.missed_updates)},
+      {"staleness", histogram_json(r.staleness)},
       {"max_clock_gap", r.max_clock_gap},
       {"bytes", {{"push", r.bytes_push}, {"pull", r.bytes_pull}}},
       {"messages",
@@ -259,7 +256,8 @@ void check_output_dir(const std::string& dir, bool force, const OutputGuard& gua
   const bool in_place = inspect_folder(target).kind == FolderKind::kEmpty;
   fs::path probe;
   try {
-    probe = create_temporary(in_place ? target : parent, "probe", in_place ? "." : target.filename().string());
+    probe =
+        create_temporary(in_place ? target : parent, "probe", in_place ? "." : target.filename().string());
   } catch (const IoError& e) {
     const std::string what = e.what();
     const size_t at = what.rfind(": ");  // the OS reason

@@ -36,7 +36,7 @@ struct MetricsRow {
   std::optional<double> test_loss;
   std::optional<double> test_accuracy;
   std::optional<double> train_loss;      // mean loss of gradients applied since the last row
-  std::optional<double> mean_staleness;  // mean clock staleness of those gradients
+  std::optional<double> mean_staleness;  // mean staleness of those gradients
   int64_t bytes = 0;                     // push + pull bytes so far
   std::optional<double> metric;          // the model's own metric (RunResult::metric_name), if any
   bool operator==(const MetricsRow&) const = default;
@@ -75,8 +75,8 @@ struct RunResult {
   // Name of MetricsRow::metric ("test_rmse" for mf, "loglik_per_token" for lda), or "" for the
   // classifiers: then metrics.csv has no extra column and summary.json no extra final entry.
   std::string metric_name;
-  Histogram clock_staleness;  // per gradient: worker clock at read - server clock at read
-  Histogram step_staleness;   // per gradient: tau = version at apply - version read
+  Histogram staleness;        // per gradient: worker clock at read - server clock at read
+  Histogram missed_updates;   // per gradient: tau = version at apply - version read
   int64_t max_clock_gap = 0;  // max over granted clocks of (worker clock - minimum clock)
   int64_t bytes_push = 0;
   int64_t bytes_pull = 0;
@@ -90,7 +90,7 @@ struct RunResult {
   std::vector<DataFile> data_files;
   nlohmann::json policy_facts;  // the policy's own facts (DSSP grants, ...), or null
   std::string decisions_csv;    // the policy's decision log, or empty
-  std::string gradients_csv;    // --record gradients: time, worker, versions, tau, step; or empty
+  std::string gradients_csv;    // --record gradients: time, worker, versions, missed updates, step; or empty
   std::string links_csv;        // off the star: per-link counters (TopologyNetwork::links_csv); or empty
   int64_t peak_live_versions = 0;
   // Whether workers deferred their gradients (RunOptions::defer_gradients, where the model and the

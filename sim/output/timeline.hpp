@@ -26,8 +26,8 @@ class TimelineRecorder final : public RunObserver {
              const std::vector<std::string>& profiles) override;
   void activity(SimTime now, int32_t worker, Activity a) override;
   void blocked(SimTime now, int32_t worker, WaitCause cause, int64_t clock, int64_t have) override;
-  void update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness,
-              int64_t step_staleness) override;
+  void update(SimTime now, int32_t worker, int64_t version, int64_t staleness,
+              int64_t missed_updates) override;
   void finish(SimTime end) override;
 
   // The chart. `title`: the first line's subject. REQUIRES: finish() called, width >= 10.

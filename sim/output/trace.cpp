@@ -136,13 +136,14 @@ void TraceRecorder::link_load(SimTime now, const std::string& link, double utili
   counter("link " + link, now, fmt::format("{{\"utilisation\":{:.6f},\"flows\":{}}}", utilisation, flows));
 }
 
-void TraceRecorder::update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness,
-                           int64_t step_staleness) {
+void TraceRecorder::update(SimTime now, int32_t worker, int64_t version, int64_t staleness,
+                           int64_t missed_updates) {
   drain();
   instant(kServerPid, kUpdatesTid, "update", now,
-          fmt::format("{{\"worker\":{},\"version\":{},\"clock_staleness\":{},\"step_staleness\":{}}}", worker,
-                      version, clock_staleness, step_staleness));
-  counter("staleness", now, fmt::format("{{\"clock\":{},\"step\":{}}}", clock_staleness, step_staleness));
+          fmt::format("{{\"worker\":{},\"version\":{},\"staleness\":{},\"missed_updates\":{}}}", worker,
+                      version, staleness, missed_updates));
+  counter("applied gradient", now,
+          fmt::format("{{\"staleness\":{},\"missed_updates\":{}}}", staleness, missed_updates));
 }
 
 void TraceRecorder::evaluation(const MetricsRow& row) {

@@ -10,7 +10,7 @@
 //   pid 2 "server": tid 0 "updates" ("i" per applied update: worker, version, staleness),
 //     tid 1 "link" ("X" per message on the server's FIFO link: "push w3" / "pull w3", bytes),
 //     tid 2 "policy" ("i" per DSSP controller call, args.why with the predicted times);
-//   counters ("C", pid 2): "staleness" (clock and step staleness of each update), "accuracy" and
+//   counters ("C", pid 2): "applied gradient" (its staleness and missed updates), "accuracy" and
 //     "loss" at evaluation points;
 //   "M" metadata: process_name, process_sort_index, thread_name, thread_sort_index.
 // A window [from, to) keeps spans that overlap it, cut to it, and the instants and counters
@@ -41,8 +41,8 @@ class TraceRecorder final : public RunObserver {
   void activity(SimTime now, int32_t worker, Activity a) override;
   void blocked(SimTime now, int32_t worker, WaitCause cause, int64_t clock, int64_t have) override;
   void wire(SimTime start, SimTime end, int32_t worker, WireKind kind, int64_t bytes) override;
-  void update(SimTime now, int32_t worker, int64_t version, int64_t clock_staleness,
-              int64_t step_staleness) override;
+  void update(SimTime now, int32_t worker, int64_t version, int64_t staleness,
+              int64_t missed_updates) override;
   void evaluation(const MetricsRow& row) override;
   void link_load(SimTime now, const std::string& link, double utilisation, int32_t flows) override;
   void finish(SimTime end) override;

@@ -1,7 +1,7 @@
 #pragma once
 // BSP, bulk synchronous parallel (Valiant, "A bridging model for parallel computation", CACM
 // 1990): a worker may start clock c+1 only when every worker has pushed clock c, so it reads
-// parameters holding every update of clock c. Read staleness is always 0.
+// parameters holding every update of clock c. Staleness is always 0.
 
 #include "sim/policies/sync_policy.hpp"
 

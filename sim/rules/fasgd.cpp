@@ -17,7 +17,7 @@ FasgdRule::FasgdRule(const OptimizerSpec& spec, int64_t parameters)
 
 double FasgdRule::compute_update(std::span<float> update, std::span<const float> grad,
                                  const GradientInfo& info, std::span<const float>, std::span<const float>) {
-  const int64_t tau = info.step_staleness();
+  const int64_t tau = info.missed_updates();
   double sum = 0.0;
   if (fred_) {
     const auto scale = static_cast<float>(lr_ / static_cast<double>(tau + 1));

@@ -21,10 +21,10 @@ namespace stalesim {
 // What the server knows about one gradient when it applies it.
 struct GradientInfo {
   int32_t worker = 0;
-  int64_t version_read = 0;     // server version the gradient was computed on
-  int64_t version_apply = 0;    // server version when it is applied (before the update)
-  int64_t clock_staleness = 0;  // worker clock at read minus server clock at read
-  int64_t step_staleness() const { return version_apply - version_read; }  // tau
+  int64_t version_read = 0;   // server version the gradient was computed on
+  int64_t version_apply = 0;  // server version when it is applied (before the update)
+  int64_t staleness = 0;      // worker clock at read minus server clock at read
+  int64_t missed_updates() const { return version_apply - version_read; }  // tau
 };
 
 // A rule that decides each transfer itself (B-FASGD): the probability that a worker makes its

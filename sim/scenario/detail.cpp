@@ -123,7 +123,8 @@ std::string check_profile(const json& v) {
   for (const auto& p : builtin_profiles()) known += (known.empty() ? "" : ", ") + p.name;
   return fmt::format(
       "unknown device profile {}; built-in: {}; or a profile file: a path ending in .json (relative to the "
-      "scenario's folder), or NAME for NAME.json in $STALESIM_PROFILE_DIR",
+      "scenario file's folder, or to the working directory with --set), or NAME for NAME.json in "
+      "$STALESIM_PROFILE_DIR",
       render(v), known);
 }
 

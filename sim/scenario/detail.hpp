@@ -115,6 +115,10 @@ std::string override_text(const Override& o);
 std::string override_pointer(const Override& o);
 bool related(std::string_view a, std::string_view b);
 
+// The scenario file's relative profile-file and jitter-trace paths rewritten against its folder
+// (profiles.cpp); called before --set overrides, whose paths are relative to the working directory.
+void resolve_file_paths(json& doc, const std::string& scenario_path);
+
 // Profiles as data (issue 20; profiles.cpp): each group whose profile names a file and that
 // carries no `device` yet gets the file's figures as `device` (`profile_dir`: see profile_file_path).
 void read_profile_files(json& doc, const std::string& scenario_path, const std::string& profile_dir);

@@ -31,8 +31,9 @@ std::vector<FieldInfo> worker_group_fields() {
        .min_length = 1,
        .required = true,
        .doc = "Device profile of the group's workers: a built-in name (" + profile_list +
-              "; stalesim profiles), or a profile file: a path ending in .json, relative to the "
-              "scenario's folder (e.g. written by stalesim calibrate), or NAME for NAME.json in "
+              "; stalesim profiles), or a profile file: a path ending in .json (e.g. written by "
+              "stalesim calibrate), relative to the scenario file's folder when the file names it and "
+              "to the working directory when --set or --grid does, or NAME for NAME.json in "
               "$STALESIM_PROFILE_DIR.",
        .check = check_profile,
        .set = set_item<&ClusterSpec::workers, &WorkerGroup::profile>,
@@ -466,7 +467,8 @@ std::vector<FieldInfo> jitter_fields(const Scenario& d) {
        .applies_to = "trace jitter",
        .applies_key = "/cluster/jitter/type",
        .doc = "Text file of iteration times in ms, whitespace separated, # comments; relative to the "
-              "working directory.",
+              "scenario file's folder when the file names it and to the working directory when --set "
+              "or --grid does (as a profile file).",
        .applies = [](const Scenario& s) { return s.cluster.jitter.type == "trace"; },
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::path>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::path>},

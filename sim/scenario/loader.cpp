@@ -227,6 +227,7 @@ Scenario load_scenario_file(const std::string& path, std::span<const Override> s
 Scenario load_scenario_text(const std::string& text, const std::string& path, std::span<const Override> sets,
                             std::optional<uint64_t> seed, const std::string& profile_dir) {
   json doc = parse_json_text(text, path);
+  resolve_file_paths(doc, path);  // the file's paths: from its folder; the --set paths: as typed
   apply_overrides(doc, sets);
   if (seed && doc.is_object()) doc["seed"] = *seed;
   read_profile_files(doc, path, profile_dir);

@@ -14,6 +14,38 @@ namespace stalesim {
 
 using scenario_detail::json;
 
+// The files a scenario file names (a profile file, a jitter trace) are relative to the file's own
+// folder, so that a scenario and the files beside it run from any working directory; a path given
+// on the command line (--set, --grid) is relative to the working directory, like every other path
+// typed there (issue 32). Called before the overrides apply: it rewrites the file's relative paths
+// to paths from the working directory, and the overrides' paths are left as typed.
+void scenario_detail::resolve_file_paths(json& doc, const std::string& scenario_path) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(scenario_path).parent_path();
+  if (dir.empty() || !doc.is_object() || !doc.contains("cluster") || !doc["cluster"].is_object()) return;
+  const auto resolve = [&](json& v, bool profile) {
+    if (!v.is_string()) return;  // the loader names the wrong type
+    const std::string value = v.get<std::string>();
+    if (value.empty() || (profile && !value.ends_with(".json")))
+      return;  // a built-in or $STALESIM_PROFILE_DIR name
+    const fs::path p(value);
+    if (!p.is_absolute()) v = (dir / p).lexically_normal().string();
+  };
+  const auto jitter_path = [&](json& owner) {
+    if (owner.is_object() && owner.contains("jitter") && owner["jitter"].is_object() &&
+        owner["jitter"].contains("path"))
+      resolve(owner["jitter"]["path"], false);
+  };
+  json& cluster = doc["cluster"];
+  jitter_path(cluster);
+  if (!cluster.contains("workers") || !cluster["workers"].is_array()) return;
+  for (json& group : cluster["workers"]) {
+    if (!group.is_object()) continue;
+    if (group.contains("profile")) resolve(group["profile"], true);
+    jitter_path(group);
+  }
+}
+
 // Profiles as data (issue 20): each group whose profile names a file and that carries no `device`
 // yet gets the file's figures as `device`, and its profile the path as resolved, so that the
 // manifest shows which file ran and reproduces without it. Errors name the scenario, the group's
@@ -23,7 +55,7 @@ void scenario_detail::read_profile_files(json& doc, const std::string& scenario_
   if (!doc.is_object() || !doc.contains("cluster") || !doc["cluster"].is_object()) return;
   json& cluster = doc["cluster"];
   if (!cluster.contains("workers") || !cluster["workers"].is_array()) return;
-  const std::string dir = std::filesystem::path(scenario_path).parent_path().string();
+  const std::string dir;  // resolve_file_paths made the file's paths relative to the working directory
   for (size_t g = 0; g < cluster["workers"].size(); ++g) {
     json& group = cluster["workers"][g];
     if (!group.is_object() || group.contains("device") || !group.contains("profile") ||

@@ -111,7 +111,7 @@ struct JitterSpec {
 
 struct WorkerGroup {
   std::string profile;                  // a built-in device profile name, or a profile file's path
-                                        // (ends in .json; resolved against the scenario's folder)
+                                        // (ends in .json; from the working directory)
   std::optional<DeviceProfile> device;  // a profile file's figures, read when the scenario is
                                         // loaded (and kept in the manifest); unset for a built-in
   int32_t count = 1;                    // >= 1

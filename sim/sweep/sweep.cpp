@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "base/file_read.hpp"
+#include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
 #include "sim/scenario/fields.hpp"
 #include "sim/scenario/load.hpp"
@@ -330,7 +331,9 @@ RunRecord run_record_from_json(const json& j) {
 
 bool sweep_status_ok(std::string_view status) { return status == "completed" || status == "diverged"; }
 
-std::vector<std::string> result_cells(const json& s) {
+std::vector<std::string> result_cells(const json& summary) {
+  // A folder written before the rename (a resumed sweep) is read under the current names.
+  const json s = current_summary_names(summary);
   const auto at = [&](const char* pointer) {
     const json::json_pointer p(pointer);
     return s.contains(p) ? cell_of(s[p]) : std::string();
@@ -365,7 +368,7 @@ std::vector<std::string> result_cells(const json& s) {
           at("/time_to_target_s"),
           at("/staleness/mean"),
           at("/staleness/max"),
-          at("/step_staleness/mean"),
+          at("/missed_updates/mean"),
           at("/bytes/push"),
           at("/bytes/pull"),
           wait,

@@ -327,13 +327,13 @@ std::vector<float> WorkerCore::take_grad_buffer() {
 bool WorkerCore::book_applied(Worker& w, const GradientInfo& info) {
   ++result.server_updates;
   ++w.iterations;
-  result.clock_staleness.add(info.clock_staleness);
-  result.step_staleness.add(info.step_staleness());
-  staleness_sum += info.clock_staleness;
+  result.staleness.add(info.staleness);
+  result.missed_updates.add(info.missed_updates());
+  staleness_sum += info.staleness;
   ++staleness_count;
   const bool min_rose = clocks.advance(w.id);
   policy->on_push(w.id, engine.now(), clocks);
-  if (obs) obs->update(engine.now(), w.id, store->version(), info.clock_staleness, info.step_staleness());
+  if (obs) obs->update(engine.now(), w.id, store->version(), info.staleness, info.missed_updates());
   return min_rose;
 }
 

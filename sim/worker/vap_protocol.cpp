@@ -73,7 +73,7 @@ std::optional<double> VapProtocol::apply_gradient(Worker& w, GradientInfo& info)
   WorkerCold& wc = c_.cold_of(w);
   OwnPush& o = wc.own.back();
   info.version_read = o.read_version;
-  info.clock_staleness = o.read_staleness;
+  info.staleness = o.read_staleness;
   o.applied_version = c_.store->version();
   c_.loss_sum += o.loss;
   ++c_.loss_count;
