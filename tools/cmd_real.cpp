@@ -3,8 +3,8 @@
 #include "tools/cmd_real.hpp"
 
 #include <signal.h>
-#include <sys/wait.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <csignal>
 #include <cstdio>
@@ -16,8 +16,8 @@
 
 #include <fmt/format.h>
 
-#include "sim/analysis/compare.hpp"
 #include "base/file_read.hpp"
+#include "sim/analysis/compare.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
 
 namespace stalesim::cli {
@@ -169,7 +169,8 @@ int real_main(RealCommand c) {
                 : std::sscanf(f, "%d:%lld:%7s", &fault.worker, &it, how) != 3 || fault.worker < 0) ||
         it < 0 || (std::string(how) != "kill" && std::string(how) != "stop"))
       throw ScenarioError(fmt::format(
-          "STALESIM_REAL_INJECT_FAULT='{}': expected WORKER:ITERATION:kill|stop or server:UPDATES:kill|stop", f));
+          "STALESIM_REAL_INJECT_FAULT='{}': expected WORKER:ITERATION:kill|stop or server:UPDATES:kill|stop",
+          f));
     fault.iteration = it;
     fault.hang = std::string(how) == "stop";
     c.options.fault = fault;
