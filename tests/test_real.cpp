@@ -129,8 +129,8 @@ TEST_CASE("real ESSP and lazy SSP runs keep the bound and agree with their simul
   }
   CAPTURE(name);
   Scratch t(name, "real");
-  const Outcome sim = run_cli("run " + kScenario + sets + " --quiet --record gradients --out " +
-                              (t.path / "sim").string());
+  const Outcome sim =
+      run_cli("run " + kScenario + sets + " --quiet --record gradients --out " + (t.path / "sim").string());
   REQUIRE_MESSAGE(sim.code == 0, sim.err);
   const Outcome real = run_cli("real " + kScenario + sets + " --quiet --out " + (t.path / "real").string());
   REQUIRE_MESSAGE(real.code == 0, real.err);
@@ -156,8 +156,8 @@ TEST_CASE("real ESSP and lazy SSP runs keep the bound and agree with their simul
 TEST_CASE("a real run with 2 server shards follows its simulation on a link-bound network") {
   Scratch t("shards", "real");
   const std::string sets = " --set cluster.servers=2 --set cluster.network.bandwidth_gbps=0.001";
-  const Outcome sim = run_cli("run " + kScenario + sets + " --quiet --record gradients --out " +
-                              (t.path / "sim").string());
+  const Outcome sim =
+      run_cli("run " + kScenario + sets + " --quiet --record gradients --out " + (t.path / "sim").string());
   REQUIRE_MESSAGE(sim.code == 0, sim.err);
   const Outcome real = run_cli("real " + kScenario + sets + " --quiet --out " + (t.path / "real").string());
   REQUIRE_MESSAGE(real.code == 0, real.err);
@@ -172,8 +172,9 @@ TEST_CASE("a real run with 2 server shards follows its simulation on a link-boun
 
 TEST_CASE("a real n-softsync run: the pull protocol with the server's averaging") {
   Scratch t("softsync", "real");
-  const Outcome real = run_cli("real " + kScenario + " --set policy.type=softsync --set policy.n=2 --quiet --out " +
-                               (t.path / "real").string());
+  const Outcome real =
+      run_cli("real " + kScenario + " --set policy.type=softsync --set policy.n=2 --quiet --out " +
+              (t.path / "real").string());
   REQUIRE_MESSAGE(real.code == 0, real.err);
   const auto s = summary_of(t.path / "real");
   CHECK(s["manifest"]["scenario"]["policy"]["type"] == "softsync");
@@ -228,30 +229,33 @@ TEST_CASE("the real mode's errors: wrong rank count, no mpirun, a refused scenar
           std::string::npos);
   }
   SUBCASE("B-FASGD's cut messages") {
-    const Outcome r = run_cli("real " + kScenario + " --set optimizer.rule=bfasgd --out " + (t.path / "r").string(),
-                              "PATH=/nonexistent ");
+    const Outcome r =
+        run_cli("real " + kScenario + " --set optimizer.rule=bfasgd --out " + (t.path / "r").string(),
+                "PATH=/nonexistent ");
     CHECK(r.code == 2);
     CHECK(r.err.find("/optimizer/rule: \"bfasgd\" cuts pushes and fetches") != std::string::npos);
   }
   SUBCASE("DC-ASGD under a cache policy") {
-    const Outcome r = run_cli(
-        "real " + kScenario + " --set policy.type=essp --set optimizer.rule=dcasgd --out " + (t.path / "r").string(),
-        "PATH=/nonexistent ");
+    const Outcome r =
+        run_cli("real " + kScenario + " --set policy.type=essp --set optimizer.rule=dcasgd --out " +
+                    (t.path / "r").string(),
+                "PATH=/nonexistent ");
     CHECK(r.code == 2);
-    CHECK(r.err.find("/optimizer/rule: \"dcasgd\" needs the parameters each gradient read") != std::string::npos);
+    CHECK(r.err.find("/optimizer/rule: \"dcasgd\" needs the parameters each gradient read") !=
+          std::string::npos);
   }
   SUBCASE("a row model under a cache policy") {
-    const Outcome r = run_cli("real scenarios/workloads/mf.json --set policy.type=essp --out " +
-                                  (t.path / "r").string(),
-                              "PATH=/nonexistent ");
+    const Outcome r =
+        run_cli("real scenarios/workloads/mf.json --set policy.type=essp --out " + (t.path / "r").string(),
+                "PATH=/nonexistent ");
     CHECK(r.code == 2);
     CHECK(r.err.find("/model/type: \"mf\": under a cache policy a simulation sends the changed rows") !=
           std::string::npos);
   }
   SUBCASE("server shards with measured timing") {
-    const Outcome r = run_cli("real " + kScenario + " --set cluster.servers=2 --timing measured --out " +
-                                  (t.path / "r").string(),
-                              "PATH=/nonexistent ");
+    const Outcome r = run_cli(
+        "real " + kScenario + " --set cluster.servers=2 --timing measured --out " + (t.path / "r").string(),
+        "PATH=/nonexistent ");
     CHECK(r.code == 2);
     CHECK(r.err.find("/cluster/servers: 2 server shards: one rank (0) serves them all") != std::string::npos);
   }
@@ -294,9 +298,9 @@ namespace {
 // Starts `stalesim real ARGS` in the background, sends it `sig` after `after_s` seconds, waits
 // for it; the shell's status for it (128 + N: ended by signal N).
 int run_and_signal(const std::string& args, const char* sig, double after_s) {
-  const std::string cmd = std::string("cd '") + STALESIM_SOURCE_DIR + "' && { '" + STALESIM_BINARY + "' real " +
-                          args + " >/dev/null 2>&1 </dev/null & p=$!; sleep " + std::to_string(after_s) +
-                          "; kill -" + sig + " $p; wait $p; exit $?; }";
+  const std::string cmd = std::string("cd '") + STALESIM_SOURCE_DIR + "' && { '" + STALESIM_BINARY +
+                          "' real " + args + " >/dev/null 2>&1 </dev/null & p=$!; sleep " +
+                          std::to_string(after_s) + "; kill -" + sig + " $p; wait $p; exit $?; }";
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -343,10 +347,12 @@ TEST_CASE("a server rank that hangs: the workers' watchdog ends the job (exit 3)
   CHECK(gone_within(out, 10));
 }
 
-TEST_CASE("calibrate --cpu: a profile and a network block that a scenario loads, predicting the gradient time") {
+TEST_CASE(
+    "calibrate --cpu: a profile and a network block that a scenario loads, predicting the gradient time") {
   Scratch t("calibrate", "real");
   const std::string dir = (t.path / "cal").string();
-  const Outcome cal = run_cli("calibrate --cpu scenarios/real/two-workers.json --repeats 40 --warmup 5 --quiet --out " + dir);
+  const Outcome cal =
+      run_cli("calibrate --cpu scenarios/real/two-workers.json --repeats 40 --warmup 5 --quiet --out " + dir);
   REQUIRE_MESSAGE(cal.code == 0, cal.err);
   INFO(cal.out);
   const auto profile = nlohmann::json::parse(slurp(t.path / "cal" / "profile.json"));
@@ -361,10 +367,11 @@ TEST_CASE("calibrate --cpu: a profile and a network block that a scenario loads,
   const double median_s = std::stod(cal.out.substr(at + std::strlen("gradient (batch 10): median "))) * 1e-6;
   // Both workers on the measured profile (no iteration_ms) and the measured network: the
   // simulation's mean compute time per iteration is the measured median (jitter: lognormal, mean 1).
-  const std::string sets = " --set cluster.workers.0.profile=" + dir + "/profile.json" +
-                           " --set cluster.workers.1.profile=" + dir + "/profile.json" +
-                           " --set cluster.workers.0.iteration_ms=null --set cluster.workers.1.iteration_ms=null" +
-                           " --set 'cluster.network=" + network.dump() + "'";
+  const std::string sets =
+      " --set cluster.workers.0.profile=" + dir + "/profile.json" +
+      " --set cluster.workers.1.profile=" + dir + "/profile.json" +
+      " --set cluster.workers.0.iteration_ms=null --set cluster.workers.1.iteration_ms=null" +
+      " --set 'cluster.network=" + network.dump() + "'";
   const Outcome sim = run_cli("run " + kScenario + sets + " --quiet --out " + (t.path / "sim").string());
   REQUIRE_MESSAGE(sim.code == 0, sim.err);
   const auto s = summary_of(t.path / "sim");
@@ -373,22 +380,26 @@ TEST_CASE("calibrate --cpu: a profile and a network block that a scenario loads,
     CAPTURE(w);
     const auto& ws = s["workers"][w];
     REQUIRE(ws["iterations"].get<double>() > 10);
-    CHECK(ws["compute_s"].get<double>() / ws["iterations"].get<double>() == doctest::Approx(median_s).epsilon(0.1));
+    CHECK(ws["compute_s"].get<double>() / ws["iterations"].get<double>() ==
+          doctest::Approx(median_s).epsilon(0.1));
   }
 }
 
 TEST_CASE("calibrate --cpu refuses a model without math and an existing profile without --force (exit 2)") {
   Scratch t("calibrate-bad", "real");
   const Outcome none = run_cli(
-      "calibrate --cpu scenarios/real/two-workers.json --set model.type=time-only --set model.parameters=1000 "
+      "calibrate --cpu scenarios/real/two-workers.json --set model.type=time-only --set "
+      "model.parameters=1000 "
       "--set model.flops_per_sample=1000 --set data.dataset=none --out " +
       (t.path / "c").string());
   CHECK(none.code == 2);
-  CHECK(none.err.find("two-workers.json: /model/type: \"time-only\" has no math: there is no gradient to time") !=
+  CHECK(none.err.find(
+            "two-workers.json: /model/type: \"time-only\" has no math: there is no gradient to time") !=
         std::string::npos);
   fs::create_directories(t.path / "c");
   { std::ofstream(t.path / "c" / "profile.json") << "{}"; }
-  const Outcome exists = run_cli("calibrate --cpu scenarios/real/two-workers.json --out " + (t.path / "c").string());
+  const Outcome exists =
+      run_cli("calibrate --cpu scenarios/real/two-workers.json --out " + (t.path / "c").string());
   CHECK(exists.code == 2);
   CHECK(exists.err.find("profile.json: exists; --force replaces it") != std::string::npos);
 }

@@ -78,7 +78,8 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
   g.flops_from = "the model's own FLOPs per sample";
   if (const auto cost = find_cost_architecture(s.model.cost)) {
     g.flops_per_sample = cost->training_flops();
-    g.flops_from = fmt::format("model.cost \"{}\"'s FLOPs per sample (the simulation times those)", s.model.cost);
+    g.flops_from =
+        fmt::format("model.cost \"{}\"'s FLOPs per sample (the simulation times those)", s.model.cost);
   }
   return g;
 }
@@ -119,7 +120,8 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
     throw ScenarioError(fmt::format("{}: /compute/backend: \"{}\": calibrate --cpu times the CPU backend",
                                     c.origin, c.scenario.compute.backend));
   if (!mpi_built())
-    throw ScenarioError("calibrate --cpu needs MPI for its network probe, and this stalesim was built without it");
+    throw ScenarioError(
+        "calibrate --cpu needs MPI for its network probe, and this stalesim was built without it");
   if (mpi_launch_size() == 0) return launch_ranks(2, "calibrate", c.args, c.quiet, "; nothing was written");
   MpiSession mpi;
   if (mpi.size() != 2)
@@ -169,7 +171,8 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
       build_info().version, build_info().git_revision, c.scenario.name, c.repeats, c.warmup, B,
       us(g.at_batch_s), us(g.at_one_s), f, g.flops_from, B, B - 1, B);
   if (const auto problem = profile_problem(p))
-    throw ScenarioError(fmt::format("calibrate --cpu: the measured profile is not valid: {}", problem->what()));
+    throw ScenarioError(
+        fmt::format("calibrate --cpu: the measured profile is not valid: {}", problem->what()));
   const double gbps = link->bandwidth_bytes_s * 8 / 1e9;
   if (!(gbps > 0))
     throw ScenarioError(fmt::format(

@@ -174,7 +174,8 @@ int real_main(RealCommand c) {
                 : std::sscanf(f, "%d:%lld:%7s", &fault.worker, &it, how) != 3 || fault.worker < 0) ||
         it < 0 || (std::string(how) != "kill" && std::string(how) != "stop"))
       throw ScenarioError(fmt::format(
-          "STALESIM_REAL_INJECT_FAULT='{}': expected WORKER:ITERATION:kill|stop or server:UPDATES:kill|stop", f));
+          "STALESIM_REAL_INJECT_FAULT='{}': expected WORKER:ITERATION:kill|stop or server:UPDATES:kill|stop",
+          f));
     fault.iteration = it;
     fault.hang = std::string(how) == "stop";
     c.options.fault = fault;

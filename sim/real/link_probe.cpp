@@ -51,8 +51,9 @@ std::optional<LinkProbe> probe_mpi_link(const LinkProbeOptions& o) {
   const int peer = 1 - rank;
   std::vector<char> buf;
   const auto send = [&](const std::vector<char>& b) {
-    real::check(MPI_Send(b.data(), static_cast<int>(b.size()), MPI_BYTE, peer, real::kTagParams, MPI_COMM_WORLD),
-                "Send");
+    real::check(
+        MPI_Send(b.data(), static_cast<int>(b.size()), MPI_BYTE, peer, real::kTagParams, MPI_COMM_WORLD),
+        "Send");
   };
   const int32_t total = 2 * (o.warmup + o.repeats);
   if (rank == 1) {  // the echo: every message goes back as it came
@@ -71,8 +72,8 @@ std::optional<LinkProbe> probe_mpi_link(const LinkProbeOptions& o) {
     for (int32_t i = 0; i < o.warmup + o.repeats; ++i) {
       const auto start = real::Clock::now();
       send(msg);
-      real::check(MPI_Recv(buf.data(), static_cast<int>(buf.size()), MPI_BYTE, peer, real::kTagParams, MPI_COMM_WORLD,
-                           MPI_STATUS_IGNORE),
+      real::check(MPI_Recv(buf.data(), static_cast<int>(buf.size()), MPI_BYTE, peer, real::kTagParams,
+                           MPI_COMM_WORLD, MPI_STATUS_IGNORE),
                   "Recv");
       if (i >= o.warmup) t.push_back(std::chrono::duration<double>(real::Clock::now() - start).count());
     }

@@ -19,8 +19,8 @@ struct LinkProbeOptions {
 };
 
 struct LinkProbe {
-  double latency_s = 0;          // one way, for small_bytes
-  double bandwidth_bytes_s = 0;  // one way, for large_bytes beyond the latency
+  double latency_s = 0;                                   // one way, for small_bytes
+  double bandwidth_bytes_s = 0;                           // one way, for large_bytes beyond the latency
   double small_round_trip_s = 0, large_round_trip_s = 0;  // medians
   double small_p90_s = 0, large_p90_s = 0;
 };

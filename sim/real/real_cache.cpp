@@ -104,8 +104,12 @@ struct Copy {
 class CacheWorker {
  public:
   CacheWorker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch)
-      : c_(c), w_(c.workers[static_cast<size_t>(id)]), opt_(opt), epoch_(epoch),
-        bound_(c.policy->clock_bound().value_or(0)), eager_(c.policy->cache_mode() == CacheMode::kEager),
+      : c_(c),
+        w_(c.workers[static_cast<size_t>(id)]),
+        opt_(opt),
+        epoch_(epoch),
+        bound_(c.policy->clock_bound().value_or(0)),
+        eager_(c.policy->cache_mode() == CacheMode::kEager),
         step_(static_cast<float>(c.opt->own_step())) {}
 
   void run() {
@@ -187,8 +191,9 @@ class CacheWorker {
       const int64_t target = c_.compute.time(w_, SimTime::from_ns(t)).ns();
       p.padding_ns = std::max<int64_t>(0, target - p.compute_ns);
       end = std::max(done, t + target);
-      const int64_t bytes = c_.sc.model.cost != "derived" ? c_.message_bytes
-                                                          : static_cast<int64_t>(c_.grad.size() * sizeof(float));
+      const int64_t bytes = c_.sc.model.cost != "derived"
+                                ? c_.message_bytes
+                                : static_cast<int64_t>(c_.grad.size() * sizeof(float));
       p.sent_at_ns = std::max(end, link_free_);
       link_free_ = p.sent_at_ns + c_.worker_link(w_, bytes).ns();
       sleep_ns(end - done);

@@ -165,7 +165,8 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
   char ping = 0;
   if (mpi.rank() == 0) {
     for (int r = 1; r < mpi.size(); ++r)
-      MPI_Sendrecv_replace(&ping, 1, MPI_BYTE, r, real::kTagParams, r, real::kTagPush, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Sendrecv_replace(&ping, 1, MPI_BYTE, r, real::kTagParams, r, real::kTagPush, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE);
   } else {
     MPI_Recv(&ping, 1, MPI_BYTE, 0, real::kTagParams, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Send(&ping, 1, MPI_BYTE, 0, real::kTagPush, MPI_COMM_WORLD);

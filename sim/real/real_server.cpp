@@ -60,8 +60,8 @@ std::optional<double> RealServer::apply_gradient(Worker& w, GradientInfo& info) 
 
 void RealServer::record_timing(int32_t w, const PushHeader& p, int64_t wait, int64_t comm, int64_t now) {
   Slot& s = slots_[static_cast<size_t>(w)];
-  timing_ += fmt::format("{},{},{},{},{},{},{},{}\n", w, p.iteration, p.params_at_ns / 1e9, p.compute_ns / 1e9,
-                         p.padding_ns / 1e9, wait / 1e9, comm / 1e9, now / 1e9);
+  timing_ += fmt::format("{},{},{},{},{},{},{},{}\n", w, p.iteration, p.params_at_ns / 1e9,
+                         p.compute_ns / 1e9, p.padding_ns / 1e9, wait / 1e9, comm / 1e9, now / 1e9);
   s.compute_ns += p.compute_ns + p.padding_ns;
   s.wait_ns += wait;
   s.comm_ns += comm;
@@ -120,8 +120,9 @@ bool RealServer::receive_pushes(bool stopping) {
     Worker& wk = c_.workers[static_cast<size_t>(w)];
     // Its size on the emulated wire: the scenario's (a cost architecture sizes every message;
     // else the model's), which the real bytes equal for a dense model.
-    const int64_t bytes = c_.sc.model.cost != "derived" ? c_.message_bytes
-                                                        : static_cast<int64_t>(buf.size() - sizeof(PushHeader));
+    const int64_t bytes = c_.sc.model.cost != "derived"
+                              ? c_.message_bytes
+                              : static_cast<int64_t>(buf.size() - sizeof(PushHeader));
     c_.result.bytes_push += bytes;
     ++c_.result.messages_push;
     if (cache_) {
@@ -342,8 +343,8 @@ RealOutcome RealServer::write(int ranks) {
   // was rerunning over: it keeps it and writes nothing, as `stalesim run` does on Ctrl-C.
   const bool kept = failed_ && holds_finished_run(opt_.out);
   if (!kept) write_outputs(opt_.out, files, !failed_, opt_.force, opt_.guard);
-  return RealOutcome{r.status,         r.stop_reason, r.end_time.seconds(), r.server_updates,
-                     files.result_hash, r.detail,    kept};
+  return RealOutcome{r.status, r.stop_reason, r.end_time.seconds(), r.server_updates, files.result_hash,
+                     r.detail, kept};
 }
 
 }  // namespace stalesim::real
