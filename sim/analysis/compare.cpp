@@ -195,8 +195,11 @@ ComparedRun read_compared_run(const std::string& dir) {
   r.dir = dir;
   bool found = false;
   const std::string sp = dir + "/summary.json";
-  r.summary = json::parse(read_file(sp, true, found), nullptr, false);
-  if (r.summary.is_discarded() || !r.summary.is_object() || !r.summary.contains("workers") ||
+  std::string parse_error;  // nesting capped, duplicate keys refused (base/file_read.hpp)
+  const auto parsed = parse_json_bounded(read_file(sp, true, found), parse_error);
+  if (!parsed) throw IoError(fmt::format("{}: {}", sp, parse_error));
+  r.summary = *parsed;
+  if (!r.summary.is_object() || !r.summary.contains("workers") ||
       !r.summary.contains("staleness_per_gradient") || !r.summary.contains("virtual_time_s"))
     throw IoError(fmt::format("{}: not a stalesim run's summary", sp));
   try {

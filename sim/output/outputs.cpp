@@ -232,8 +232,7 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
     else
       install_folder(temporary, target, guard.checkpoint);
   } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(temporary, ignored);
+    discard_temporary(temporary);  // an old run kept in it stays
     throw;
   }
 }
@@ -259,7 +258,8 @@ void check_output_dir(const std::string& dir, bool force, const OutputGuard& gua
   const bool in_place = inspect_folder(target).kind == FolderKind::kEmpty;
   fs::path probe;
   try {
-    probe = create_temporary(in_place ? target : parent, "probe", in_place ? "." : target.filename().string());
+    probe =
+        create_temporary(in_place ? target : parent, "probe", in_place ? "." : target.filename().string());
   } catch (const IoError& e) {
     const std::string what = e.what();
     const size_t at = what.rfind(": ");  // the OS reason
