@@ -246,7 +246,7 @@ RunEstimate estimate_run(const Scenario& s) {
   e.gflops = math ? assumed_gflops(s.model.type) : 0.0;
   e.wall_s = (math ? math_flops / (e.gflops * 1e9) : 0.0) +
              iterations * kEventsPerIteration * kAssumedEventUs * 1e-6;
-  e.memory = estimate_memory(s);
+  e.memory = estimate_memory(s, e);
   if (c.network.topology != "star")
     e.topology = describe_link_load(s, link_load(s, e.push_bytes, e.pull_bytes), e.iterations_per_s);
 
