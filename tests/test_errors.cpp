@@ -422,10 +422,11 @@ TEST_CASE("each bad input exits with its code and a message naming file, path, v
        "run"},
       {"an output folder below a file", "", "--out {file}/sub/run", "", 2,
        "/sub/run: cannot create the output folder: ", "run"},
-      {"a scenario too big for the memory", "", "{out}", "STALESIM_MEMORY_LIMIT=10K", 2,
+      // One gradient thread: more add the pool's buffers and model instances to the estimate.
+      {"a scenario too big for the memory", "", "{out} --threads 1", "STALESIM_MEMORY_LIMIT=10K", 2,
        "x.json: needs about 8.03 MiB (process 8 MiB, dataset 10.7 KiB, parameter snapshots 1.3 KiB, workers' "
-       "state 12 KiB, server state 332 B, gradients and indices 1.5 KiB; 83 parameters x 4 bytes), but only "
-       "10 KiB is available (STALESIM_MEMORY_LIMIT)",
+       "state 12 KiB, server state 332 B, gradients and indices 1.5 KiB, model scratch 9.14 KiB; 83 parameters "
+       "x 4 bytes), but only 10 KiB is available (STALESIM_MEMORY_LIMIT)",
        "run"},
       {"a bad memory limit", "", "{out}", "STALESIM_MEMORY_LIMIT=lots", 2,
        "STALESIM_MEMORY_LIMIT='lots': expected a size in bytes", "run"},
