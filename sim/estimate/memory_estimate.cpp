@@ -189,7 +189,9 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunEstimate& pace, int t
   double server = 1;  // the update buffer
   server += policy.server_vectors;
   if (s.optimizer.momentum > 0) server += 1;
-  server += rule.server_vectors + rule.server_vectors_per_worker * n;
+  // DC-ASGD's backups per worker (server_vectors_per_worker) are the versions the workers hold,
+  // counted in the snapshots, not copies.
+  server += rule.server_vectors;
   e.server_bytes = server * vec;
 
   e.gradient_bytes = vec + (math ? train * 4.0 : 0.0);

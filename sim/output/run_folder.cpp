@@ -476,7 +476,8 @@ void install_in_place(const fs::path& temporary, const fs::path& target,
   // One writer at a time: a lock on the folder itself (no write permission needed, nothing
   // created), held until the files are in; under it the folder must still be empty of runs, so a
   // second writer that checked it at the same time is refused instead of mixing its files in.
-  const int lock = ::open(target.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  // Access mode 0 (read-only): the folder is opened to lock it, nothing is read.
+  const int lock = ::open(target.c_str(), O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (lock < 0) throw IoError(fmt::format("{}: cannot write: {}", target.string(), std::strerror(errno)));
   struct Unlock {
     int fd;

@@ -24,15 +24,14 @@ constexpr auto kRuleNames = std::to_array<EnumName<RuleType>>({
 });
 
 // One row per rule, in RuleType order. Server vectors: fasgd's moving averages of g, g^2 and
-// sigma; dcasgd's MS (its backups w_bak(m) are the versions the workers hold, counted as the
-// memory estimate's snapshots, not copies). Gates: bfasgd decides each fetch and push.
+// sigma; dcasgd's MS plus one backup per worker. Gates: bfasgd decides each fetch and push.
 constexpr auto kRuleTraits = std::to_array<RuleTraits>({
     // type            gates  reads  worker server per-worker fields
     {RuleType::kSgd, false, false, 0, 0, 0, 0},
     {RuleType::kSasgd, false, false, 0, 0, 0, 0},
     {RuleType::kFasgd, false, false, 0, 3, 0, kRuleFasgd},
     {RuleType::kBfasgd, true, false, 1, 3, 0, kRuleFasgd | kRuleBfasgd},
-    {RuleType::kDcasgd, false, true, 0, 1, 0, kRuleDcasgd},
+    {RuleType::kDcasgd, false, true, 0, 1, 1, kRuleDcasgd},
 });
 
 static_assert(in_enum_order(kRuleTraits));
