@@ -31,11 +31,11 @@ std::string size_words(std::uint64_t bytes) {
 }  // namespace
 
 std::optional<std::string> read_regular_file(const std::string& path, std::uint64_t max_bytes,
-                                             std::string& error) {
+                                             std::string& error, bool follow_links) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (follow_links ? 0 : O_NOFOLLOW));
   if (fd < 0) {
-    error = std::strerror(errno);
+    error = !follow_links && errno == ELOOP ? "a symbolic link" : std::strerror(errno);
     return std::nullopt;
   }
   struct stat st {};
@@ -213,9 +213,9 @@ std::optional<nlohmann::json> parse_json_bounded(std::string_view text, std::str
 }
 
 std::optional<nlohmann::json> read_json_file(const std::string& path, std::uint64_t max_bytes,
-                                             std::string& error) {
+                                             std::string& error, bool follow_links) {
   std::string why;
-  const auto text = read_regular_file(path, max_bytes, why);
+  const auto text = read_regular_file(path, max_bytes, why, follow_links);
   if (!text) {
     error = "cannot read: " + why;
     return std::nullopt;

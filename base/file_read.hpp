@@ -23,8 +23,10 @@ inline constexpr int kMaxJsonDepth = 64;                       // nested arrays 
 
 // The whole file, or nullopt with `error` set to the reason in words ("not a regular file (a
 // FIFO)", "larger than 16 MiB (20000000 bytes)", "No such file or directory").
+// `follow_links` false: a final symbolic link is refused ("a symbolic link") instead of followed
+// (O_NOFOLLOW), for files whose place proves something, such as a temporary's marker.
 std::optional<std::string> read_regular_file(const std::string& path, std::uint64_t max_bytes,
-                                             std::string& error);
+                                             std::string& error, bool follow_links = true);
 
 // Follows JSON text character by character and says which characters lie inside a string (its
 // quotes included), so that brackets and commas in strings are not taken for structure.
@@ -67,6 +69,6 @@ std::optional<nlohmann::json> parse_json_bounded(std::string_view text, std::str
 
 // read_regular_file and parse_json_bounded: `error` is "cannot read: REASON" or the JSON problem.
 std::optional<nlohmann::json> read_json_file(const std::string& path, std::uint64_t max_bytes,
-                                             std::string& error);
+                                             std::string& error, bool follow_links = true);
 
 }  // namespace stalesim

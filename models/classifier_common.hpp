@@ -19,6 +19,9 @@
 
 namespace stalesim::detail {
 
+// The dense classifiers' evaluation chunk (DenseClassifier; model_scratch_bytes).
+inline constexpr int64_t kDenseEvalChunk = 1000;
+
 enum class WeightInit {
   kHe,      // N(0, sqrt(2 / fan_in))
   kGlorot,  // uniform(-sqrt(6 / (fan_in + fan_out)), +sqrt(6 / (fan_in + fan_out)))
@@ -143,7 +146,7 @@ class DenseClassifier final : public Model {
     int64_t w_offset = 0, b_offset = 0;  // into the parameter vector
   };
   // Samples per evaluation chunk: bounds scratch memory during evaluate().
-  static constexpr Eigen::Index kEvalChunk = 1000;
+  static constexpr Eigen::Index kEvalChunk = kDenseEvalChunk;
 
   void check_params(std::span<const float> params, const char* what) const {
     check_param_count(params, parameter_count_, type_, what);

@@ -65,6 +65,8 @@ struct CnnShape {
   static constexpr int64_t kDense2 = 84;                   // second dense width
   static constexpr int64_t kK1 = kKernel * kKernel;        // conv1 patch: 25
   static constexpr int64_t kK2 = kC1 * kKernel * kKernel;  // conv2 patch: 150
+  static constexpr int64_t kChunk = 8;                     // samples per convolution chunk (Cnn)
+  static constexpr int64_t kEvalChunk = 256;               // samples per evaluation chunk (Cnn)
 
   int64_t side = 28;  // S
   int64_t classes = 10;
@@ -108,10 +110,10 @@ class Cnn final : public Model {
 
  private:
   // Samples per evaluation chunk: bounds scratch memory during evaluate().
-  static constexpr Eigen::Index kEvalChunk = 256;
+  static constexpr Eigen::Index kEvalChunk = CnnShape::kEvalChunk;
   // Samples per convolution chunk: the convolutions run on kChunk samples at a time so that their
   // im2col matrices (8 x 784 x 25 floats for conv1) stay in the L2 cache.
-  static constexpr Eigen::Index kChunk = 8;
+  static constexpr Eigen::Index kChunk = CnnShape::kChunk;
 
   void check_params(std::span<const float> params, const char* what) const {
     check_param_count(params, shape_.parameter_count, "cnn", what);

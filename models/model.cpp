@@ -157,6 +157,42 @@ ModelSize model_size(const ModelSpec& spec, const ModelShape& shape) {
   return z;
 }
 
+double model_scratch_bytes(const ModelSpec& spec, const ModelShape& shape, double batch,
+                           double eval_samples) {
+  const auto f = static_cast<double>(shape.features), c = static_cast<double>(shape.classes);
+  switch (spec.type) {
+    case ModelType::kSoftmax:
+    case ModelType::kMlp: {  // DenseClassifier::reserve: x_ (features), act_ per layer, delta_ but the last
+      const double n = std::max(batch, std::min(eval_samples, static_cast<double>(detail::kDenseEvalChunk)));
+      double rows = f + c;
+      if (spec.type == ModelType::kMlp)
+        for (int64_t h : spec.hidden) rows += 2.0 * static_cast<double>(h);
+      return n * (rows * 4.0 + 4.0);  // floats, and a label each
+    }
+    case ModelType::kCnn: {  // Cnn::reserve
+      const auto side = static_cast<int64_t>(std::llround(std::sqrt(f)));
+      if (side * side != shape.features || !detail::CnnShape::valid_side(side) || shape.classes < 2) return 0;
+      using S = detail::CnnShape;
+      const S cnn(side, shape.classes);
+      const double n = std::max(batch, std::min(eval_samples, static_cast<double>(S::kEvalChunk)));
+      const double h1 = static_cast<double>(cnn.h1 * cnn.h1), p1 = static_cast<double>(cnn.p1 * cnn.p1),
+                   h2 = static_cast<double>(cnn.h2 * cnn.h2), k = S::kChunk;
+      const double padded = static_cast<double>((side + 2 * S::kPad1) * (side + 2 * S::kPad1));
+      // Per chunk of kChunk samples: cols1_, z1_, dp1_, cols2_, z2_ (floats), split_.
+      const double chunk =
+          4.0 * (k * h1 * (S::kK1 + S::kC1) + k * p1 * S::kC1 + k * h2 * (S::kK2 + S::kC2) + h2);
+      // Per sample: xpad_, p1_ (floats) and arg1_ (bytes), arg2_ (bytes), flat_ and gflat_, the
+      // dense layers' outputs and gradients, the logits, the label.
+      const double flat = static_cast<double>(cnn.flat);
+      const double per_sample = 4.0 * padded + 5.0 * S::kC1 * p1 + flat +
+                                4.0 * (2 * flat + 2 * S::kDense1 + 2 * S::kDense2 + c + 1);
+      return chunk + n * per_sample;
+    }
+    default:
+      return 0;
+  }
+}
+
 std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes,
                                   std::string_view backend) {
   if (backend == "cuda") {  // validated as for the CPU; built by models/cuda/ (or its stub)

@@ -183,6 +183,14 @@ struct ModelSize {
 // unknown type.
 ModelSize model_size(const ModelSpec& spec, const ModelShape& shape);
 
+// The scratch one model instance holds once it has computed gradients of `batch` samples and
+// evaluated `eval_samples` samples (in chunks of at most 1,000 for the dense classifiers, 256 for
+// the cnn; scratch only grows), in bytes: the dense classifiers' inputs, activations and deltas per
+// sample; the cnn's per-chunk im2col matrices and per-sample padded inputs, pooling outputs,
+// arg-maxes and dense activations (models/cnn.hpp; on large images many times the parameters).
+// mf, lda and lstsq hold scratch per batch entry only (a few bytes each): 0.
+double model_scratch_bytes(const ModelSpec& spec, const ModelShape& shape, double batch, double eval_samples);
+
 // Builds the model for inputs of `features` values and `classes` labels (ignored by time-only).
 // `backend` (compute.backend): "cpu" (Eigen) or "cuda" (the local GPU, softmax, mlp and cnn:
 // models/cuda/cuda_model.hpp); "cuda" throws DeviceError when the build has no CUDA or there is

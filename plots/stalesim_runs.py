@@ -417,6 +417,25 @@ def out_dir(args):
     return args.out
 
 
+def record_in_run_folder(path):
+    """Note the file `path` in its folder's plots.list when that folder is a stalesim run folder
+    (holds summary.json): stalesim then knows the figure for ours (sim/output/run_folder.hpp
+    kRunFiles) and --force may replace the folder, which it never does for a file it cannot prove
+    it made."""
+    folder, name = os.path.split(path)
+    folder = folder or "."
+    if not os.path.isfile(os.path.join(folder, "summary.json")):
+        return
+    listed = os.path.join(folder, "plots.list")
+    names = []
+    if os.path.isfile(listed) and not os.path.islink(listed):
+        with open(listed) as f:
+            names = [line.rstrip("\n") for line in f]
+    if name not in names:
+        with open(listed, "a") as f:
+            f.write(name + "\n")
+
+
 def save(fig, args, stem):
     """Write OUT/[PREFIX-]stem.png and .svg (no dates in the metadata) and print their paths."""
     os.makedirs(out_dir(args), exist_ok=True)
@@ -424,6 +443,8 @@ def save(fig, args, stem):
     # bbox_inches="tight" takes in a legend placed under the panels (legend_below).
     fig.savefig(base + ".png", dpi=150, bbox_inches="tight", metadata={"Software": None})
     fig.savefig(base + ".svg", bbox_inches="tight", metadata={"Date": None})
+    record_in_run_folder(base + ".png")
+    record_in_run_folder(base + ".svg")
     plt.close(fig)
     print(f"wrote {base}.png {base}.svg")
 
@@ -436,6 +457,7 @@ def save_data(args, stem, header, rows):
         w = csv.writer(f, lineterminator="\n")
         w.writerow(header)
         w.writerows(rows)
+    record_in_run_folder(path)
     print(f"wrote {path}")
 
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -78,14 +79,21 @@ inline Outcome run_cli(const std::string& args, const std::string& prefix_given 
 // Peak resident memory of one `stalesim run SCENARIO --out OUT --force --quiet`, in bytes: wait4's
 // ru_maxrss of that process alone (no shell in between, so nothing else is counted); -1 when it
 // did not exit 0.
-inline double peak_rss_of_run(const std::filesystem::path& scenario, const std::filesystem::path& out) {
+// `threads` > 0: passed as --threads.
+inline double peak_rss_of_run(const std::filesystem::path& scenario, const std::filesystem::path& out,
+                              int threads = 0) {
   const std::string bin = STALESIM_BINARY, sc = scenario.string(), o = out.string();
+  const std::string t = std::to_string(threads);
   std::fflush(nullptr);  // the child must not write this process's buffered output again
   const pid_t pid = ::fork();
   if (pid == 0) {
     if (!std::freopen("/dev/null", "w", stdout) || !std::freopen("/dev/null", "w", stderr)) ::_exit(97);
-    ::execl(bin.c_str(), bin.c_str(), "run", sc.c_str(), "--out", o.c_str(), "--force", "--quiet",
-            static_cast<char*>(nullptr));
+    if (threads > 0)
+      ::execl(bin.c_str(), bin.c_str(), "run", sc.c_str(), "--out", o.c_str(), "--force", "--quiet",
+              "--threads", t.c_str(), static_cast<char*>(nullptr));
+    else
+      ::execl(bin.c_str(), bin.c_str(), "run", sc.c_str(), "--out", o.c_str(), "--force", "--quiet",
+              static_cast<char*>(nullptr));
     ::_exit(127);
   }
   int status = 0;
@@ -93,6 +101,55 @@ inline double peak_rss_of_run(const std::filesystem::path& scenario, const std::
   ::wait4(pid, &status, 0, &ru);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
   return static_cast<double>(ru.ru_maxrss) * 1024.0;  // Linux: KiB
+}
+
+// This machine's name, as stalesim's temporaries' markers record it (sim/output/run_folder.hpp).
+inline std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+// Every entry under `root` (not following links) with its type and, for files, its contents;
+// entries under `skip` (the output folder) are left out.
+inline std::map<std::string, std::string> snapshot(const std::filesystem::path& root,
+                                                   const std::filesystem::path& skip = {}) {
+  std::map<std::string, std::string> out;
+  for (auto it = std::filesystem::recursive_directory_iterator(root);
+       it != std::filesystem::recursive_directory_iterator(); ++it) {
+    const std::filesystem::path p = it->path();
+    if (!skip.empty() && (p == skip || p.string().starts_with(skip.string() + "/"))) {
+      if (it->is_directory() && !it->is_symlink()) it.disable_recursion_pending();
+      continue;
+    }
+    const auto st = std::filesystem::symlink_status(p);
+    std::string v;
+    if (st.type() == std::filesystem::file_type::symlink)
+      v = "link:" + std::filesystem::read_symlink(p).string();
+    else if (st.type() == std::filesystem::file_type::regular)  // a huge (sparse) file by its size only
+      v = std::filesystem::file_size(p) > (1u << 20) ? "big:" + std::to_string(std::filesystem::file_size(p))
+                                                     : "file:" + slurp(p);
+    else if (st.type() == std::filesystem::file_type::directory)
+      v = "dir";
+    else
+      v = "other";
+    out[std::filesystem::relative(p, root).string()] = v;
+  }
+  return out;
+}
+
+// The PID of a process that has ended.
+inline pid_t dead_pid() {
+  std::fflush(nullptr);  // the child must not write this process's buffered output again
+  const pid_t p = ::fork();
+  if (p == 0) ::_exit(0);
+  int st = 0;
+  ::waitpid(p, &st, 0);
+  return p;
+}
+
+inline bool has(const std::string& text, const std::string& fragment) {
+  return text.find(fragment) != std::string::npos;
 }
 
 // A fresh scratch folder under the system's temporary folder, removed by the destructor.

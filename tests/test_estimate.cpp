@@ -2,9 +2,6 @@
 // (models/model.hpp model_size) that it and the memory estimate share (issue 17 point 3).
 
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -194,59 +191,8 @@ TEST_CASE("validate prints the estimate on stderr and keeps stdout the resolved 
   CHECK(v.err.find("estimate: wall time about ") != std::string::npos);
 }
 
-
-// AddressSanitizer's shadow memory and quarantine inflate a process's peak RSS several-fold (the
-// cnn case: 325 MiB against 93 MiB in Release), so the comparison runs in uninstrumented builds.
-using stalesim::testing::kAddressSanitizer;
-
-TEST_CASE("the memory estimate is within 30% of the measured peak RSS for each model type") {
-  if (kAddressSanitizer) {
-    MESSAGE("AddressSanitizer build: peak RSS counts shadow memory; this check runs in the Release pass");
-    return;
-  }
-  // Sized so that the parameter snapshots (ASP: one per worker and the server's) dominate, and the
-  // runs take well under a second each: enough updates for every worker to hold its own version.
-  const json base = json::parse(R"({ "seed": 1, "optimizer": { "batch_size": 4, "lr": 0.01 },
-    "policy": { "type": "asp" }, "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 64 } ] },
-    "stop": { "max_updates": 200 }, "eval": { "every_s": 1000 } })");
-  json cnn = base, mf = base, lda = base, mlp = base;
-  cnn["name"] = "cnn";
-  cnn["model"] = {{"type", "cnn"}};
-  cnn["data"] = json::parse(
-      R"({ "dataset": "blobs", "blobs": { "classes": 10, "features": 1024, "train": 2000, "test": 50 } })");
-  cnn["cluster"]["workers"][0]["count"] = 200;
-  cnn["stop"]["max_updates"] = 400;
-  mf["name"] = "mf";
-  mf["model"] = {{"type", "mf"}, {"rank", 16}};
-  mf["data"] = json::parse(
-      R"({ "dataset": "ratings", "ratings": { "rows": 20000, "cols": 20000, "train": 5000, "test": 100 } })");
-  lda["name"] = "lda";
-  lda["model"] = {{"type", "lda"}, {"topics", 20}};
-  lda["optimizer"]["lr"] = 1;
-  lda["data"] = json::parse(
-      R"({ "dataset": "corpus", "corpus": { "vocabulary": 40000, "documents": 500, "min_length": 10, "max_length": 20 } })");
-  mlp["name"] = "mlp";  // lazy SSP: the cache mode's copies and own pushes
-  mlp["stop"]["max_updates"] = 1280;
-  mlp["model"] = {{"type", "mlp"}, {"hidden", {200}}};
-  mlp["policy"] = {{"type", "ssp"}, {"staleness", 2}, {"cache", "lazy"}};
-  mlp["data"] = json::parse(
-      R"({ "dataset": "blobs", "blobs": { "classes": 10, "features": 1000, "train": 2000, "test": 50 } })");
-  const fs::path d = fs::temp_directory_path() / ("stalesim-rss-" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  for (const json* j : {&cnn, &mf, &lda, &mlp}) {
-    const std::string name = (*j)["name"];
-    CAPTURE(name);
-    const fs::path file = d / (name + ".json");
-    std::ofstream(file) << j->dump();
-    const double estimate = estimate_memory(load_scenario_file(file.string())).total();
-    const double measured = testing::peak_rss_of_run(file, d / name);
-    REQUIRE(measured > 0);
-    MESSAGE(name << ": estimate " << format_bytes(estimate) << ", peak RSS " << format_bytes(measured));
-    CHECK(estimate > 64.0 * 1024 * 1024);  // the runs are large enough for the check to mean something
-    CHECK(estimate == doctest::Approx(measured).epsilon(0.3));
-  }
-  fs::remove_all(d);
-}
+// The memory estimate against the measured peak, over a grid of models and cache modes:
+// tests/test_hostile_round3b.cpp.
 
 TEST_CASE("run prints the estimate in one line before it starts, and not with --quiet") {
   const fs::path d = fs::temp_directory_path() / ("stalesim-est-run-" + std::to_string(::getpid()));

@@ -57,14 +57,7 @@ std::vector<std::string> hidden_entries(const fs::path& dir) {
   return out;
 }
 
-// The PID of a process that has ended.
-pid_t dead_pid() {
-  const pid_t p = ::fork();
-  if (p == 0) ::_exit(0);
-  int st = 0;
-  ::waitpid(p, &st, 0);
-  return p;
-}
+using stalesim::testing::dead_pid;
 
 struct Case {
   std::string args;
@@ -242,7 +235,7 @@ TEST_CASE(
   s.write("sw/" + leftover + "/run/metrics.csv", "");
   s.write("sw/" + leftover + "/.stalesim-temporary",
           json{{"kind", "partial"}, {"pid", std::stol(leftover.substr(18))}, {"token", "0123456789abcdef"},
-               {"target", "p"}}
+               {"target", "p"}, {"host", stalesim::testing::host_name()}}
               .dump());
   REQUIRE(cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=2,3 --quiet --out " + sw).code == 0);
   CHECK_FALSE(fs::exists(s.path / "sw" / leftover));

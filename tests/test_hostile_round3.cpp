@@ -30,7 +30,10 @@ using nlohmann::json;
 using stalesim::testing::Outcome;
 using stalesim::testing::run_cli;
 using stalesim::testing::Scratch;
+using stalesim::testing::dead_pid;
+using stalesim::testing::has;
 using stalesim::testing::slurp;
+using stalesim::testing::snapshot;
 
 namespace {
 
@@ -38,53 +41,17 @@ const std::string kTiny = "tests/golden/tiny/scenario.json";
 
 using stalesim::testing::q;
 
-// Every entry under `root` (not following links) with its type and, for files, its contents;
-// entries under `skip` (the output folder) are left out.
-std::map<std::string, std::string> snapshot(const fs::path& root, const fs::path& skip = {}) {
-  std::map<std::string, std::string> out;
-  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
-    const fs::path p = it->path();
-    if (!skip.empty() && (p == skip || p.string().starts_with(skip.string() + "/"))) {
-      if (it->is_directory() && !it->is_symlink()) it.disable_recursion_pending();
-      continue;
-    }
-    const auto st = fs::symlink_status(p);
-    std::string v;
-    if (st.type() == fs::file_type::symlink)
-      v = "link:" + fs::read_symlink(p).string();
-    else if (st.type() == fs::file_type::regular)  // a huge (sparse) file by its size only
-      v = fs::file_size(p) > (1u << 20) ? "big:" + std::to_string(fs::file_size(p)) : "file:" + slurp(p);
-    else if (st.type() == fs::file_type::directory)
-      v = "dir";
-    else
-      v = "other";
-    out[fs::relative(p, root).string()] = v;
-  }
-  return out;
-}
-
-// The PID of a process that has ended.
-pid_t dead_pid() {
-  std::fflush(nullptr);  // the child must not write this process's buffered output again
-  const pid_t p = ::fork();
-  if (p == 0) ::_exit(0);
-  int st = 0;
-  ::waitpid(p, &st, 0);
-  return p;
-}
-
 // A temporary as stalesim makes it (name and marker agreeing), for `pid`, in `parent`.
 fs::path forge_temporary(const fs::path& parent, const std::string& kind, long pid, const std::string& target,
                          const std::string& token = "0123456789abcdef") {
   const fs::path dir = parent / (".stalesim-" + kind + "-" + std::to_string(pid) + "-" + token);
   fs::create_directories(dir);
   std::ofstream(dir / ".stalesim-temporary")
-      << json{{"stalesim_temporary", 1}, {"kind", kind}, {"pid", pid}, {"token", token}, {"target", target}}
+      << json{{"stalesim_temporary", 1}, {"kind", kind},   {"pid", pid},
+              {"host", stalesim::testing::host_name()}, {"token", token}, {"target", target}}
              .dump();
   return dir;
 }
-
-bool has(const std::string& text, const std::string& fragment) { return text.find(fragment) != std::string::npos; }
 
 }  // namespace
 

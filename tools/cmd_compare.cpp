@@ -2,7 +2,6 @@
 // (sim/analysis/compare.hpp; README "Real runs").
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -12,6 +11,8 @@
 #include "base/file_read.hpp"
 #include "sim/analysis/compare.hpp"
 #include "sim/output/outputs.hpp"
+#include "sim/output/run_folder.hpp"
+#include "sim/text.hpp"
 #include "tools/cli.hpp"
 
 namespace stalesim::cli {
@@ -56,23 +57,31 @@ int cmd_compare(const std::vector<std::string>& args) {
   if (dirs.size() < 2)
     throw ScenarioError(
         "compare: expected two run folders or more: stalesim compare RUN_A RUN_B [RUN_B2 ...]");
-  // compare.json replaces only a compare.json of ours.
-  if (fs::exists(json_path)) {
+  // compare.json replaces only a compare.json of ours: checked here, before the work, and again
+  // when it is swapped out (replace_file_checked), read bounded and not through a link.
+  const auto ours = [](const fs::path& p) {
     std::string error;
-    const auto text = read_regular_file(json_path, kMaxSummaryBytes, error);
-    const auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-    if (!text || !j.is_object() || !j.contains("run_a") || !j.contains("staleness_ks"))
-      throw IoError(fmt::format("{}: exists and is not a compare.json of stalesim's; choose another --json",
-                                json_path));
-  }
+    const auto j = read_json_file(p.string(), kMaxSummaryBytes, error, false);
+    return j && j->is_object() && j->contains("run_a") && j->contains("staleness_ks");
+  };
+  const auto refuse = [&] {
+    return IoError(fmt::format("{}: exists and is not a compare.json of stalesim's; choose another --json",
+                               escaped(json_path)));
+  };
+  std::error_code ec;
+  if (fs::symlink_status(json_path, ec).type() != fs::file_type::not_found && !ours(json_path))
+    throw refuse();
   const ComparedRun a = read_compared_run(dirs[0]);
   std::vector<ComparedRun> b;
   for (size_t i = 1; i < dirs.size(); ++i) b.push_back(read_compared_run(dirs[i]));
   const nlohmann::json c = compare_runs(a, b);
   std::cout << (row ? compare_row(c, *row) : compare_table(c));
-  std::ofstream out(json_path);
-  out << c.dump(2) << "\n";
-  if (!out) throw IoError(fmt::format("{}: cannot write", json_path));
+  try {
+    replace_file_checked(json_path, c.dump(2) + "\n", ours);
+  } catch (const IoError& e) {
+    if (std::string(e.what()).find("exists and is not ours") != std::string::npos) throw refuse();
+    throw;
+  }
   return kExitOk;
 }
 

@@ -74,7 +74,8 @@ int cmd_run(const std::vector<std::string>& args) {
   // before spending time (or memory) on the run.
   const OutputGuard guard = output_guard(p.vm["scenario"].as<std::string>());
   check_output_dir(out, force, guard);
-  check_memory(sc, p.vm["scenario"].as<std::string>(), memory_limit(env("STALESIM_MEMORY_LIMIT")));
+  check_memory(sc, p.vm["scenario"].as<std::string>(), memory_limit(env("STALESIM_MEMORY_LIMIT")),
+               threads_option(p.vm, 1));
   const RunEstimate estimate = estimate_run(sc);
   check_feasible(sc, estimate, p.vm["scenario"].as<std::string>());
   if (!quiet) fmt::print(stderr, "{}\n", estimate.one_line());

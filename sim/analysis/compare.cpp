@@ -195,9 +195,12 @@ ComparedRun read_compared_run(const std::string& dir) {
   r.dir = dir;
   bool found = false;
   const std::string sp = dir + "/summary.json";
+  std::string parse_error;  // nesting capped, duplicate keys refused (base/file_read.hpp)
+  const auto parsed = parse_json_bounded(read_file(sp, true, found), parse_error);
+  if (!parsed) throw IoError(fmt::format("{}: {}", sp, parse_error));
   // A folder written before the one-name rename (sim/output/names.hpp) is read under the current names.
-  r.summary = current_summary_names(json::parse(read_file(sp, true, found), nullptr, false));
-  if (r.summary.is_discarded() || !r.summary.is_object() || !r.summary.contains("workers") ||
+  r.summary = current_summary_names(*parsed);
+  if (!r.summary.is_object() || !r.summary.contains("workers") ||
       !r.summary.contains("missed_updates") || !r.summary.contains("virtual_time_s"))
     throw IoError(fmt::format("{}: not a stalesim run's summary", sp));
   try {

@@ -247,7 +247,7 @@ RunEstimate estimate_run(const Scenario& s) {
   e.math_gflop = math_flops / 1e9;
   e.events = iterations * kEventsPerIteration;
   e.wall_s = (math ? e.math_gflop / e.gflops : 0.0) + e.events * kAssumedEventUs * 1e-6;
-  e.memory = estimate_memory(s);
+  e.memory = estimate_memory(s, e);
   if (c.network.topology != "star")
     e.topology = describe_link_load(s, link_load(s, e.push_bytes, e.pull_bytes), e.iterations_per_s);
 

@@ -11,6 +11,8 @@
 
 #include "sim/estimate/estimate.hpp"
 
+#include <limits>
+
 namespace stalesim {
 namespace {
 
@@ -60,13 +62,63 @@ std::string format_bytes(double b) {
 std::string MemoryEstimate::describe() const {
   return fmt::format(
       "{} (process {}, dataset {}, parameter snapshots {}, workers' state {}, server state {}, gradients and "
-      "indices {}; {:.0f} parameters x 4 bytes)",
+      "indices {}, model scratch {}; {:.0f} parameters x 4 bytes)",
       format_bytes(total()), format_bytes(process_bytes), format_bytes(dataset_bytes),
       format_bytes(snapshot_bytes), format_bytes(worker_bytes), format_bytes(server_bytes),
-      format_bytes(gradient_bytes), parameters);
+      format_bytes(gradient_bytes), format_bytes(scratch_bytes), parameters);
 }
 
-MemoryEstimate estimate_memory(const Scenario& s) {
+namespace {
+
+// What the cache modes' pace allows, from estimate_run's figures:
+// - computed: the pushes the workers compute before the run's last update is applied
+//   (stop.max_updates; infinite without): free-running workers (a lazy cache whose bound does not
+//   hold them) compute one push per compute time C_g and queue it on their own link, the server
+//   link carries 1 / S_push, and the run ends when U pushes have arrived, by which time the
+//   workers have computed U x (their rate) / (the delivery rate), plus each worker's in transit;
+// - eager_own: ESSP's own pushes, all workers: the server sends every worker a fresh copy each
+//   time its clock rises, so a worker's copy lacks only its pushes in transit
+//   (1 + ceil(transit / C_g)), and in a group faster than the slowest the staleness bound it runs
+//   ahead by; at most staleness + 1 each;
+// - eager_versions: ESSP's versions held at once: the copies of the clock rises in transit.
+struct CachePace {
+  double computed = std::numeric_limits<double>::infinity();
+  double eager_own = 0, eager_versions = 1;
+};
+CachePace cache_pace(const Scenario& s, const RunEstimate& pace) {
+  CachePace c;
+  const double push_share =
+      pace.push_bytes + pace.pull_bytes > 0 ? pace.push_bytes / (pace.push_bytes + pace.pull_bytes) : 0.5;
+  const double staleness = static_cast<double>(s.policy.staleness);
+  double slowest = 0;
+  for (const auto& g : pace.groups) slowest = std::max(slowest, g.compute_s + g.worker_link_s);
+  double computed = 0, delivered = 0, in_transit = 0, server_push_s = 0;
+  for (const auto& g : pace.groups) {
+    const double compute = std::max(g.compute_s, 1e-12);
+    const double wire = pace.transfers_timed ? push_share * g.worker_link_s : 0.0;
+    const double server = pace.transfers_timed ? push_share * g.server_link_s : 0.0;
+    const double transit = 1.0 + std::ceil((wire + server) / compute);
+    computed += g.count / compute;
+    delivered += g.count / std::max(compute, wire);
+    in_transit += g.count * transit;
+    server_push_s = std::max(server_push_s, server);
+    const double ahead = g.compute_s + g.worker_link_s < slowest * 0.999 ? staleness : 0.0;
+    c.eager_own += g.count * std::min(staleness + 1, transit + ahead);
+    c.eager_versions = std::max(c.eager_versions, transit + 1 + ahead);
+  }
+  if (server_push_s > 0) delivered = std::min(delivered, 1.0 / server_push_s);
+  if (s.stop.max_updates && !pace.groups.empty())
+    c.computed = static_cast<double>(*s.stop.max_updates) * computed / delivered + in_transit;
+  return c;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const Scenario& s, int threads) {
+  return estimate_memory(s, estimate_run(s), threads);
+}
+
+MemoryEstimate estimate_memory(const Scenario& s, const RunEstimate& pace, int threads) {
   MemoryEstimate e;
   const double n = s.cluster.worker_count();
   double features = 0, classes = 0, train = 0, test = 0;
@@ -100,26 +152,64 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   const auto& rule = traits(s.optimizer.rule);
   const bool deferred = traits(s.model.type).dense && defers_gradients(s, deferred_floats(s, classes), p);
   e.deferred_gradients = deferred;
-  // Deferred: the server's current version and the one a grant is reading.
-  e.snapshot_bytes = (deferred ? 2 : cached ? 2 * n + 1 : n + 1) * vec;
+  // Every version is an update's: no more versions than stop.max_updates + 1 can be alive.
+  const double updates = s.stop.max_updates ? static_cast<double>(*s.stop.max_updates) : n * n + 2 * n;
+  const double staleness = static_cast<double>(s.policy.staleness);
+  double own = 0, versions = 0;
+  if (cached) {
+    // The cache modes (sim/worker/cache.cpp): each worker holds its cached version and a version
+    // on its way (its inbox), a local copy (the cache plus its own updates), and its own pushes
+    // that the version it holds does not include yet, each a gradient: at most staleness + 1 per
+    // worker (beyond, it waits for a fresher copy), and all workers together no more than the
+    // pushes the run computes before it stops (cache_pace). A lazy worker fetches a copy only
+    // when its bound stops it, every staleness + 1 pushes at most; ESSP's copies follow the
+    // server's clock, to all workers at once, and lack only what is in transit.
+    const CachePace c = cache_pace(s, pace);
+    const bool eager = s.policy.cache_mode() == CacheMode::kEager;
+    own = std::min({n * (staleness + 1), c.computed, eager ? c.eager_own : n * (staleness + 1)});
+    const double fetched =
+        eager ? c.eager_versions : std::ceil(std::min(c.computed, n * updates) / (staleness + 1));
+    versions = std::min({2 * n, updates, fetched});
+  } else {
+    versions = deferred ? 1 : std::min(n, updates);  // each worker's read version
+  }
+  // And the server's current version (deferred: and the one a grant is reading).
+  e.snapshot_bytes = (versions + 1) * vec;
 
   // Pull mode computes a push's gradient into the server's scratch when it is applied, from the
-  // parameters the worker holds (counted in the snapshots); the cache modes and VAP compute it when
-  // the compute ends and keep it until it is applied.
-  double per_worker = cached ? 1 : 0;
-  if (cached) per_worker += 1 + static_cast<double>(s.policy.staleness) + 1;
+  // parameters the worker holds (counted in the snapshots); VAP computes it when the compute ends
+  // and keeps it until it is applied.
+  double per_worker = cached ? 1 : 0;  // the local copy
   per_worker += policy.worker_vectors + rule.worker_vectors;
   e.worker_bytes = n * (per_worker * vec +
                         (deferred ? deferred_floats(s, classes) * kFloat + s.optimizer.batch_size * 4.0 : 0) +
-                        kPerWorkerBookkeeping);
+                        kPerWorkerBookkeeping) +
+                   own * vec;
 
   double server = 1;  // the update buffer
   server += policy.server_vectors;
   if (s.optimizer.momentum > 0) server += 1;
-  server += rule.server_vectors + rule.server_vectors_per_worker * n;
+  // DC-ASGD's backups per worker (server_vectors_per_worker) are the versions the workers hold,
+  // counted in the snapshots, not copies.
+  server += rule.server_vectors;
   e.server_bytes = server * vec;
 
   e.gradient_bytes = vec + (math ? train * 4.0 : 0.0);
+  // The gradient pool (sim/gradient_pool.hpp; pull modes on the CPU with simulated times, more
+  // than one thread): up to 4 gradients per thread computed ahead, each with the version it reads
+  // pinned, two evaluations' parameter copies, and a model instance per thread.
+  const bool pooled = math && threads > 1 && s.policy.pulls_every_clock() && !rule.gates_transfers &&
+                      s.compute.timing != "measured" && s.compute.backend == "cpu";
+  const double instances = pooled ? threads : 1;
+  // Lock-step workers all read one version: their tasks pin that one, counted in the snapshots.
+  if (pooled) e.gradient_bytes += ((s.policy.lockstep() ? 4.0 : 8.0) * threads + 2) * vec;
+  const ModelShape shape = scenario_model_shape(s);
+  e.scratch_bytes =
+      math ? instances * model_scratch_bytes(s.model, shape, static_cast<double>(s.optimizer.batch_size),
+                                             s.eval.test_samples > 0
+                                                 ? std::min(test, static_cast<double>(s.eval.test_samples))
+                                                 : test)
+           : 0;
   e.process_bytes = kProcessBytes;
   return e;
 }
@@ -168,16 +258,17 @@ std::optional<MemoryLimit> memory_limit(const std::string& configured) {
   return std::nullopt;
 }
 
-std::string memory_shortfall(const Scenario& s, const MemoryLimit& limit) {
-  const MemoryEstimate e = estimate_memory(s);
+std::string memory_shortfall(const Scenario& s, const MemoryLimit& limit, int threads) {
+  const MemoryEstimate e = estimate_memory(s, threads);
   if (e.total() <= limit.bytes) return "";
   return fmt::format("needs about {}, but only {} is available ({})", e.describe(), format_bytes(limit.bytes),
                      limit.source);
 }
 
-void check_memory(const Scenario& s, const std::string& origin, const std::optional<MemoryLimit>& limit) {
+void check_memory(const Scenario& s, const std::string& origin, const std::optional<MemoryLimit>& limit,
+                  int threads) {
   if (!limit) return;
-  const std::string shortfall = memory_shortfall(s, *limit);
+  const std::string shortfall = memory_shortfall(s, *limit, threads);
   if (shortfall.empty()) return;
   throw ScenarioError(fmt::format("{}: {}; {}", origin, shortfall, kMemoryAdvice));
 }

@@ -9,17 +9,26 @@
 // - dataset: the loaded samples as float32 plus labels (Fashion-MNIST: all 70,000, since
 //   data.train_samples truncates after loading), plus the raw bytes held while reading;
 // - snapshots: parameter versions alive at once: one per worker plus the server's current one
-//   (DESIGN.md section 1), doubled in the cache modes (lazy SSP, ESSP) where a worker holds its
-//   cache and a version in flight; two in all where workers defer their gradients (defers_gradients
-//   below), since a worker then lets its version go once it has begun;
-// - workers' state: in the cache modes and VAP one gradient in flight per worker (pull mode
-//   computes it at apply time into the server's scratch; deferred: the batch indices, layer deltas
-//   and hidden activations, (classes + 2 x hidden) x batch floats); the cache modes add a local copy
-//   and up to staleness + 1 own pushes; VAP an in-transit sum and a held update; B-FASGD the last
-//   gradient;
+//   (DESIGN.md section 1), two per worker in the cache modes (lazy SSP, ESSP: its cached copy and
+//   one on its way); two in all where workers defer their gradients (defers_gradients below),
+//   since a worker then lets its version go once it has begun. Never more than stop.max_updates + 1
+//   (each version is an update's), and under the lazy cache no more than the copies its workers
+//   fetch, one each staleness + 1 pushes at most;
+// - workers' state: deferred: the batch indices, layer deltas and hidden activations,
+//   (classes + 2 x hidden) x batch floats; the cache modes (sim/worker/cache.cpp) a local copy per
+//   worker and the own pushes its copy does not include yet, each a gradient: at most staleness + 1
+//   per worker, and all together no more than the pushes the run computes before its
+//   stop.max_updates-th update (the pace of estimate_run: free-running workers compute one per
+//   compute time while the links deliver theirs, plus those in transit); VAP an in-transit sum and
+//   a held update; B-FASGD the last gradient;
 // - server: the update buffer, softsync's sum, momentum, FASGD's three moving averages, DC-ASGD's
 //   moving average and one backup copy per worker;
-// - gradients: the server's scratch gradient; batch indices (4 bytes per training sample).
+// - gradients: the server's scratch gradient; batch indices (4 bytes per training sample); with
+//   more than one gradient thread where the pool applies (sim/gradient_pool.hpp), up to 4 gradients
+//   per thread computed ahead, each with its version pinned, and two evaluations' copies;
+// - model scratch: what each model instance (one, or one per gradient thread) holds for its largest
+//   batch or evaluation chunk (models/model.hpp model_scratch_bytes): the cnn's im2col matrices and
+//   per-sample buffers exceed its parameters many times over on large images;
 // - the process: 8 MiB (binary, libraries, allocator), measured;
 // - the model's own per-sample state (lda: each token's topic), from models/model.hpp model_size,
 //   the same account of the model's size the run's model gives (tests/test_estimate.cpp).
@@ -41,16 +50,23 @@ struct MemoryEstimate {
   double worker_bytes = 0;
   double server_bytes = 0;
   double gradient_bytes = 0;
+  double scratch_bytes = 0;  // the model instances' scratch (models/model.hpp model_scratch_bytes)
   double process_bytes = 0;  // the binary, its libraries and the allocator: a measured constant
   double total() const {
-    return process_bytes + dataset_bytes + snapshot_bytes + worker_bytes + server_bytes + gradient_bytes;
+    return process_bytes + dataset_bytes + snapshot_bytes + worker_bytes + server_bytes + gradient_bytes +
+           scratch_bytes;
   }
   // "1.23 GiB (dataset 210 MiB, snapshots 800 MiB, workers' state ..., server ..., gradients ...;
   // 1,234,567 parameters x 4 bytes)".
   std::string describe() const;
 };
 
-MemoryEstimate estimate_memory(const Scenario& s);
+struct RunEstimate;  // sim/estimate/estimate.hpp
+// `threads`: the run's gradient threads (RunOptions::threads; more than one adds the gradient
+// pool's buffers and model instances where the pool applies). The first form estimates the pace
+// itself (estimate_run); the second takes it.
+MemoryEstimate estimate_memory(const Scenario& s, int threads = 1);
+MemoryEstimate estimate_memory(const Scenario& s, const RunEstimate& pace, int threads = 1);
 
 // Deferred gradients (Simulation; RunOptions::defer_gradients): whether this scenario's policy,
 // rule, backend and timing let a worker begin its gradient when its parameters are read and hold
@@ -80,7 +96,7 @@ std::optional<double> parse_size(const std::string& text);
 
 // "needs about X (...), but only Y is available (SOURCE)" when the estimate of `s` exceeds `limit`,
 // else "".
-std::string memory_shortfall(const Scenario& s, const MemoryLimit& limit);
+std::string memory_shortfall(const Scenario& s, const MemoryLimit& limit, int threads = 1);
 // What a refused run can do instead, after a memory_shortfall.
 inline constexpr const char* kMemoryAdvice =
     "use fewer workers (cluster.workers), a smaller model (model.hidden) or less data, or set "
@@ -88,6 +104,7 @@ inline constexpr const char* kMemoryAdvice =
 
 // Throws ScenarioError "<origin>: needs about X ... but only Y is available (SOURCE) ..." when the
 // estimate of `s` exceeds `limit`.
-void check_memory(const Scenario& s, const std::string& origin, const std::optional<MemoryLimit>& limit);
+void check_memory(const Scenario& s, const std::string& origin, const std::optional<MemoryLimit>& limit,
+                  int threads = 1);
 
 }  // namespace stalesim

@@ -229,8 +229,7 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
     else
       install_folder(temporary, target, guard.checkpoint);
   } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(temporary, ignored);
+    discard_temporary(temporary);  // an old run kept in it stays
     throw;
   }
 }

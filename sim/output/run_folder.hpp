@@ -24,9 +24,11 @@
 namespace stalesim {
 
 // Every file a run folder may hold.
-inline constexpr std::array<std::string_view, 10> kRunFiles = {
-    "summary.json", "metrics.csv", "staleness.csv", "decisions.csv", "gradients.csv",
-    "trace.json",   "explain.txt", "timing.csv",    "links.csv",     "done"};
+// plots.list: the files our plot scripts wrote into the folder (plots/stalesim_runs.py), one name a
+// line; those files are the run's too (inspect_folder), recognised by that record, not by name.
+inline constexpr std::array<std::string_view, 11> kRunFiles = {
+    "summary.json", "metrics.csv", "staleness.csv", "decisions.csv", "gradients.csv", "trace.json",
+    "explain.txt",  "timing.csv",  "links.csv",     "done",          "plots.list"};
 
 enum class FolderKind {
   kAbsent,  // nothing at the path
@@ -64,11 +66,17 @@ void refuse_protected(const std::string& dir, const std::filesystem::path& targe
 // ours by its name alone, so a user's `.photos.old-2023/` or `.myrun.partial-7` is foreign and
 // is never deleted or moved. The name does not grow with TARGET, so a target name of 255 bytes
 // still has a temporary.
+// The marker also names the machine (`host`): a temporary is taken for dead only when made on this
+// machine by a process no longer alive (a folder shared over NFS holds other machines' live
+// ones). TOKEN's first 8 hex digits tag the machine, so that a folder killed between its mkdir
+// and its marker (which is written beside and renamed, so it appears whole or not at all) is
+// recognised as this machine's, and removed when it holds nothing.
 struct Temporary {
   std::filesystem::path path;
   std::string kind;    // partial, probe or tmp
   long pid = 0;        // the process that made it
   std::string target;  // the entry of the same folder it is for
+  std::string host;    // the machine it was made on ("" from an older stalesim: never taken for dead)
 };
 
 // `path` as one of our temporaries, or nullopt when it is not provably ours.
@@ -92,15 +100,38 @@ void write_text_file(const std::filesystem::path& path, std::string_view content
 
 // Moves the complete run folder TEMPORARY/run to `target` (`temporary` from create_temporary, in
 // the same folder as `target`) and removes the temporary: when `target` exists it is swapped
-// atomically and the old folder removed with the temporary; else renamed. `checkpoint(step)` is
+// atomically and what was swapped out is checked again (a run folder or an empty one, as before
+// the run; else it is swapped back and IoError says so) before it goes with the temporary; else
+// renamed, never over an entry another process created meanwhile (RENAME_NOREPLACE). `checkpoint(step)` is
 // called between steps (a test hook that may kill the process). Throws IoError with the OS reason.
 void install_folder(const std::filesystem::path& temporary, const std::filesystem::path& target,
                     const std::function<void(std::string_view)>& checkpoint = {});
 
+// install_folder's way where the filesystem has no atomic exchange: TARGET to TEMPORARY/old, then
+// TEMPORARY/run to TARGET. What was moved aside is checked again (a run folder or an empty one,
+// else it is put back and IoError says so); when the new run cannot go in, the old one is put
+// back, and when that fails too it stays in TEMPORARY/old (the IoError names it) for
+// clean_stale_temporaries to restore: callers discard the temporary with discard_temporary.
+void install_by_renames(const std::filesystem::path& temporary, const std::filesystem::path& target,
+                        const std::function<void(std::string_view)>& checkpoint = {});
+
+// Removes a temporary after a failed install, except an old run kept in it (TEMPORARY/old).
+void discard_temporary(const std::filesystem::path& temporary);
+
+// Writes `contents` to the file `path` without a check-then-write race: written into a temporary
+// beside it, then renamed in where nothing is (RENAME_NOREPLACE); an existing file is replaced only
+// when `ours(path)` says it is ours, and is checked again after the atomic exchange (put back if it
+// changed meanwhile). A symbolic link at `path` is replaced only if `ours` accepts it (so `ours`
+// should not follow links). Throws IoError ("PATH: exists and is not ours; nothing was written").
+void replace_file_checked(const std::filesystem::path& path, std::string_view contents,
+                          const std::function<bool(const std::filesystem::path&)>& ours);
+
 // Moves the files of TEMPORARY/run into `target`, an existing empty folder that `temporary`
 // lies in, one rename each (summary.json first, done last), and removes the temporary. The
 // folder itself stays (it may be the shell's working directory, or its parent may not be
-// writable); a kill midway leaves an unfinished run (no done marker) that --force replaces.
+// writable); a kill midway leaves an unfinished run (no done marker) that --force replaces. Holds
+// an flock on the folder meanwhile and checks under it that no other writer put a run there (two
+// runs started into one empty folder: the second is refused, nothing mixed).
 void install_in_place(const std::filesystem::path& temporary, const std::filesystem::path& target,
                       const std::function<void(std::string_view)>& checkpoint = {});
 
