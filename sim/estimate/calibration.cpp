@@ -21,10 +21,11 @@ namespace {
 constexpr const char* kFormat = "stalesim machine rate";
 constexpr uint64_t kMaxRateBytes = 64u << 10;
 
-// The reference cluster: four workers, asynchronous, a fast network; `model` "mlp" (784-200-10
-// on blobs, the quick start's shape) or "time-only". Sized to take a few tenths of a second here.
-Scenario reference(const std::string& model, int64_t updates) {
-  nlohmann::json j = {{"name", "calibration-" + model},
+// The reference cluster: four workers, asynchronous, a fast network; with `math` an MLP
+// (784-200-10 on blobs, the quick start's shape), else the same size time-only. Sized to take a
+// few tenths of a second here.
+Scenario reference(bool math, int64_t updates) {
+  nlohmann::json j = {{"name", std::string("calibration-") + (math ? "mlp" : "time-only")},
                       {"seed", 1},
                       {"data",
                        {{"dataset", "blobs"},
@@ -34,7 +35,7 @@ Scenario reference(const std::string& model, int64_t updates) {
                       {"cluster", {{"workers", {{{"profile", "gtx1080ti"}, {"count", 4}}}}}},
                       {"stop", {{"max_updates", updates}}},
                       {"eval", {{"every_s", 1000}}}};
-  if (model == "mlp") {
+  if (math) {
     j["model"] = {{"type", "mlp"}, {"hidden", {200}}};
   } else {  // the MLP's size, timed only: no data, no math
     j["model"] = {{"type", "time-only"}, {"parameters", 159010}, {"flops_per_sample", 6 * 159010}};
@@ -60,12 +61,12 @@ MachineRate measure_machine_rate(const RunOptions& options) {
   // (generating the data, the first and last evaluations, starting threads) cancels out.
   MachineRate r;
   int64_t events_short = 0, events_long = 0;
-  const double plain_short = timed(reference("time-only", 5000), options, events_short);
-  const double plain_long = timed(reference("time-only", 25000), options, events_long);
+  const double plain_short = timed(reference(false, 5000), options, events_short);
+  const double plain_long = timed(reference(false, 25000), options, events_long);
   r.event_us = std::max((plain_long - plain_short) /
                             static_cast<double>(std::max<int64_t>(events_long - events_short, 1)) * 1e6,
                         1e-3);
-  const Scenario math_short = reference("mlp", 200), math_long = reference("mlp", 1000);
+  const Scenario math_short = reference(true, 200), math_long = reference(true, 1000);
   const double wall_short = timed(math_short, options, events_short);
   const double wall_long = timed(math_long, options, events_long);
   // The math's share of the difference: less what its events cost at the rate just measured.
