@@ -4,9 +4,9 @@
 //
 // execute_run loads the scenario's data (unless the caller shares it), builds the Simulation, runs
 // it with the caller's options and observers plus the trace and explain recorders asked for,
-// renders the run's files (sim/output/outputs.hpp) and writes them as a run folder (sim/output/run_folder.hpp).
-// What stays with the callers is what differs between them: checks made before a run (output
-// folder, memory), progress display, and what a finished run's files are compared with or
+// renders the run's files (sim/output/outputs.hpp) and writes them as a run folder
+// (sim/output/run_folder.hpp). What stays with the callers is what differs between them: checks made before a
+// run (output folder, memory), progress display, and what a finished run's files are compared with or
 // summarised into.
 
 #include <optional>
@@ -15,9 +15,9 @@
 #include "base/sim_time.hpp"
 #include "models/dataset.hpp"
 #include "sim/output/outputs.hpp"
+#include "sim/output/trace.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/simulation.hpp"
-#include "sim/output/trace.hpp"
 
 namespace stalesim {
 
@@ -34,7 +34,8 @@ struct RunRequest {
   RunOptions options;
   std::optional<TraceOptions> trace;  // record trace.json (--trace)
   bool explain = false;               // record explain.txt (--explain)
-  // The run folder written (write_outputs; REFERENCE.md "Safety and errors"); "": nothing is written (timeline).
+  // The run folder written (write_outputs; REFERENCE.md "Safety and errors"); "": nothing is written
+  // (timeline).
   std::string out;
   bool force = false;  // replace `out` when it holds a stalesim run
   OutputGuard guard;

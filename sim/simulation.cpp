@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "sim/output/csv_observers.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/estimate/estimate.hpp"
 #include "sim/evaluation.hpp"
+#include "sim/output/csv_observers.hpp"
 #include "sim/worker/core.hpp"
 #include "sim/worker/faults.hpp"
 #include "sim/worker/protocol.hpp"

@@ -9,10 +9,10 @@
 
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
-#include "sim/worker/cluster_schedule.hpp"
-#include "sim/worker/jitter.hpp"
 #include "sim/policies/sync_policy.hpp"
 #include "sim/scenario/to_json.hpp"
+#include "sim/worker/cluster_schedule.hpp"
+#include "sim/worker/jitter.hpp"
 #include "tests/sim_test_util.hpp"
 
 using namespace stalesim;

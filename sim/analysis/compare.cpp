@@ -200,8 +200,8 @@ ComparedRun read_compared_run(const std::string& dir) {
   if (!parsed) throw IoError(fmt::format("{}: {}", sp, parse_error));
   // A folder written before the one-name rename (sim/output/names.hpp) is read under the current names.
   r.summary = current_summary_names(*parsed);
-  if (!r.summary.is_object() || !r.summary.contains("workers") ||
-      !r.summary.contains("missed_updates") || !r.summary.contains("virtual_time_s"))
+  if (!r.summary.is_object() || !r.summary.contains("workers") || !r.summary.contains("missed_updates") ||
+      !r.summary.contains("virtual_time_s"))
     throw IoError(fmt::format("{}: not a stalesim run's summary", sp));
   try {
     r.real = r.summary["manifest"].contains("real");

@@ -57,10 +57,10 @@ struct OutputGuard {
   bool clean_stale = true;
 };
 
-// Writes the files into `dir` (REFERENCE.md "Safety and errors"): into a hidden sibling first, then swapped in
-// atomically. An existing non-empty `dir` is replaced only with `force` and only when it is a
-// stalesim run folder outside the protected places; else IoError, and nothing is deleted. The
-// `done` marker is written only for runs that were not interrupted.
+// Writes the files into `dir` (REFERENCE.md "Safety and errors"): into a hidden sibling first, then swapped
+// in atomically. An existing non-empty `dir` is replaced only with `force` and only when it is a stalesim run
+// folder outside the protected places; else IoError, and nothing is deleted. The `done` marker is written
+// only for runs that were not interrupted.
 void write_outputs(const std::string& dir, const OutputFiles& files, bool done, bool force,
                    const OutputGuard& guard = {});
 // Checks, before a run, that write_outputs(dir, ..., force, guard) will be able to write:

@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 
 #include "sim/output/outputs.hpp"
-#include "sim/run.hpp"
 #include "sim/output/run_folder.hpp"
+#include "sim/run.hpp"
 #include "sim/scenario/to_json.hpp"
 #include "sim/simulation.hpp"
 #include "sim/sweep/sweep_detail.hpp"

@@ -369,16 +369,17 @@ ordered_json sweep_file_schema() {
                           {"items", {{"type", "string"}, {"minLength", 1}}},
                           {"description", describe("constraints")}};
   props["out"] = {{"type", "string"}, {"minLength", 1}, {"description", describe("out")}};
-  return {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
-          {"$id", "https://stalesim.invalid/sweep.schema.json"},
-          {"title", "stalesim sweep file"},
-          {"description",
-           "A sweep for `stalesim sweep FILE.sweep.json` (REFERENCE.md \"Sweep files\"). Field paths are checked "
-           "against the scenario fields by the loader."},
-          {"type", "object"},
-          {"properties", props},
-          {"required", {"scenario"}},
-          {"additionalProperties", false}};
+  return {
+      {"$schema", "https://json-schema.org/draft/2020-12/schema"},
+      {"$id", "https://stalesim.invalid/sweep.schema.json"},
+      {"title", "stalesim sweep file"},
+      {"description",
+       "A sweep for `stalesim sweep FILE.sweep.json` (REFERENCE.md \"Sweep files\"). Field paths are checked "
+       "against the scenario fields by the loader."},
+      {"type", "object"},
+      {"properties", props},
+      {"required", {"scenario"}},
+      {"additionalProperties", false}};
 }
 
 }  // namespace stalesim

@@ -8,9 +8,9 @@
 #include "base/sim_time.hpp"
 #include "models/device_profile.hpp"
 #include "models/model.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/worker/cluster_schedule.hpp"
 #include "sim/worker/jitter.hpp"
-#include "sim/scenario/scenario.hpp"
 #include "sim/worker/worker.hpp"
 
 namespace stalesim {

@@ -12,10 +12,10 @@
 #include "base/sim_time.hpp"
 #include "models/dataset.hpp"
 #include "models/model.hpp"
-#include "sim/gradient_pool.hpp"
 #include "sim/engine/lazy_deque.hpp"
-#include "sim/param_store.hpp"
+#include "sim/gradient_pool.hpp"
 #include "sim/output/run_result.hpp"
+#include "sim/param_store.hpp"
 
 namespace stalesim {
 
