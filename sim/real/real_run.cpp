@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
-#include "sim/output/csv_observers.hpp"
 #include "sim/evaluation.hpp"
+#include "sim/output/csv_observers.hpp"
 #include "sim/output/outputs.hpp"
 #include "sim/simulation.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
@@ -183,24 +183,27 @@ std::vector<int32_t> eval_indices(const Scenario& s, const DataSplit& d) {
 
 // ---- The server (rank 0) -------------------------------------------------------------------
 
-class RealServer final : public PullProtocol {
+// A grant hands the parameters to params_granted (the MPI send) instead of the event queue.
+class RealServer final : public PullProtocol, public DirectDelivery {
  public:
   RealServer(WorkerCore& c, const RealOptions& o, Clock::time_point epoch)
-      : PullProtocol(c), opt_(o), epoch_(epoch), slots_(c.workers.size()) {}
+      : PullProtocol(c), opt_(o), epoch_(epoch), slots_(c.workers().size()) {}
 
   // A grant (WorkerCore::grant): the parameters go to the worker's rank.
-  void on_params(Worker& w) override {
+  void params_granted(Worker& w, SimTime sent) override {
     Slot& s = slots_[static_cast<size_t>(w.id)];
     s.granted_at = since(epoch_);
     ParamsHeader h;
     h.version = w.read_version;
     h.count = static_cast<int64_t>(w.params.values().size());
     if (opt_.emulated)
-      h.deliver_at_ns = (c_.granted_sent + c_.latency_of(w) + c_.worker_link(w, c_.message_bytes)).ns();
+      h.deliver_at_ns = (sent + c_.latency_of(w) + c_.worker_link(w, c_.message_bytes())).ns();
     send(w.id, pack(h, w.params.values()));
     s.busy = true;
     s.heard_at = s.granted_at;
   }
+  // The server computes nothing: pushes come from the ranks (receive_pushes).
+  void push_sent(Worker&) override { throw std::logic_error("the real run's server sent a push"); }
 
   RealOutcome run();
 
@@ -260,9 +263,9 @@ class RealServer final : public PullProtocol {
   }
   void fail(const std::string& reason, const std::string& detail) {
     failed_ = true;
-    c_.result.status = RunStatus::kInterrupted;
-    c_.result.stop_reason = reason;
-    c_.result.detail = detail;
+    c_.result().status = RunStatus::kInterrupted;
+    c_.result().stop_reason = reason;
+    c_.result().detail = detail;
     c_.stop();
   }
   void finish(SimTime end);
@@ -296,17 +299,16 @@ bool RealServer::receive_pushes(bool stopping) {
       send_stop(w);
       continue;
     }
-    Worker& wk = c_.workers[static_cast<size_t>(w)];
+    Worker& wk = c_.worker(static_cast<size_t>(w));
     // Its size on the emulated wire: the scenario's (a cost architecture sizes every message;
     // else the model's), which the real bytes equal for a dense model.
-    const int64_t bytes = c_.sc.model.cost != "derived"
-                              ? c_.message_bytes
+    const int64_t bytes = c_.scenario().model.cost != "derived"
+                              ? c_.message_bytes()
                               : static_cast<int64_t>(buf.size() - sizeof(PushHeader));
-    c_.result.bytes_push += bytes;
-    ++c_.result.messages_push;
-    const SimTime wall = std::max(SimTime::from_ns(now), c_.engine.now());
+    c_.count_push(bytes);
+    const SimTime wall = std::max(SimTime::from_ns(now), c_.engine().now());
     if (!opt_.emulated) {
-      c_.engine.schedule(wall, kPushApplied, static_cast<uint32_t>(w), wk.gen);
+      c_.engine().schedule(wall, kPushApplied, static_cast<uint32_t>(w), wk.gen);
       continue;
     }
     // As in a simulation: it reaches the server's link after its own link and the latency, and
@@ -314,44 +316,45 @@ bool RealServer::receive_pushes(bool stopping) {
     wk.push_bytes.push_back(bytes);
     const SimTime arrive =
         SimTime::from_ns(s.push.sent_at_ns) + c_.worker_link(wk, bytes) + c_.latency_of(wk);
-    c_.engine.schedule(std::max(arrive, wall), kPushAtServer, static_cast<uint32_t>(w), wk.gen);
+    c_.engine().schedule(std::max(arrive, wall), kPushAtServer, static_cast<uint32_t>(w), wk.gen);
   }
   return any;
 }
 
 void RealServer::evaluate(uint64_t k) {
-  MetricsRow row = c_.take_metrics_row(c_.engine.now());
-  if (c_.math)
-    evals_->add(std::move(row), c_.store->peek());
+  MetricsRow row = c_.take_metrics_row(c_.engine().now());
+  if (c_.math())
+    evals_->add(std::move(row), c_.store().peek());
   else
     c_.complete_metrics(row);
-  if (!c_.stopped)
-    c_.engine.schedule(SimTime::from_seconds(c_.sc.eval.every_s * static_cast<double>(k + 1)), kEvaluate, 0,
-                       k + 1);
+  if (!c_.stopped())
+    c_.engine().schedule(SimTime::from_seconds(c_.scenario().eval.every_s * static_cast<double>(k + 1)),
+                         kEvaluate, 0, k + 1);
 }
 
 RealOutcome RealServer::run() {
   WorkerCore& c = c_;
-  c.order = this;  // a grant hands the parameters to on_params (the MPI send) instead of the event queue
+  c.deliver_directly(this);
   observers_.add(&gradients_);
-  c.obs = &observers_;
+  c.set_observer(&observers_);
   std::vector<std::string> profiles;
-  for (const auto& w : c.workers) profiles.push_back(c.profile_of(w));
-  c.obs->start(c.clocks, *c.policy, profiles);
-  policy_records_.start(c.clocks, *c.policy, {});
-  eval_indices_ = eval_indices(c.sc, c.data);
-  evals_ = std::make_unique<Evaluations>(*c.model, c.data.test, eval_indices_,
+  for (const auto& w : c.workers()) profiles.push_back(c.profile_of(w));
+  observers_.start(c.clocks(), c.policy(), profiles);
+  policy_records_.start(c.clocks(), c.policy(), {});
+  eval_indices_ = eval_indices(c.scenario(), c.data());
+  evals_ = std::make_unique<Evaluations>(c.model(), c.data().test, eval_indices_,
                                          [this](MetricsRow& row) { c_.complete_metrics(row); });
-  for (auto& w : c.workers)  // the first requests for parameters
-    c.engine.schedule(opt_.emulated ? c.latency_of(w) : SimTime::zero(), kPullRequestArrives,
-                      static_cast<uint32_t>(w.id), w.gen);
-  c.engine.schedule(SimTime::zero(), kEvaluate, 0, 0);
-  const SimTime limit =
-      c.sc.stop.virtual_time_s ? SimTime::from_seconds(*c.sc.stop.virtual_time_s) : SimTime::max();
+  for (auto& w : c.workers())  // the first requests for parameters
+    c.engine().schedule(opt_.emulated ? c.latency_of(w) : SimTime::zero(), kPullRequestArrives,
+                        static_cast<uint32_t>(w.id), w.gen);
+  c.engine().schedule(SimTime::zero(), kEvaluate, 0, 0);
+  const SimTime limit = c.scenario().stop.virtual_time_s
+                            ? SimTime::from_seconds(*c.scenario().stop.virtual_time_s)
+                            : SimTime::max();
   Backoff backoff;
   SimTime end;
   try {
-    while (!c.stopped) {
+    while (!c.stopped()) {
       if (const int sig = g_signal.load()) {
         fail("interrupted",
              fmt::format("the server received signal {} (mpirun forwards SIGINT and SIGTERM, and "
@@ -362,16 +365,16 @@ RealOutcome RealServer::run() {
       bool worked = receive_pushes(false);
       const int64_t now = since(epoch_);
       const SimTime wall = std::min(SimTime::from_ns(now), limit);
-      c.engine.run_until(wall, [&](const Event& e) {
+      c.engine().run_until(wall, [&](const Event& e) {
         worked = true;
         if (e.kind == kEvaluate) return evaluate(e.payload);
-        if (e.kind == kPushAtServer) return c.on_push_at_server(c.workers[e.target]);
-        if (e.kind == kPushApplied) return on_push_applied(c.workers[e.target]);
+        if (e.kind == kPushAtServer) return c.on_push_at_server(c.worker(e.target));
+        if (e.kind == kPushApplied) return on_push_applied(c.worker(e.target));
         on_message(e);  // kPullRequestArrives: the pull protocol's grant
       });
-      if (c.stopped) break;
+      if (c.stopped()) break;
       if (now >= limit.ns()) {
-        c.result.stop_reason = "virtual_time";
+        c.result().stop_reason = "virtual_time";
         break;
       }
       if (const auto w = silent_worker(now)) {
@@ -385,10 +388,10 @@ RealOutcome RealServer::run() {
         backoff.reset();
         continue;
       }
-      const Event* next = c.engine.peek();
+      const Event* next = c.engine().peek();
       backoff.idle(next ? next->time.ns() - now : 1'000'000);
     }
-    end = c.result.stop_reason == "virtual_time" ? limit : SimTime::from_ns(since(epoch_));
+    end = c.result().stop_reason == "virtual_time" ? limit : SimTime::from_ns(since(epoch_));
     if (!failed_) {  // the end: every worker is told, each after its push in flight (dropped) is in
       for (size_t w = 0; w < slots_.size(); ++w)
         if (!slots_[w].busy) send_stop(static_cast<int32_t>(w));
@@ -412,7 +415,7 @@ RealOutcome RealServer::run() {
     fail("rank_failed", e.what());
     end = SimTime::from_ns(since(epoch_));
   }
-  if (end < c.engine.now()) end = c.engine.now();
+  if (end < c.engine().now()) end = c.engine().now();
   finish(end);
   int ranks = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
@@ -420,10 +423,10 @@ RealOutcome RealServer::run() {
   if (failed_) {
     if (outcome.kept_finished)
       fmt::print(stderr, "stalesim real: {}: {}; the finished run in {}/ was kept, nothing was written\n",
-                 c.result.stop_reason, c.result.detail, opt_.out);
+                 c.result().stop_reason, c.result().detail, opt_.out);
     else
       fmt::print(stderr, "stalesim real: {}: {}; partial outputs in {}/ (no done marker)\n",
-                 c.result.stop_reason, c.result.detail, opt_.out);
+                 c.result().stop_reason, c.result().detail, opt_.out);
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, kExitFailed);
   }
@@ -432,11 +435,11 @@ RealOutcome RealServer::run() {
 
 void RealServer::finish(SimTime end) {
   WorkerCore& c = c_;
-  RunResult& r = c.result;
-  c.obs->finish(end);
+  RunResult& r = c.result();
+  observers_.finish(end);
   policy_records_.finish(end);
-  for (size_t i = 0; i < c.workers.size(); ++i) {
-    Worker& w = c.workers[i];
+  for (size_t i = 0; i < c.workers().size(); ++i) {
+    Worker& w = c.worker(i);
     const Slot& s = slots_[i];
     w.params.reset();
     r.workers.push_back(WorkerStats{w.id, c.profile_of(w), w.iterations, s.compute_ns, s.wait_ns, s.comm_ns});
@@ -444,8 +447,8 @@ void RealServer::finish(SimTime end) {
   r.end_time = end;
   if (c.needs_final_row(end)) {
     MetricsRow row = c.take_metrics_row(end);
-    if (c.math) {
-      evals_->add(std::move(row), c.store->peek());
+    if (c.math()) {
+      evals_->add(std::move(row), c.store().peek());
     } else {
       c.complete_metrics(row);
     }
@@ -458,8 +461,8 @@ void RealServer::finish(SimTime end) {
 }
 
 RealOutcome RealServer::write(int ranks) {
-  const RunResult& r = c_.result;
-  OutputFiles files = render_outputs(c_.sc, r);
+  const RunResult& r = c_.result();
+  OutputFiles files = render_outputs(c_.scenario(), r);
   files.timing_csv = timing_;
   nlohmann::json summary = nlohmann::json::parse(files.summary_json);
   char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
@@ -483,14 +486,15 @@ RealOutcome RealServer::write(int ranks) {
   // was rerunning over: it keeps it and writes nothing, as `stalesim run` does on Ctrl-C.
   const bool kept = failed_ && holds_finished_run(opt_.out);
   if (!kept) write_outputs(opt_.out, files, !failed_, opt_.force, opt_.guard);
-  return RealOutcome{r.status,         r.stop_reason,     r.end_time.seconds(), r.server_updates,
-                     files.result_hash, r.detail,        kept};
+  return RealOutcome{r.status, r.stop_reason, r.end_time.seconds(), r.server_updates, files.result_hash,
+                     r.detail, kept};
 }
 
 // ---- A worker (ranks 1..N) -----------------------------------------------------------------
 
 void run_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch) {
-  Worker& w = c.workers[static_cast<size_t>(id)];
+  Worker& w = c.worker(static_cast<size_t>(id));
+  std::vector<float> grad(c.gradient_size());
   std::vector<char> buf;
   std::vector<float> params;
   int from = 0;
@@ -510,21 +514,21 @@ void run_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_p
     p.iteration = iteration;
     p.params_at_ns = std::max(received, h.deliver_at_ns);
     const int64_t begin = since(epoch);
-    const auto batch = w.sampler->next(c.sc.optimizer.batch_size);
-    p.loss = c.model->loss_and_gradient(params, c.data.train, batch, c.grad);
+    const auto batch = w.sampler->next(c.scenario().optimizer.batch_size);
+    p.loss = c.model().loss_and_gradient(params, c.data().train, batch, grad);
     const int64_t done = since(epoch);
     p.compute_ns = done - begin;
     p.sent_at_ns = done;
     if (opt.emulated) {  // the rest of the time the device profile gives (the simulation's draw)
-      const int64_t target = c.compute.time(w, SimTime::from_ns(p.params_at_ns)).ns();
+      const int64_t target = c.compute_time(w, SimTime::from_ns(p.params_at_ns)).ns();
       p.padding_ns = std::max<int64_t>(0, target - p.compute_ns);
       p.sent_at_ns = std::max(done, p.params_at_ns + target);
       sleep_ns(p.sent_at_ns - done);
     }
     if (opt.fault && opt.fault->worker == id && opt.fault->iteration == iteration)
       ::raise(opt.fault->hang ? SIGSTOP : SIGKILL);
-    p.count = static_cast<int64_t>(c.grad.size());
-    const auto out = pack(p, c.grad);
+    p.count = static_cast<int64_t>(grad.size());
+    const auto out = pack(p, grad);
     check(MPI_Send(out.data(), static_cast<int>(out.size()), MPI_BYTE, 0, kTagPush, MPI_COMM_WORLD), "Send");
   }
 }
@@ -581,7 +585,6 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
     run_worker(core, mpi.rank() - 1, options, epoch);
     return {};
   }
-  core.policy = make_policy(s.policy, core.clocks.workers());
   RealServer server(core, options, epoch);
   return server.run();
 }
