@@ -107,7 +107,7 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   // parameters the worker holds (counted in the snapshots); the cache modes and VAP compute it when
   // the compute ends and keep it until it is applied.
   double per_worker = cached ? 1 : 0;
-  if (cached) per_worker += 1 + static_cast<double>(s.policy.staleness) + 1;
+  if (cached) per_worker += 1 + static_cast<double>(s.policy.clock_bound().value()) + 1;
   per_worker += policy.worker_vectors + rule.worker_vectors;
   e.worker_bytes = n * (per_worker * vec +
                         (deferred ? deferred_floats(s, classes) * kFloat + s.optimizer.batch_size * 4.0 : 0) +

@@ -116,6 +116,10 @@ class SyncPolicy {
   // The largest gap (clock of a worker starting an iteration minus the minimum clock) the policy
   // allows; nullopt when unbounded (ASP).
   virtual std::optional<int64_t> clock_bound() const = 0;
+  // Whether every worker reads the same version each clock and so goes at the slowest worker's
+  // pace, clock by clock (the estimates, sim/estimate/, model such a run so): BSP, and SSP and
+  // DSSP with no slack. Not ESSP(0): its server pushes copies, which the estimates model apart.
+  virtual bool lockstep() const { return false; }
   // The value bound the workers' sends obey (VAP); null when the policy bounds clocks only. Its
   // worker protocol is VAP's (make_protocol, sim/worker/protocol.cpp).
   virtual ValueGate* value_gate() { return nullptr; }
