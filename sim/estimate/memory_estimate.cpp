@@ -89,7 +89,7 @@ CachePace cache_pace(const Scenario& s, const RunEstimate& pace) {
   CachePace c;
   const double push_share =
       pace.push_bytes + pace.pull_bytes > 0 ? pace.push_bytes / (pace.push_bytes + pace.pull_bytes) : 0.5;
-  const double staleness = static_cast<double>(s.policy.staleness);
+  const double staleness = static_cast<double>(s.policy.clock_bound().value_or(0));  // the cache's bound
   double slowest = 0;
   for (const auto& g : pace.groups) slowest = std::max(slowest, g.compute_s + g.worker_link_s);
   double computed = 0, delivered = 0, in_transit = 0, server_push_s = 0;
@@ -154,7 +154,8 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunEstimate& pace, int t
   e.deferred_gradients = deferred;
   // Every version is an update's: no more versions than stop.max_updates + 1 can be alive.
   const double updates = s.stop.max_updates ? static_cast<double>(*s.stop.max_updates) : n * n + 2 * n;
-  const double staleness = static_cast<double>(s.policy.staleness);
+  // The cache modes' bound: the policy's own number (SyncPolicy::clock_bound).
+  const double staleness = cached ? static_cast<double>(s.policy.clock_bound().value_or(0)) : 0.0;
   double own = 0, versions = 0;
   if (cached) {
     // The cache modes (sim/worker/cache.cpp): each worker holds its cached version and a version

@@ -45,6 +45,7 @@ class DsspPolicy final : public SyncPolicy {
     if (grant_ == Grant::kUnbounded) return std::nullopt;
     return s_ + r_max_ + (grant_ == Grant::kLiteral ? 1 : 0);
   }
+  bool lockstep() const override { return s_ == 0 && r_max_ == 0; }
   nlohmann::json facts() const override;
   const std::vector<ControllerDecision>* controller_decisions() const override { return &decisions_; }
   std::string bound_text() const override;

@@ -14,6 +14,7 @@
 #include "models/lstsq.hpp"
 #include "models/mf.hpp"
 #include "models/model.hpp"
+#include "sim/scenario/cluster_spec.hpp"
 #include "sim/scenario/spec.hpp"
 
 namespace stalesim {

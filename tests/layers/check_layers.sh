@@ -79,5 +79,30 @@ if [[ -n "$env_reads" ]]; then
   fail=1
 fi
 
+# 7. (issue 31) Policies and learning rules see nothing from models/ even transitively: the
+#    project headers reachable from sim/policies/ and sim/rules/ (but sim/rules/server_optimizer.*)
+#    through their includes hold nothing from models/ (sim/scenario/spec.hpp so stays free of it;
+#    the cluster's device profiles are sim/scenario/cluster_spec.hpp's).
+reach=()
+declare -A reached=()
+for f in sim/policies/* sim/rules/*; do
+  [[ $f == sim/rules/server_optimizer.* ]] || reach+=("$f")
+done
+while ((${#reach[@]})); do
+  f=${reach[0]}
+  reach=("${reach[@]:1}")
+  for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
+    [[ -f $inc && -z ${reached[$inc]-} ]] || continue
+    reached[$inc]=$f
+    reach+=("$inc")
+  done
+done
+for inc in "${!reached[@]}"; do
+  if [[ $inc == models/* ]]; then
+    echo "check_layers: a policy or rule sees $inc (included by ${reached[$inc]}, reached from sim/policies/ or sim/rules/)"
+    fail=1
+  fi
+done
+
 [[ $fail -eq 0 ]] && echo "check_layers: ok"
 exit $fail
