@@ -19,10 +19,7 @@
 
 namespace stalesim::detail {
 
-enum class WeightInit {
-  kHe,      // N(0, sqrt(2 / fan_in))
-  kGlorot,  // uniform(-sqrt(6 / (fan_in + fan_out)), +sqrt(6 / (fan_in + fan_out)))
-};
+using WeightInit = stalesim::WeightInit;  // models/model.hpp
 
 // Column-major Eigen views of the caller's parameters and gradient and of saved factors.
 using MatMap = Eigen::Map<Eigen::MatrixXf>;

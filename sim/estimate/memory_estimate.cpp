@@ -9,8 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "sim/estimate/estimate.hpp"
-
 namespace stalesim {
 namespace {
 
@@ -19,33 +17,8 @@ constexpr double kPerWorkerBookkeeping = 4096.0;
 // The process itself (the binary, its libraries, the allocator's arenas): the peak RSS of the golden
 // tiny run is 8.1 MiB on the reference machine (x86-64, glibc; /usr/bin/time -f %M).
 constexpr double kProcessBytes = 8.0 * 1024 * 1024;
-// Fashion-MNIST as Debian ships it: 60,000 + 10,000 images of 28 x 28 pixels.
-constexpr double kFashionTrain = 60000, kFashionTest = 10000, kFashionFeatures = 784, kFashionClasses = 10;
-
-// Floats of one deferred gradient of the dense classifier besides its batch indices: each layer's
-// delta and the hidden activations (DenseClassifier::deferred_floats).
-double deferred_floats(const Scenario& s, double classes) {
-  double rows = classes;
-  if (s.model.type == ModelType::kMlp)
-    for (int64_t h : s.model.hidden) rows += 2.0 * static_cast<double>(h);
-  return static_cast<double>(s.optimizer.batch_size) * rows;
-}
 
 }  // namespace
-
-bool defers_gradients(const Scenario& s, double factor_floats, double parameters) {
-  // Only pull mode reads a fresh version at every clock and computes the gradient when the push is
-  // applied; a rule that gates transfers or reads the parameters keeps the worker's copy.
-  const auto& rule = traits(s.optimizer.rule);
-  if (!s.policy.pulls_every_clock() || rule.gates_transfers || rule.reads_params ||
-      s.compute.timing == "measured" || s.compute.backend != "cpu")
-    return false;
-  const double n = s.cluster.worker_count();
-  double sharing = 1;  // workers that read one version
-  if (s.policy.lockstep()) sharing = n;
-  if (traits(s.policy.type).averages_pushes) sharing = std::floor(n / static_cast<double>(s.policy.n));
-  return factor_floats * std::max(sharing, 1.0) < parameters;
-}
 
 std::string format_bytes(double b) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -66,30 +39,21 @@ std::string MemoryEstimate::describe() const {
       format_bytes(gradient_bytes), parameters);
 }
 
-MemoryEstimate estimate_memory(const Scenario& s) {
+MemoryEstimate estimate_memory(const Scenario& s) { return estimate_memory(s, plan_run(s)); }
+
+MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan) {
   MemoryEstimate e;
   const double n = s.cluster.worker_count();
-  double features = 0, classes = 0, train = 0, test = 0;
-  if (s.data.dataset == "fashion-mnist") {
-    features = kFashionFeatures, classes = kFashionClasses, train = kFashionTrain, test = kFashionTest;
-    // Raw pixel and label bytes, held while the files are decoded.
-    e.dataset_bytes += (train + test) * (features + 1);
-  } else if (s.data.dataset == "blobs") {
-    features = static_cast<double>(s.data.blobs.features), classes = s.data.blobs.classes;
-    train = static_cast<double>(s.data.blobs.train), test = static_cast<double>(s.data.blobs.test);
-  } else if (s.data.dataset == "ratings") {  // (row, column) per entry, the rating as its label
-    features = 2, train = static_cast<double>(s.data.ratings.train),
-    test = static_cast<double>(s.data.ratings.test);
-  } else if (s.data.dataset == "corpus") {  // per document: its length, then its word ids
-    features = s.data.corpus.max_length + 1.0, train = s.data.corpus.documents;
-  } else if (s.data.dataset == "lstsq") {  // models/lstsq.hpp: 64 rows per coordinate, d test rows
-    features = 1, train = 64.0 * static_cast<double>(s.data.lstsq.dimension),
-    test = static_cast<double>(s.data.lstsq.dimension);
-  }
+  // The loaded samples (Fashion-MNIST: all of them, since data.train_samples truncates after
+  // loading) as float32 plus an int32 label, and the raw bytes held while files are decoded.
+  const auto& data = traits(s.data.dataset);
+  const double train = data.train_rows(s.data), test = data.test_rows(s.data);
+  const double features = data.stored_features(s.data);
+  e.dataset_bytes += (train + test) * data.raw_bytes_per_sample;
   e.dataset_bytes += (train + test) * (features * kFloat + 4.0);
   const bool math = traits(s.model.type).has_math;
   // The model's size from the one account of it (models/model.hpp model_size), as the run builds it.
-  const ModelSize size = scenario_model_size(s);
+  const ModelSize& size = plan.size;
   const double p = math ? size.parameters : 0.0;
   e.dataset_bytes += math ? size.state_bytes : 0.0;  // lda: per-token and per-document state
   e.parameters = p;
@@ -98,7 +62,7 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   const bool cached = s.policy.caches_params();
   const auto& policy = traits(s.policy.type);
   const auto& rule = traits(s.optimizer.rule);
-  const bool deferred = traits(s.model.type).dense && defers_gradients(s, deferred_floats(s, classes), p);
+  const bool deferred = plan.defers_gradients;
   e.deferred_gradients = deferred;
   // Deferred: the server's current version and the one a grant is reading.
   e.snapshot_bytes = (deferred ? 2 : cached ? 2 * n + 1 : n + 1) * vec;
@@ -109,9 +73,9 @@ MemoryEstimate estimate_memory(const Scenario& s) {
   double per_worker = cached ? 1 : 0;
   if (cached) per_worker += 1 + static_cast<double>(s.policy.staleness) + 1;
   per_worker += policy.worker_vectors + rule.worker_vectors;
-  e.worker_bytes = n * (per_worker * vec +
-                        (deferred ? deferred_floats(s, classes) * kFloat + s.optimizer.batch_size * 4.0 : 0) +
-                        kPerWorkerBookkeeping);
+  e.worker_bytes =
+      n * (per_worker * vec + (deferred ? plan.deferred_floats * kFloat + s.optimizer.batch_size * 4.0 : 0) +
+           kPerWorkerBookkeeping);
 
   double server = 1;  // the update buffer
   server += policy.server_vectors;

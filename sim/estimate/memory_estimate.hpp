@@ -10,8 +10,9 @@
 //   data.train_samples truncates after loading), plus the raw bytes held while reading;
 // - snapshots: parameter versions alive at once: one per worker plus the server's current one
 //   (DESIGN.md section 1), doubled in the cache modes (lazy SSP, ESSP) where a worker holds its
-//   cache and a version in flight; two in all where workers defer their gradients (defers_gradients
-//   below), since a worker then lets its version go once it has begun;
+//   cache and a version in flight; two in all where workers defer their gradients
+//   (RunPlan::defers_gradients, sim/plan/run_plan.hpp), since a worker then lets its version go
+//   once it has begun;
 // - workers' state: in the cache modes and VAP one gradient in flight per worker (pull mode
 //   computes it at apply time into the server's scratch; deferred: the batch indices, layer deltas
 //   and hidden activations, (classes + 2 x hidden) x batch floats); the cache modes add a local copy
@@ -29,6 +30,7 @@
 #include <optional>
 #include <string>
 
+#include "sim/plan/run_plan.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
@@ -50,17 +52,9 @@ struct MemoryEstimate {
   std::string describe() const;
 };
 
-MemoryEstimate estimate_memory(const Scenario& s);
-
-// Deferred gradients (Simulation; RunOptions::defer_gradients): whether this scenario's policy,
-// rule, backend and timing let a worker begin its gradient when its parameters are read and hold
-// the gradient's `factor_floats` floats instead of the `parameters` it read. The model must also
-// be able to split its gradient (Model::can_defer_gradient: the CPU mlp and softmax). Off where the
-// parameters read are needed later (lazy SSP, ESSP, VAP, B-FASGD, DC-ASGD, measured timing), and
-// where the factors of the workers that share one version outweigh that version: all of them
-// under BSP (and SSP or DSSP that reduce to it), floor(workers / n) under n-softsync, one
-// elsewhere. The simulation and the estimate both decide by this function.
-bool defers_gradients(const Scenario& s, double factor_floats, double parameters);
+// `plan`: plan_run(s) (sim/plan/run_plan.hpp), the plan the run follows.
+MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan);
+MemoryEstimate estimate_memory(const Scenario& s);  // with plan_run(s)
 
 // Bytes with binary units: "512 B", "3.4 KiB", "1.21 GiB".
 std::string format_bytes(double bytes);

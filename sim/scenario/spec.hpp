@@ -14,6 +14,7 @@
 
 #include "models/device_profile.hpp"
 #include "sim/algorithms.hpp"
+#include "sim/scenario/options.hpp"
 #include "sim/scenario/topology_spec.hpp"
 
 namespace stalesim {
@@ -41,7 +42,7 @@ struct OptimizerSpec {
   double gamma = 0.9;             // fasgd, bfasgd: decay of the moving averages of g and g^2
   double beta = 0.9;              // fasgd, bfasgd: decay of the moving average of sigma
   double epsilon = 1e-4;          // fasgd, bfasgd: added to the averaged sigma (paper variant)
-  std::string variant = "paper";  // fasgd, bfasgd: "paper" | "fred" (the FRED code's form)
+  FasgdVariant variant = FasgdVariant::kPaper;  // fasgd, bfasgd: paper | fred (the FRED code's form)
   double c_fetch = 0.01;          // bfasgd: fetch threshold c in 1 / (1 + c / (v + eps))
   double c_push = 0.01;           // bfasgd: push threshold
   double lambda = 2.0;            // dcasgd: lambda_0, the delay-compensation strength
@@ -54,7 +55,8 @@ struct PolicySpec {
   PolicyType type = PolicyType::kSsp;  // bsp | asp | ssp | essp | dssp | vap | softsync (sim/algorithms.hpp)
   int64_t staleness = 3;               // ssp, essp: s; dssp: the lower bound s_L. Resolved to 0 elsewhere.
   int64_t range = 12;                  // dssp: r_max, the most extra clocks the controller may grant
-  std::string dssp_grant = "bounded";  // dssp: "bounded" (gap <= s_L + r_max) | "literal" (+1) | "unbounded"
+  // dssp: bounded (gap <= s_L + r_max) | literal (+1) | unbounded
+  DsspGrant dssp_grant = DsspGrant::kBounded;
   CacheMode cache = CacheMode::kPullEveryIteration;  // ssp: pull-every-iteration | lazy (Bosen)
   double value_bound = 0.0;  // vap: v > 0, bound on the infinity norm of in-transit updates
   int64_t n = 1;             // softsync: the server applies the mean of every floor(workers / n)
@@ -87,7 +89,7 @@ struct NetworkSpec {
                                         // mean 1 with this log standard deviation; 0 = none
   double message_overhead_us = 0.0;     // per message and shard: time the server link is busy on
                                         // top of the bytes (request handling, serialization)
-  std::string topology = "star";        // "star" | "racks" | "graph" (sim/scenario/topology_spec.hpp)
+  TopologyKind topology = TopologyKind::kStar;  // star | racks | graph (sim/scenario/topology_spec.hpp)
   RacksSpec racks;                      // racks only
   GraphSpec graph;                      // graph only
   PlacementSpec placement;              // racks and graph
@@ -97,15 +99,14 @@ struct NetworkSpec {
 // Random variation of compute time (DESIGN.md section 3), a factor of mean 1 per iteration, drawn
 // from the worker's own stream (Purpose::kJitter), or replayed from a trace of iteration times.
 struct JitterSpec {
-  // "none" | "constant" | "normal" | "lognormal" | "exponential" | "gamma" | "trace"
-  std::string type = "lognormal";
+  JitterType type = JitterType::kLognormal;  // sim/scenario/options.hpp
   double sigma = 0.05;             // lognormal: standard deviation of the log, >= 0
   double cv = 0.1;                 // normal, gamma: coefficient of variation (stddev / mean), > 0
   double factor = 1.0;             // constant: the factor itself, > 0
   double shift = 0.0;              // exponential: factor = shift + Exp(mean 1 - shift), shift in [0, 1)
   std::string path;                // trace: text file of iteration times in ms (whitespace separated)
-  std::string scale = "absolute";  // trace: "absolute" (an iteration takes the drawn time) |
-                                   // "relative" (the modelled time x drawn time / trace mean)
+  TraceScale scale = TraceScale::kAbsolute;  // trace: absolute (an iteration takes the drawn time) |
+                                             // relative (the modelled time x drawn time / trace mean)
   bool operator==(const JitterSpec&) const = default;
 };
 
@@ -115,7 +116,7 @@ struct WorkerGroup {
   std::optional<DeviceProfile> device;  // a profile file's figures, read when the scenario is
                                         // loaded (and kept in the manifest); unset for a built-in
   int32_t count = 1;                    // >= 1
-  std::string precision = "fp32";       // "fp32" | "fp16" | "bf16": which peak of the profile
+  Precision precision = Precision::kFp32;  // fp32 | fp16 | bf16: which peak of the profile
   std::optional<double> iteration_ms;   // explicit time of one iteration before jitter; unset =
                                         // batch FLOPs / (peak x efficiency) + overhead
   std::optional<JitterSpec> jitter;     // this group's jitter; unset = cluster.jitter
@@ -137,7 +138,7 @@ std::optional<std::string> profile_file_path(const std::string& value, const std
 // One entry of the cluster's schedule (DESIGN.md section 3: stragglers, pauses, failures).
 // Applies to the listed workers, or to every worker of `group`.
 struct ScheduleEvent {
-  std::string kind = "slow";      // "slow" | "pause" | "crash" | "drift"
+  ScheduleKind kind = ScheduleKind::kSlow;  // slow | pause | crash | drift
   std::vector<int64_t> workers;   // worker ids (groups numbered in order, from 0)
   std::optional<int64_t> group;   // or a whole group (index into cluster.workers)
   double at_s = 0.0;              // virtual time the event starts
@@ -161,7 +162,7 @@ struct ClusterSpec {
   std::vector<ScheduleEvent> schedule;
   // What synchronous policies do about a crashed worker: "wait" for it to rejoin, or "drop" it
   // from the slowest-clock computation until it rejoins (at the then minimum clock).
-  std::string on_crash = "wait";
+  OnCrash on_crash = OnCrash::kWait;
   int32_t worker_count() const {
     int32_t n = 0;
     for (const auto& g : workers) n += g.count;
@@ -172,9 +173,9 @@ struct ClusterSpec {
 
 // Where the math runs and what times it (issue 12).
 struct ComputeSpec {
-  std::string backend = "cpu";      // "cpu" (Eigen) | "cuda" (cuBLAS on the local GPU; softmax, mlp)
-  std::string timing = "modelled";  // "modelled" (device profiles) | "measured" (the GPU time of the
-                                    // latest gradient, every worker; needs "cuda"; not bit-reproducible)
+  Backend backend = Backend::kCpu;    // cpu (Eigen) | cuda (cuBLAS on the local GPU; softmax, mlp, cnn)
+  Timing timing = Timing::kModelled;  // modelled (device profiles) | measured (the GPU time of the
+                                      // latest gradient, every worker; needs cuda; not bit-reproducible)
   bool operator==(const ComputeSpec&) const = default;
 };
 

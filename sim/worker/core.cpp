@@ -11,8 +11,6 @@
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
 #include "models/partition.hpp"
-#include "sim/estimate/estimate.hpp"
-#include "sim/estimate/memory_estimate.hpp"
 #include "sim/worker/protocol.hpp"
 #include "sim/workloads.hpp"
 
@@ -22,16 +20,18 @@ namespace {
 
 std::unique_ptr<Model> build_model(const Scenario& s, const DataSplit& d) {
   const bool wants_data = traits(s.model.type).has_math;
-  return is_workload_model(s.model.type) ? make_workload_model(s, d)
-                                         : make_model(s.model, wants_data ? d.train.features : 0,
-                                                      wants_data ? d.train.classes : 0, s.compute.backend);
+  return is_workload_model(s.model.type)
+             ? make_workload_model(s, d)
+             : make_model(s.model, wants_data ? d.train.features : 0, wants_data ? d.train.classes : 0,
+                          s.compute.backend == Backend::kCuda);
 }
 
 }  // namespace
 
-WorkerCore::WorkerCore(const Scenario& s, const DataSplit& d)
+WorkerCore::WorkerCore(const Scenario& s, const DataSplit& d, const RunPlan& p)
     : sc(s),
       data(d),
+      plan(p),
       model(build_model(s, d)),
       clocks(s.cluster.worker_count()),
       schedule(s.cluster),
@@ -45,11 +45,11 @@ WorkerCore::WorkerCore(const Scenario& s, const DataSplit& d)
   gate = opt->rule().transfer_gate();
   store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
   message_bytes = model->wire_bytes();
-  // The estimates made before a run (memory, sim/estimate/) size the model by model_size; the run
-  // holds them to the model it built, so the two accounts cannot drift apart unnoticed.
-  if (const ModelSize z = scenario_model_size(s);
-      z.parameters != static_cast<double>(model->parameter_count()) ||
-      z.wire_bytes != static_cast<double>(message_bytes))
+  // The plan (and with it the estimates made before a run, sim/estimate/) sizes the model by
+  // model_size; the run holds it to the model it built, so the two accounts cannot drift apart
+  // unnoticed.
+  if (const ModelSize& z = plan.size; z.parameters != static_cast<double>(model->parameter_count()) ||
+                                      z.wire_bytes != static_cast<double>(message_bytes))
     throw std::logic_error(
         fmt::format("model_size says {} parameters ({} wire bytes), the {} model has {} ({})", z.parameters,
                     z.wire_bytes, to_string(s.model.type), model->parameter_count(), message_bytes));
@@ -61,10 +61,12 @@ void WorkerCore::init_math(const Scenario& s, const DataSplit& d) {
   Rng init_rng(s.seed, Purpose::kInit, 0);
   model->init(store->write(), init_rng);
   grad.resize(static_cast<size_t>(model->parameter_count()));
-  compute.set_measured(s.compute.timing == "measured");
-  defer = model->can_defer_gradient() && !opt->rule().needs_read_params() &&
-          defers_gradients(s, static_cast<double>(model->deferred_floats(s.optimizer.batch_size)),
-                           static_cast<double>(model->parameter_count()));
+  compute.set_measured(s.compute.timing == Timing::kMeasured);
+  defer = model->can_defer_gradient() && !opt->rule().needs_read_params() && plan.defers_gradients;
+  if (defer && static_cast<double>(model->deferred_floats(s.optimizer.batch_size)) != plan.deferred_floats)
+    throw std::logic_error(fmt::format("the run plan counts {} deferred floats, the {} model {}",
+                                       plan.deferred_floats, to_string(s.model.type),
+                                       model->deferred_floats(s.optimizer.batch_size)));
   if (compute.measured()) {  // warm-up, and the time of the first iterations: a batch of the first samples
     std::vector<int32_t> probe(
         static_cast<size_t>(std::min<int64_t>(s.optimizer.batch_size, d.train.size())));
@@ -75,15 +77,15 @@ void WorkerCore::init_math(const Scenario& s, const DataSplit& d) {
 
 void WorkerCore::init_workers(const Scenario& s, const DataSplit& d) {
   const int32_t n = s.cluster.worker_count();
-  const bool shared_data = s.data.partition == "shared";
+  const bool shared_data = s.data.partition == Partition::kShared;
   std::vector<std::vector<int32_t>> shards;
-  if (math && s.data.partition == "label-skew") {
+  if (math && s.data.partition == Partition::kLabelSkew) {
     shards = shard_label_skew(d.train.y, d.train.classes, n, s.data.alpha, s.seed);
   } else if (math && !shared_data) {
     shards = shard_iid(d.train.size(), n, s.seed);
   }
   double flops_per_sample = model->flops_per_sample();
-  if (const auto cost = find_cost_architecture(s.model.cost)) {  // time and size as `cost`
+  if (const auto& cost = plan.cost) {  // time and size as `cost`
     flops_per_sample = cost->training_flops();
     message_bytes = static_cast<int64_t>(std::llround(cost->parameters * 4.0));
   }
@@ -251,12 +253,12 @@ void WorkerCore::release_waiting() {
 }
 
 int64_t WorkerCore::push_bytes_for(std::span<const int32_t> batch) {
-  if (!math || sc.model.cost != "derived") return message_bytes;
+  if (!math || plan.cost) return message_bytes;
   return model->update_bytes(data.train, batch);
 }
 
 int64_t WorkerCore::next_push_bytes(Worker& w) {
-  if (!math || sc.model.cost != "derived") return message_bytes;
+  if (!math || plan.cost) return message_bytes;
   return push_bytes_for(w.sampler->peek(sc.optimizer.batch_size));
 }
 

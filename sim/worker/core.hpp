@@ -13,16 +13,17 @@
 
 #include "models/dataset.hpp"
 #include "models/model.hpp"
-#include "sim/worker/changed_rows.hpp"
-#include "sim/worker/cluster_schedule.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/gradient_pool.hpp"
 #include "sim/output/observer.hpp"
-#include "sim/param_store.hpp"
-#include "sim/policies/sync_policy.hpp"
 #include "sim/output/recorder.hpp"
+#include "sim/param_store.hpp"
+#include "sim/plan/run_plan.hpp"
+#include "sim/policies/sync_policy.hpp"
 #include "sim/rules/server_optimizer.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/worker/changed_rows.hpp"
+#include "sim/worker/cluster_schedule.hpp"
 #include "sim/worker/compute_time.hpp"
 #include "sim/worker/network.hpp"
 #include "sim/worker/worker.hpp"
@@ -33,11 +34,13 @@ class WorkerProtocol;
 
 struct WorkerCore {
   // Builds the model, the server (store, optimizer), the network, the compute model and the
-  // workers. The policy is the protocol's to set (make_protocol, sim/worker/protocol.hpp).
-  WorkerCore(const Scenario& s, const DataSplit& d);
+  // workers, as `plan` says (plan_run(s), sim/plan/run_plan.hpp). The policy is the protocol's
+  // to set (make_protocol, sim/worker/protocol.hpp).
+  WorkerCore(const Scenario& s, const DataSplit& d, const RunPlan& plan);
 
   const Scenario& sc;
   const DataSplit& data;
+  const RunPlan plan;
   Engine engine;
   std::unique_ptr<Model> model;
   std::unique_ptr<SyncPolicy> policy;

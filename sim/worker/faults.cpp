@@ -33,7 +33,7 @@ void on_crash(WorkerCore& c, Worker& w) {
   if (const auto it = std::find(c.waiting.begin(), c.waiting.end(), w.id); it != c.waiting.end())
     c.waiting.erase(it);
   const bool alone = c.down_count == c.clocks.workers();
-  if (c.sc.cluster.on_crash == "drop" && !alone && c.clocks.drop(w.id)) c.release_waiting();
+  if (c.sc.cluster.on_crash == OnCrash::kDrop && !alone && c.clocks.drop(w.id)) c.release_waiting();
   if (c.all_blocked()) c.deadlock();
 }
 
