@@ -5,34 +5,16 @@
 #include <stdexcept>
 
 #include "sim/engine/engine.hpp"
-#include "sim/estimate/estimate.hpp"
 #include "sim/evaluation.hpp"
 #include "sim/output/csv_observers.hpp"
+#include "sim/plan/run_plan.hpp"
 #include "sim/worker/core.hpp"
 #include "sim/worker/protocol.hpp"
 #include "sim/workloads.hpp"
 
 namespace stalesim {
 
-DataSplit load_data(const Scenario& s) {
-  DataSplit d;
-  if (s.data.dataset == "fashion-mnist") {
-    d = load_fashion_mnist(s.data.path);
-  } else if (s.data.dataset == "blobs") {
-    d = make_blobs(s.data.blobs, s.seed);
-  } else if (s.data.dataset == "ratings" || s.data.dataset == "corpus" || s.data.dataset == "lstsq") {
-    d = make_workload_data(s);
-  } else {
-    return d;  // "none": the time-only model
-  }
-  truncate_dataset(d.train, s.data.train_samples);
-  if (s.data.validation_samples > 0 && s.data.validation_samples >= d.train.size())
-    throw ScenarioError(
-        fmt::format("/data/validation_samples: {} must leave a training sample (there are {})",
-                    s.data.validation_samples, d.train.size()));
-  if (s.data.validation_samples > 0) hold_out_validation(d, s.data.validation_samples);
-  return d;
-}
+DataSplit load_data(const Scenario& s) { return make_data(s.data, s.seed); }
 
 // The run: the worker core (sim/worker/core.hpp) and the run's worker protocol, driven event by
 // event; evaluation points, progress, interruption and the end of the run.
@@ -48,7 +30,7 @@ struct Simulation::Impl {
   // before them.
   std::unique_ptr<Evaluations> evals;
 
-  Impl(const Scenario& s, const DataSplit& d) : core(s, d), protocol(make_protocol(core)) {
+  Impl(const Scenario& s, const DataSplit& d) : core(s, d, plan_run(s)), protocol(make_protocol(core)) {
     if (core.math()) {
       const int64_t m =
           s.eval.test_samples > 0 ? std::min(s.eval.test_samples, d.test.size()) : d.test.size();

@@ -58,7 +58,7 @@ struct GradientTiming {
 // worker 0's shard, one thread (as a real run's ranks compute).
 GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup) {
   const DataSplit data = load_data(s);
-  WorkerCore core(s, data);
+  WorkerCore core(s, data, plan_run(s));
   Worker& w = core.worker(0);
   const auto params = core.store().peek();
   std::vector<float> grad(core.gradient_size());
@@ -117,9 +117,9 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   if (!model_traits.has_math)
     throw ScenarioError(fmt::format("{}: /model/type: \"{}\" has no math: there is no gradient to time",
                                     c.origin, to_string(c.scenario.model.type)));
-  if (c.scenario.compute.backend != "cpu")
+  if (c.scenario.compute.backend != Backend::kCpu)
     throw ScenarioError(fmt::format("{}: /compute/backend: \"{}\": calibrate --cpu times the CPU backend",
-                                    c.origin, c.scenario.compute.backend));
+                                    c.origin, enum_name(c.scenario.compute.backend)));
   if (!mpi_built())
     throw ScenarioError(
         "calibrate --cpu needs MPI for its network probe, and this stalesim was built without it");

@@ -186,9 +186,8 @@ class CacheWorker {
       const int64_t target = c_.compute_time(w_, SimTime::from_ns(t)).ns();
       p.padding_ns = std::max<int64_t>(0, target - p.compute_ns);
       end = std::max(done, t + target);
-      const int64_t bytes = c_.scenario().model.cost != "derived"
-                                ? c_.message_bytes()
-                                : static_cast<int64_t>(grad_.size() * sizeof(float));
+      const int64_t bytes =
+          c_.plan().cost ? c_.message_bytes() : static_cast<int64_t>(grad_.size() * sizeof(float));
       p.sent_at_ns = std::max(end, link_free_);
       link_free_ = p.sent_at_ns + c_.worker_link(w_, bytes).ns();
       sleep_ns(end - done);

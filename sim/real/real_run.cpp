@@ -38,16 +38,16 @@ std::string real_refusal(const Scenario& s, bool emulated) {
              "those are the worker's own copy, which the real mode does not send back: use a "
              "pull-every-iteration policy";
   }
-  if (s.cluster.network.topology != "star")
+  if (s.cluster.network.topology != TopologyKind::kStar)
     return "/cluster/network/topology: the real mode emulates the star network only (each worker's link "
            "and the server's FIFO link); racks and graphs are simulated, not emulated";
   if (s.cluster.order == Order::kUniform)
     return "/cluster/order: \"uniform\" is a simulated update order with no transfers; a real run has real "
            "ones";
-  if (s.compute.backend != "cpu")
+  if (s.compute.backend != Backend::kCpu)
     return fmt::format("/compute/backend: \"{}\": the real mode computes gradients on the CPU",
-                       s.compute.backend);
-  if (s.compute.timing == "measured")
+                       enum_name(s.compute.backend));
+  if (s.compute.timing == Timing::kMeasured)
     return "/compute/timing: \"measured\" is the simulator's GPU timing; for a real run without padding use "
            "'stalesim real --timing measured'";
   if (!traits(s.model.type).has_math)
@@ -139,7 +139,7 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
                     real_ranks(s), real_ranks(s) - 1, mpi.size(), real_ranks(s)));
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   const DataSplit data = load_data(s);
-  WorkerCore core(s, data);
+  WorkerCore core(s, data, plan_run(s));
   // Rank 0 checks its output folder; every rank learns the verdict before anything runs.
   int ok = 1;
   std::string refusal;

@@ -120,9 +120,8 @@ bool RealServer::receive_pushes(bool stopping) {
     Worker& wk = c_.worker(static_cast<size_t>(w));
     // Its size on the emulated wire: the scenario's (a cost architecture sizes every message;
     // else the model's), which the real bytes equal for a dense model.
-    const int64_t bytes = c_.scenario().model.cost != "derived"
-                              ? c_.message_bytes()
-                              : static_cast<int64_t>(buf.size() - sizeof(PushHeader));
+    const int64_t bytes =
+        c_.plan().cost ? c_.message_bytes() : static_cast<int64_t>(buf.size() - sizeof(PushHeader));
     c_.count_push(bytes);
     if (cache_) {
       ++s.received;

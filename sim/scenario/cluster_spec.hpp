@@ -26,7 +26,7 @@ struct NetworkSpec {
                                         // mean 1 with this log standard deviation; 0 = none
   double message_overhead_us = 0.0;     // per message and shard: time the server link is busy on
                                         // top of the bytes (request handling, serialization)
-  std::string topology = "star";        // "star" | "racks" | "graph" (sim/scenario/topology_spec.hpp)
+  TopologyKind topology = TopologyKind::kStar;  // star | racks | graph (sim/scenario/topology_spec.hpp)
   RacksSpec racks;                      // racks only
   GraphSpec graph;                      // graph only
   PlacementSpec placement;              // racks and graph
@@ -36,14 +36,13 @@ struct NetworkSpec {
 // Random variation of compute time (DESIGN.md section 3), a factor of mean 1 per iteration, drawn
 // from the worker's own stream (Purpose::kJitter), or replayed from a trace of iteration times.
 struct JitterSpec {
-  // "none" | "constant" | "normal" | "lognormal" | "exponential" | "gamma" | "trace"
-  std::string type = "lognormal";
+  JitterType type = JitterType::kLognormal;  // sim/scenario/options.hpp
   double sigma = 0.05;             // lognormal: standard deviation of the log, >= 0
   double cv = 0.1;                 // normal, gamma: coefficient of variation (stddev / mean), > 0
   double factor = 1.0;             // constant: the factor itself, > 0
   double shift = 0.0;              // exponential: factor = shift + Exp(mean 1 - shift), shift in [0, 1)
   std::string path;                // trace: text file of iteration times in ms (whitespace separated)
-  std::string scale = "absolute";  // trace: "absolute" (an iteration takes the drawn time) |
+  TraceScale scale = TraceScale::kAbsolute;  // trace: absolute (an iteration takes the drawn time) |
                                    // "relative" (the modelled time x drawn time / trace mean)
   bool operator==(const JitterSpec&) const = default;
 };
@@ -54,7 +53,7 @@ struct WorkerGroup {
   std::optional<DeviceProfile> device;  // a profile file's figures, read when the scenario is
                                         // loaded (and kept in the manifest); unset for a built-in
   int32_t count = 1;                    // >= 1
-  std::string precision = "fp32";       // "fp32" | "fp16" | "bf16": which peak of the profile
+  Precision precision = Precision::kFp32;  // fp32 | fp16 | bf16: which peak of the profile
   std::optional<double> iteration_ms;   // explicit time of one iteration before jitter; unset =
                                         // batch FLOPs / (peak x efficiency) + overhead
   std::optional<JitterSpec> jitter;     // this group's jitter; unset = cluster.jitter
@@ -78,7 +77,7 @@ std::optional<std::string> profile_file_path(const std::string& value, const std
 // One entry of the cluster's schedule (DESIGN.md section 3: stragglers, pauses, failures).
 // Applies to the listed workers, or to every worker of `group`.
 struct ScheduleEvent {
-  std::string kind = "slow";      // "slow" | "pause" | "crash" | "drift"
+  ScheduleKind kind = ScheduleKind::kSlow;  // slow | pause | crash | drift
   std::vector<int64_t> workers;   // worker ids (groups numbered in order, from 0)
   std::optional<int64_t> group;   // or a whole group (index into cluster.workers)
   double at_s = 0.0;              // virtual time the event starts
@@ -102,7 +101,7 @@ struct ClusterSpec {
   std::vector<ScheduleEvent> schedule;
   // What synchronous policies do about a crashed worker: "wait" for it to rejoin, or "drop" it
   // from the slowest-clock computation until it rejoins (at the then minimum clock).
-  std::string on_crash = "wait";
+  OnCrash on_crash = OnCrash::kWait;
   int32_t worker_count() const {
     int32_t n = 0;
     for (const auto& g : workers) n += g.count;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sim/algorithms.hpp"
+#include "sim/scenario/options.hpp"
 
 namespace stalesim {
 
@@ -41,7 +42,7 @@ struct OptimizerSpec {
   double gamma = 0.9;             // fasgd, bfasgd: decay of the moving averages of g and g^2
   double beta = 0.9;              // fasgd, bfasgd: decay of the moving average of sigma
   double epsilon = 1e-4;          // fasgd, bfasgd: added to the averaged sigma (paper variant)
-  std::string variant = "paper";  // fasgd, bfasgd: "paper" | "fred" (the FRED code's form)
+  FasgdVariant variant = FasgdVariant::kPaper;  // fasgd, bfasgd: paper | fred (the FRED code's form)
   double c_fetch = 0.01;          // bfasgd: fetch threshold c in 1 / (1 + c / (v + eps))
   double c_push = 0.01;           // bfasgd: push threshold
   double lambda = 2.0;            // dcasgd: lambda_0, the delay-compensation strength
@@ -54,7 +55,8 @@ struct PolicySpec {
   PolicyType type = PolicyType::kSsp;  // bsp | asp | ssp | essp | dssp | vap | softsync (sim/algorithms.hpp)
   int64_t staleness = 3;               // ssp, essp: s; dssp: the lower bound s_L. Resolved to 0 elsewhere.
   int64_t range = 12;                  // dssp: r_max, the most extra clocks the controller may grant
-  std::string dssp_grant = "bounded";  // dssp: "bounded" (gap <= s_L + r_max) | "literal" (+1) | "unbounded"
+  // dssp: bounded (gap <= s_L + r_max) | literal (+1) | unbounded
+  DsspGrant dssp_grant = DsspGrant::kBounded;
   CacheMode cache = CacheMode::kPullEveryIteration;  // ssp: pull-every-iteration | lazy (Bosen)
   double value_bound = 0.0;  // vap: v > 0, bound on the infinity norm of in-transit updates
   int64_t n = 1;             // softsync: the server applies the mean of every floor(workers / n)
@@ -80,9 +82,9 @@ struct PolicySpec {
 
 // Where the math runs and what times it (issue 12).
 struct ComputeSpec {
-  std::string backend = "cpu";      // "cpu" (Eigen) | "cuda" (cuBLAS on the local GPU; softmax, mlp)
-  std::string timing = "modelled";  // "modelled" (device profiles) | "measured" (the GPU time of the
-                                    // latest gradient, every worker; needs "cuda"; not bit-reproducible)
+  Backend backend = Backend::kCpu;    // cpu (Eigen) | cuda (cuBLAS on the local GPU; softmax, mlp, cnn)
+  Timing timing = Timing::kModelled;  // modelled (device profiles) | measured (the GPU time of the
+                                      // latest gradient, every worker; needs cuda; not bit-reproducible)
   bool operator==(const ComputeSpec&) const = default;
 };
 

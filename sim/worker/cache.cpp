@@ -21,7 +21,7 @@ class CacheProtocol final : public WorkerProtocol {
         eager_(c.policy().cache_mode() == CacheMode::kEager),
         state_(c.workers().size()) {
     const Model& m = c.model();
-    if (c.math() && c.scenario().model.cost == "derived" && m.row_count() > 0) {
+    if (c.math() && !c.plan().cost && m.row_count() > 0) {
       std::vector<int64_t> row_bytes(static_cast<size_t>(m.row_count()));
       for (size_t r = 0; r < row_bytes.size(); ++r) row_bytes[r] = m.row_bytes(static_cast<int32_t>(r));
       changed_rows_ = ChangedRows(std::move(row_bytes), c.clocks().workers());

@@ -12,8 +12,6 @@
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
 #include "models/partition.hpp"
-#include "sim/estimate/estimate.hpp"
-#include "sim/estimate/memory_estimate.hpp"
 #include "sim/worker/protocol.hpp"
 #include "sim/workloads.hpp"
 
@@ -23,16 +21,18 @@ namespace {
 
 std::unique_ptr<Model> build_model(const Scenario& s, const DataSplit& d) {
   const bool wants_data = traits(s.model.type).has_math;
-  return is_workload_model(s.model.type) ? make_workload_model(s, d)
-                                         : make_model(s.model, wants_data ? d.train.features : 0,
-                                                      wants_data ? d.train.classes : 0, s.compute.backend);
+  return is_workload_model(s.model.type)
+             ? make_workload_model(s, d)
+             : make_model(s.model, wants_data ? d.train.features : 0, wants_data ? d.train.classes : 0,
+                          s.compute.backend == Backend::kCuda);
 }
 
 }  // namespace
 
-WorkerCore::WorkerCore(const Scenario& s, const DataSplit& d)
+WorkerCore::WorkerCore(const Scenario& s, const DataSplit& d, const RunPlan& p)
     : sc_(s),
       data_(d),
+      plan_(p),
       model_(build_model(s, d)),
       policy_(make_policy(s.policy, s.cluster.worker_count())),
       clocks_(s.cluster.worker_count()),
@@ -46,11 +46,11 @@ WorkerCore::WorkerCore(const Scenario& s, const DataSplit& d)
   result_.metric_name = model_->metric_name();
   store_ = std::make_unique<ParamStore>(math_ ? model_->parameter_count() : 0);
   message_bytes_ = model_->wire_bytes();
-  // The estimates made before a run (memory, sim/estimate/) size the model by model_size; the run
-  // holds them to the model it built, so the two accounts cannot drift apart unnoticed.
-  if (const ModelSize z = scenario_model_size(s);
-      z.parameters != static_cast<double>(model_->parameter_count()) ||
-      z.wire_bytes != static_cast<double>(message_bytes_))
+  // The plan (and with it the estimates made before a run, sim/estimate/) sizes the model by
+  // model_size; the run holds it to the model it built, so the two accounts cannot drift apart
+  // unnoticed.
+  if (const ModelSize& z = plan_.size; z.parameters != static_cast<double>(model_->parameter_count()) ||
+                                       z.wire_bytes != static_cast<double>(message_bytes_))
     throw std::logic_error(
         fmt::format("model_size says {} parameters ({} wire bytes), the {} model has {} ({})", z.parameters,
                     z.wire_bytes, to_string(s.model.type), model_->parameter_count(), message_bytes_));
@@ -62,10 +62,12 @@ void WorkerCore::init_math(const Scenario& s, const DataSplit& d) {
   Rng init_rng(s.seed, Purpose::kInit, 0);
   model_->init(store_->write(), init_rng);
   grad_.resize(static_cast<size_t>(model_->parameter_count()));
-  compute_.set_measured(s.compute.timing == "measured");
-  defer_ = model_->can_defer_gradient() && !opt_->rule().needs_read_params() &&
-           defers_gradients(s, static_cast<double>(model_->deferred_floats(s.optimizer.batch_size)),
-                            static_cast<double>(model_->parameter_count()));
+  compute_.set_measured(s.compute.timing == Timing::kMeasured);
+  defer_ = model_->can_defer_gradient() && !opt_->rule().needs_read_params() && plan_.defers_gradients;
+  if (defer_ && static_cast<double>(model_->deferred_floats(s.optimizer.batch_size)) != plan_.deferred_floats)
+    throw std::logic_error(fmt::format("the run plan counts {} deferred floats, the {} model {}",
+                                       plan_.deferred_floats, to_string(s.model.type),
+                                       model_->deferred_floats(s.optimizer.batch_size)));
   if (compute_.measured()) {  // warm-up, and the time of the first iterations: a batch of the first samples
     std::vector<int32_t> probe(
         static_cast<size_t>(std::min<int64_t>(s.optimizer.batch_size, d.train.size())));
@@ -76,15 +78,15 @@ void WorkerCore::init_math(const Scenario& s, const DataSplit& d) {
 
 void WorkerCore::init_workers(const Scenario& s, const DataSplit& d) {
   const int32_t n = s.cluster.worker_count();
-  const bool shared_data = s.data.partition == "shared";
+  const bool shared_data = s.data.partition == Partition::kShared;
   std::vector<std::vector<int32_t>> shards;
-  if (math_ && s.data.partition == "label-skew") {
+  if (math_ && s.data.partition == Partition::kLabelSkew) {
     shards = shard_label_skew(d.train.y, d.train.classes, n, s.data.alpha, s.seed);
   } else if (math_ && !shared_data) {
     shards = shard_iid(d.train.size(), n, s.seed);
   }
   double flops_per_sample = model_->flops_per_sample();
-  if (const auto cost = find_cost_architecture(s.model.cost)) {  // time and size as `cost`
+  if (const auto& cost = plan_.cost) {  // time and size as `cost`
     flops_per_sample = cost->training_flops();
     message_bytes_ = static_cast<int64_t>(std::llround(cost->parameters * 4.0));
   }
@@ -129,7 +131,7 @@ void WorkerCore::set_run_options(std::optional<int64_t> refuse_from_clock, bool 
 
 GradientPool* WorkerCore::start_pool(int threads, bool allowed) {
   if (threads < 1) throw std::invalid_argument(fmt::format("threads: expected >= 1, got {}", threads));
-  if (threads == 1 || !math_ || !allowed || compute_.measured() || sc_.compute.backend != "cpu")
+  if (threads == 1 || !math_ || !allowed || compute_.measured() || sc_.compute.backend != Backend::kCpu)
     return nullptr;
   std::vector<std::unique_ptr<Model>> helpers;
   for (int i = 1; i < threads; ++i) {
@@ -267,12 +269,12 @@ void WorkerCore::release_waiting() {
 }
 
 int64_t WorkerCore::push_bytes_for(std::span<const int32_t> batch) {
-  if (!math_ || sc_.model.cost != "derived") return message_bytes_;
+  if (!math_ || plan_.cost) return message_bytes_;
   return model_->update_bytes(data_.train, batch);
 }
 
 int64_t WorkerCore::next_push_bytes(Worker& w) {
-  if (!math_ || sc_.model.cost != "derived") return message_bytes_;
+  if (!math_ || plan_.cost) return message_bytes_;
   return push_bytes_for(w.sampler->peek(sc_.optimizer.batch_size));
 }
 

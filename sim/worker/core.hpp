@@ -25,6 +25,7 @@
 #include "sim/output/observer.hpp"
 #include "sim/output/run_result.hpp"
 #include "sim/param_store.hpp"
+#include "sim/plan/run_plan.hpp"
 #include "sim/policies/sync_policy.hpp"
 #include "sim/rules/server_optimizer.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -53,12 +54,14 @@ class DirectDelivery {
 class WorkerCore {
  public:
   // Builds the model, the server (store, optimizer), the policy (make_policy, its one factory),
-  // the network, the compute model and the workers.
-  WorkerCore(const Scenario& s, const DataSplit& d);
+  // the network, the compute model and the workers, as `plan` says (plan_run(s),
+  // sim/plan/run_plan.hpp).
+  WorkerCore(const Scenario& s, const DataSplit& d, const RunPlan& plan);
 
   // ---- What the run is made of ----
   const Scenario& scenario() const { return sc_; }
   const DataSplit& data() const { return data_; }
+  const RunPlan& plan() const { return plan_; }  // what the scenario implies about how it runs
   Engine& engine() { return engine_; }
   Model& model() { return *model_; }
   SyncPolicy& policy() { return *policy_; }
@@ -233,6 +236,7 @@ class WorkerCore {
 
   const Scenario& sc_;
   const DataSplit& data_;
+  const RunPlan plan_;
   Engine engine_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<SyncPolicy> policy_;
@@ -251,7 +255,7 @@ class WorkerCore {
   // begins its gradient when the server reads the parameters for it and holds the factors, not
   // the parameters, until its push is applied. Same gradients; memory grows with live versions
   // only (under ASP every worker would otherwise hold a different version). Where it applies:
-  // defers_gradients (sim/estimate/memory_estimate.hpp). By worker id: the factors (sized when
+  // RunPlan::defers_gradients (sim/plan/run_plan.hpp). By worker id: the factors (sized when
   // defer_ is set at construction).
   bool defer_ = false;
   std::vector<DeferredGradient> pending_;

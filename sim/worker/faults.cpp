@@ -33,7 +33,7 @@ bool WorkerCore::crash(Worker& w) {
   if (const auto it = std::find(waiting_.begin(), waiting_.end(), w.id); it != waiting_.end())
     waiting_.erase(it);
   const bool alone = down_count_ == clocks_.workers();
-  if (sc_.cluster.on_crash == "drop" && !alone && clocks_.drop(w.id)) release_waiting();
+  if (sc_.cluster.on_crash == OnCrash::kDrop && !alone && clocks_.drop(w.id)) release_waiting();
   if (all_blocked()) deadlock();
   return true;
 }
