@@ -236,10 +236,7 @@ TEST_CASE("each dataset's traits row gives the shape and the rows its generator 
     const DataSplit d = row.make(spec, 7);
     CHECK(row.train_rows(spec) == static_cast<double>(d.train.size()));
     CHECK(row.test_rows(spec) == static_cast<double>(d.test.size()));
-    // ratings: the row counts (row, column) and the generator also stores the rating in x (3 floats);
-    // the memory estimate's figure is kept until the lead decides to change `validate`'s output.
-    CHECK(row.stored_features(spec) + (t == DatasetType::kRatings ? 1.0 : 0.0) ==
-          static_cast<double>(d.train.features));
+    CHECK(row.stored_features(spec) == static_cast<double>(d.train.features));
     CHECK(make_data(spec, 7).train.size() == d.train.size());
   }
   spec.dataset = DatasetType::kBlobs;
