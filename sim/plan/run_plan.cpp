@@ -6,9 +6,8 @@
 namespace stalesim {
 namespace {
 
-// Every worker reads the same version each clock: the one place the plan decides it. It reads the
-// policy spec (PolicySpec::lockstep: bsp, ssp(0), dssp(0, 0)) until the policies answer it
-// themselves (issue 31 point 4: SyncPolicy::lockstep), which this should then ask.
+// Every worker reads the same version each clock: the policy's answer (SyncPolicy::lockstep, asked
+// through PolicySpec::lockstep, sim/policies/sync_policy.cpp); no list of policies here.
 bool lockstep_of(const Scenario& s) { return s.policy.lockstep(); }
 
 }  // namespace
