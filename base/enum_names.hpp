@@ -34,6 +34,14 @@ constexpr std::optional<E> enum_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+// Defines `std::span<const EnumName<E>> enum_names(E)` in a header, over the {value, "name"} pairs
+// listed after E in documentation order: STALESIM_ENUM_NAMES(Timing, {Timing::kModelled, "modelled"}, ...).
+#define STALESIM_ENUM_NAMES(E, ...)                        \
+  inline std::span<const EnumName<E>> enum_names(E) {      \
+    static constexpr EnumName<E> kNames[] = {__VA_ARGS__}; \
+    return kNames;                                         \
+  }
+
 // Every name, in documentation order (a field's allowed values).
 template <class E>
 std::vector<std::string> enum_name_list() {

@@ -22,10 +22,7 @@ namespace stalesim::detail {
 // The dense classifiers' evaluation chunk (DenseClassifier; model_scratch_bytes).
 inline constexpr int64_t kDenseEvalChunk = 1000;
 
-enum class WeightInit {
-  kHe,      // N(0, sqrt(2 / fan_in))
-  kGlorot,  // uniform(-sqrt(6 / (fan_in + fan_out)), +sqrt(6 / (fan_in + fan_out)))
-};
+using WeightInit = stalesim::WeightInit;  // models/model.hpp
 
 // Column-major Eigen views of the caller's parameters and gradient and of saved factors.
 using MatMap = Eigen::Map<Eigen::MatrixXf>;

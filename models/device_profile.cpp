@@ -134,9 +134,15 @@ nlohmann::ordered_json profile_to_json(const DeviceProfile& p) {
   return j;
 }
 
-double peak_tflops(const DeviceProfile& p, std::string_view precision) {
-  if (precision == "fp16") return p.peak_fp16_tflops;
-  if (precision == "bf16") return p.peak_bf16_tflops;
+double peak_tflops(const DeviceProfile& p, Precision precision) {
+  switch (precision) {
+    case Precision::kFp16:
+      return p.peak_fp16_tflops;
+    case Precision::kBf16:
+      return p.peak_bf16_tflops;
+    case Precision::kFp32:
+      break;
+  }
   return p.peak_fp32_tflops;
 }
 

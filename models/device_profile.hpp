@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.hpp"
+
 namespace stalesim {
 
 struct DeviceProfile {
@@ -55,8 +57,13 @@ DeviceProfile load_profile_file(const std::string& path);
 // The profile as a document profile_from_json reads back (fp16/bf16 left out when 0).
 nlohmann::ordered_json profile_to_json(const DeviceProfile& p);
 
-// Peak TFLOP/s at `precision` ("fp32", "fp16", "bf16"); 0 when the device does not offer it.
-double peak_tflops(const DeviceProfile& p, std::string_view precision);
+// A worker group's precision (cluster.workers[i].precision): which peak times its compute.
+enum class Precision { kFp32, kFp16, kBf16 };
+STALESIM_ENUM_NAMES(Precision, {Precision::kFp32, "fp32"}, {Precision::kFp16, "fp16"},
+                    {Precision::kBf16, "bf16"})
+
+// Peak TFLOP/s at `precision`; 0 when the device does not offer it.
+double peak_tflops(const DeviceProfile& p, Precision precision);
 
 // All built-in profiles, sorted by name.
 const std::vector<DeviceProfile>& builtin_profiles();

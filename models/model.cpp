@@ -46,12 +46,6 @@ static_assert([] {
 
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("model: " + what); }
 
-detail::WeightInit parse_init(const std::string& init) {
-  if (init == "he") return detail::WeightInit::kHe;
-  if (init == "glorot") return detail::WeightInit::kGlorot;
-  bad("unknown init '" + init + "' (allowed: he, glorot)");
-}
-
 std::string name(ModelType t) { return std::string(to_string(t)); }
 
 // Checks sizes and that the parameter count of features -> hidden... -> classes stays sane.
@@ -193,10 +187,9 @@ double model_scratch_bytes(const ModelSpec& spec, const ModelShape& shape, doubl
   }
 }
 
-std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes,
-                                  std::string_view backend) {
-  if (backend == "cuda") {  // validated as for the CPU; built by models/cuda/ (or its stub)
-    const auto he = [&] { return parse_init(spec.init) == detail::WeightInit::kHe; };
+std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes, bool cuda) {
+  if (cuda) {  // validated as for the CPU; built by models/cuda/ (or its stub)
+    const auto he = [&] { return spec.init == WeightInit::kHe; };
     switch (spec.type) {
       case ModelType::kSoftmax:
         check_dense(name(spec.type), features, classes, {});
@@ -215,19 +208,18 @@ std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32
             "' is not built here (allowed on the cuda backend: softmax, mlp, cnn)");
     }
   }
-  if (backend != "cpu") bad("unknown backend '" + std::string(backend) + "' (allowed: cpu, cuda)");
   switch (spec.type) {
     case ModelType::kSoftmax:
       // spec.hidden is ignored: softmax regression has no hidden layer.
       check_dense(name(spec.type), features, classes, {});
-      return detail::make_softmax(features, classes, parse_init(spec.init));
+      return detail::make_softmax(features, classes, spec.init);
     case ModelType::kMlp:
       if (spec.hidden.empty()) bad("mlp: hidden must list at least one width (or use softmax)");
       check_dense(name(spec.type), features, classes, spec.hidden);
-      return detail::make_mlp(features, classes, spec.hidden, parse_init(spec.init));
+      return detail::make_mlp(features, classes, spec.hidden, spec.init);
     case ModelType::kCnn:
       check_cnn(features, classes);
-      return detail::make_cnn(features, classes, parse_init(spec.init));
+      return detail::make_cnn(features, classes, spec.init);
     case ModelType::kTimeOnly:
       if (spec.parameters < 1 || spec.parameters > kMaxParameters)
         bad("time-only: parameters must be in [1, 2^40], got " + std::to_string(spec.parameters));

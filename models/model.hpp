@@ -140,10 +140,17 @@ struct ModelTraits {
 };
 const ModelTraits& traits(ModelType t);
 
+// model.init: how a classifier's weights are drawn.
+enum class WeightInit {
+  kHe,      // N(0, sqrt(2 / fan_in))
+  kGlorot,  // uniform(-sqrt(6 / (fan_in + fan_out)), +sqrt(6 / (fan_in + fan_out)))
+};
+STALESIM_ENUM_NAMES(WeightInit, {WeightInit::kHe, "he"}, {WeightInit::kGlorot, "glorot"})
+
 struct ModelSpec {
   ModelType type = ModelType::kMlp;  // softmax | mlp | cnn (models/cnn.hpp) | mf | lda | lstsq | time-only
   std::vector<int64_t> hidden{200};  // mlp: hidden layer widths
-  std::string init = "he";           // "he" | "glorot": weight initialization
+  WeightInit init = WeightInit::kHe;  // he | glorot: weight initialization
   // "derived" (time and size from this model) or a cost architecture (models/cost_arch.hpp)
   // whose FLOPs and parameter count time every iteration and size every message instead.
   std::string cost = "derived";
@@ -192,10 +199,10 @@ ModelSize model_size(const ModelSpec& spec, const ModelShape& shape);
 double model_scratch_bytes(const ModelSpec& spec, const ModelShape& shape, double batch, double eval_samples);
 
 // Builds the model for inputs of `features` values and `classes` labels (ignored by time-only).
-// `backend` (compute.backend): "cpu" (Eigen) or "cuda" (the local GPU, softmax, mlp and cnn:
-// models/cuda/cuda_model.hpp); "cuda" throws DeviceError when the build has no CUDA or there is
-// no GPU, and std::invalid_argument for the time-only model.
+// `cuda` (compute.backend "cuda"): on the local GPU (softmax, mlp and cnn:
+// models/cuda/cuda_model.hpp), which throws DeviceError when the build has no CUDA or there is no
+// GPU, and std::invalid_argument for the time-only model; else on the CPU (Eigen).
 std::unique_ptr<Model> make_model(const ModelSpec& spec, int64_t features, int32_t classes,
-                                  std::string_view backend = "cpu");
+                                  bool cuda = false);
 
 }  // namespace stalesim

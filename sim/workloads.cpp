@@ -11,11 +11,10 @@ namespace stalesim {
 bool is_workload_model(ModelType type) { return !traits(type).dataset.empty(); }
 
 DataSplit make_workload_data(const Scenario& s) {
-  if (s.data.dataset == "ratings") return generate_ratings(s.data.ratings, s.seed).split;
-  if (s.data.dataset == "corpus") return generate_corpus(s.data.corpus, s.seed).split;
-  if (s.data.dataset == "lstsq") return generate_lstsq(s.data.lstsq);
-  throw std::invalid_argument("make_workload_data: dataset \"" + s.data.dataset +
-                              "\" is not ratings, corpus or lstsq");
+  if (!is_workload_model(s.model.type))
+    throw std::invalid_argument("make_workload_data: model type \"" + std::string(to_string(s.model.type)) +
+                                "\" is not mf, lda or lstsq");
+  return traits(s.data.dataset).make(s.data, s.seed);
 }
 
 std::unique_ptr<Model> make_workload_model(const Scenario& s, const DataSplit& data) {

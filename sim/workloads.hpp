@@ -13,7 +13,8 @@ namespace stalesim {
 
 // True for model types built by make_workload_model ("mf", "lda").
 bool is_workload_model(ModelType type);
-// The generated ratings or corpus of s.data (dataset "ratings" or "corpus"), from s.seed.
+// The generated ratings, corpus or lstsq rows of s.data (sim/data/dataset.hpp), from s.seed, untruncated.
+// Throws std::invalid_argument unless the model is mf, lda or lstsq.
 DataSplit make_workload_data(const Scenario& s);
 // The mf or lda model for scenario `s` on `data` (which must outlive it: lda keeps a reference to
 // data.train).

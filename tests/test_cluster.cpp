@@ -56,7 +56,7 @@ TEST_CASE("every jitter sampler has the mean and variance its parameters promise
   const int n = 400000;
   for (const char* type : {"lognormal", "normal", "gamma", "exponential", "constant", "none"}) {
     JitterSpec spec;
-    spec.type = type;
+    spec.type = *enum_from_name<JitterType>(type);
     spec.sigma = 0.3;
     spec.cv = 0.2;
     spec.shift = 0.25;
@@ -70,13 +70,13 @@ TEST_CASE("every jitter sampler has the mean and variance its parameters promise
   }
   // The promised figures themselves, so that a wrong formula cannot pass both sides.
   JitterSpec g;
-  g.type = "gamma";
+  g.type = JitterType::kGamma;
   g.cv = 0.5;
   CHECK(JitterSampler(g, "").variance_factor() == doctest::Approx(0.25));
-  g.type = "lognormal";
+  g.type = JitterType::kLognormal;
   g.sigma = 0.3;
   CHECK(JitterSampler(g, "").variance_factor() == doctest::Approx(std::exp(0.09) - 1));
-  g.type = "exponential";
+  g.type = JitterType::kExponential;
   g.shift = 0.25;
   CHECK(JitterSampler(g, "").variance_factor() == doctest::Approx(0.5625));
 }
@@ -88,7 +88,7 @@ TEST_CASE("a trace jitter replays its recorded times, absolute or relative to th
     f << "# iteration times, ms\n2.0, 4.0\n6.0  # comment\n";
   }
   JitterSpec spec;
-  spec.type = "trace";
+  spec.type = JitterType::kTrace;
   spec.path = path;
   const JitterSampler abs(spec, "/cluster/jitter");
   CHECK(abs.trace_ms() == std::vector<double>{2.0, 4.0, 6.0});
@@ -100,7 +100,7 @@ TEST_CASE("a trace jitter replays its recorded times, absolute or relative to th
     ++seen[static_cast<int>(ns / 2e6) - 1];
   }
   for (int k : seen) CHECK(k > 900);
-  spec.scale = "relative";
+  spec.scale = TraceScale::kRelative;
   const JitterSampler rel(spec, "/cluster/jitter");
   const double ns = rel.sample_ns(10.0, rng);  // modelled 10 ns x (t / 4 ms)
   CHECK((ns == 5.0 || ns == 10.0 || ns == 15.0));
@@ -331,7 +331,7 @@ TEST_CASE("new cluster fields round-trip through the resolved scenario") {
   j["cluster"]["workers"][0]["bandwidth_gbps"] = 5;
   j["cluster"]["schedule"] = {{{"kind", "crash"}, {"workers", {1}}, {"at_s", 0.01}, {"until_s", 0.02}}};
   const Scenario s = scenario(j);
-  CHECK(s.cluster.workers[1].jitter->type == "gamma");
+  CHECK(s.cluster.workers[1].jitter->type == JitterType::kGamma);
   CHECK(!s.cluster.workers[0].jitter);
   const Scenario again = parse_scenario(scenario_to_json(s), "again.json");
   CHECK(again == s);
@@ -343,9 +343,9 @@ TEST_CASE("new cluster fields round-trip through the resolved scenario") {
 TEST_CASE("fp16 uses the profile's Tensor Core peak, and AlexNet's figures match its layer shapes") {
   const auto a100 = find_profile("a100");
   REQUIRE(a100);
-  CHECK(peak_tflops(*a100, "fp16") == 312.0);
-  CHECK(peak_tflops(*a100, "bf16") == 312.0);
-  CHECK(peak_tflops(*a100, "fp32") == 19.5);
+  CHECK(peak_tflops(*a100, Precision::kFp16) == 312.0);
+  CHECK(peak_tflops(*a100, Precision::kBf16) == 312.0);
+  CHECK(peak_tflops(*a100, Precision::kFp32) == 19.5);
   for (const char* name :
        {"p100", "v100", "t4", "a100", "h100", "h200", "cpu-core", "gtx1060", "gtx1080ti"}) {
     CAPTURE(name);

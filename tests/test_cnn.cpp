@@ -18,10 +18,10 @@
 namespace stalesim {
 namespace {
 
-ModelSpec cnn_spec(std::string init = "he") {
+ModelSpec cnn_spec(WeightInit init = WeightInit::kHe) {
   ModelSpec s;
   s.type = ModelType::kCnn;
-  s.init = std::move(init);
+  s.init = init;
   return s;
 }
 
@@ -213,7 +213,7 @@ TEST_CASE("cnn gradients match finite differences of an independent reference on
 
 TEST_CASE("cnn gradients match finite differences of an independent reference on 28x28 images") {
   const DataSplit d = image_blobs(28, 32, 12);
-  auto m = make_model(cnn_spec("glorot"), 784, 10);
+  auto m = make_model(cnn_spec(WeightInit::kGlorot), 784, 10);
   std::vector<size_t> coords;
   for (size_t i = 0; i < 156; ++i) coords.push_back(i);  // conv1: padding and the first pooling
   for (size_t i = 156; i < static_cast<size_t>(m->parameter_count()); i += 401) coords.push_back(i);

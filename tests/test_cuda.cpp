@@ -32,7 +32,7 @@ ModelSpec spec_of(const std::string& type, std::vector<int64_t> hidden = {}, con
   ModelSpec s;
   s.type = *enum_from_name<ModelType>(type);
   s.hidden = std::move(hidden);
-  s.init = init;
+  s.init = *enum_from_name<WeightInit>(init);
   return s;
 }
 
@@ -52,14 +52,14 @@ TEST_CASE("CUDA backend requests fail clearly without CUDA or without a GPU") {
     CHECK_FALSE(gpu);
     CHECK(why.find("built without CUDA") != std::string::npos);
     CHECK_THROWS_WITH_AS(
-        make_model(mlp, 4, 3, "cuda"),
+        make_model(mlp, 4, 3, true),
         doctest::Contains("compute.backend \"cuda\" (mlp model): this stalesim was built without "
                           "CUDA (configure with -DSTALESIM_CUDA=ON"),
         DeviceError);
     CHECK_THROWS_WITH_AS(require_cuda_device(),
                          doctest::Contains("no CUDA device: this stalesim was built without"), DeviceError);
     CHECK_THROWS_WITH_AS(
-        make_model(spec_of("cnn"), 784, 10, "cuda"),
+        make_model(spec_of("cnn"), 784, 10, true),
         doctest::Contains("compute.backend \"cuda\" (cnn model): this stalesim was built without"),
         DeviceError);
     // The scenario says so before a run starts.
@@ -70,30 +70,28 @@ TEST_CASE("CUDA backend requests fail clearly without CUDA or without a GPU") {
         ScenarioError);
   } else if (!gpu) {
     MESSAGE("this build has CUDA and this machine no GPU (" << why << "): checking the no-device error");
-    CHECK_THROWS_WITH_AS(make_model(mlp, 4, 3, "cuda"), doctest::Contains("no CUDA device: "), DeviceError);
-    CHECK_THROWS_WITH_AS(make_model(spec_of("softmax"), 4, 3, "cuda"), ("no CUDA device: " + why).c_str(),
+    CHECK_THROWS_WITH_AS(make_model(mlp, 4, 3, true), doctest::Contains("no CUDA device: "), DeviceError);
+    CHECK_THROWS_WITH_AS(make_model(spec_of("softmax"), 4, 3, true), ("no CUDA device: " + why).c_str(),
                          DeviceError);
-    CHECK_THROWS_WITH_AS(make_model(spec_of("cnn"), 784, 10, "cuda"), ("no CUDA device: " + why).c_str(),
+    CHECK_THROWS_WITH_AS(make_model(spec_of("cnn"), 784, 10, true), ("no CUDA device: " + why).c_str(),
                          DeviceError);
     CHECK_THROWS_WITH_AS(require_cuda_device(), ("no CUDA device: " + why).c_str(), DeviceError);
     // The scenario is valid (the build can run it on a GPU); the run fails when the model is built.
-    CHECK(testing::scenario(cuda_scenario_json("measured")).compute.timing == "measured");
+    CHECK(testing::scenario(cuda_scenario_json("measured")).compute.timing == Timing::kMeasured);
   } else {
     MESSAGE("a GPU is present (" << find_cuda_device()->describe() << "): no error to check");
-    CHECK(make_model(mlp, 4, 3, "cuda") != nullptr);
+    CHECK(make_model(mlp, 4, 3, true) != nullptr);
   }
   // Independent of the build and the machine.
-  CHECK_THROWS_WITH_AS(make_model(mlp, 4, 3, "tpu"), "model: unknown backend 'tpu' (allowed: cpu, cuda)",
-                       std::invalid_argument);
   ModelSpec time_only = spec_of("time-only");
   time_only.parameters = 10;
   time_only.flops_per_sample = 1;
-  CHECK_THROWS_WITH_AS(make_model(time_only, 0, 0, "cuda"),
+  CHECK_THROWS_WITH_AS(make_model(time_only, 0, 0, true),
                        "model: time-only: has no math to run on the cuda backend (use backend cpu)",
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(make_model(spec_of("cnn"), 100, 3, "cuda"),
+  CHECK_THROWS_WITH_AS(make_model(spec_of("cnn"), 100, 3, true),
                        doctest::Contains("model: cnn: takes square"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(make_model(spec_of("mlp", {0}), 4, 3, "cuda"),
+  CHECK_THROWS_WITH_AS(make_model(spec_of("mlp", {0}), 4, 3, true),
                        "model: mlp: hidden[0] must be >= 1, got 0", std::invalid_argument);
 }
 
@@ -142,12 +140,12 @@ TEST_CASE(
   Scenario s = testing::scenario(testing::tiny_math_json());
   RunResult r;
   CHECK_FALSE(summary_json(s, r, "0")["manifest"].contains("compute"));
-  s.compute.backend = "cuda";  // set directly: a build without CUDA would not load it
+  s.compute.backend = Backend::kCuda;  // set directly: a build without CUDA would not load it
   auto m = summary_json(s, r, "0")["manifest"]["compute"];
   CHECK(m["backend"] == "cuda");
   CHECK(m["bit_reproducible"] == true);
   CHECK(m["device"].get<std::string>().size() > 0);
-  s.compute.timing = "measured";
+  s.compute.timing = Timing::kMeasured;
   m = summary_json(s, r, "0")["manifest"]["compute"];
   CHECK(m["timing"] == "measured");
   CHECK(m["bit_reproducible"] == false);
@@ -238,8 +236,8 @@ TEST_CASE("CUDA models start from the CPU model's parameters and match its losse
   for (const auto& shape : shapes()) {
     CAPTURE(shape.name);
     const DataSplit d = blobs(shape.classes, shape.features, 600, 100, 7);
-    auto cpu = make_model(shape.spec, shape.features, shape.classes, "cpu");
-    auto gpu = make_model(shape.spec, shape.features, shape.classes, "cuda");
+    auto cpu = make_model(shape.spec, shape.features, shape.classes, false);
+    auto gpu = make_model(shape.spec, shape.features, shape.classes, true);
     REQUIRE(gpu->parameter_count() == cpu->parameter_count());
     CHECK(gpu->flops_per_sample() == cpu->flops_per_sample());
     CHECK(gpu->type() == cpu->type());
@@ -269,8 +267,8 @@ TEST_CASE("CUDA evaluate matches the CPU model on subsets and across evaluation 
   for (const auto& shape : shapes()) {
     CAPTURE(shape.name);
     const DataSplit d = blobs(shape.classes, shape.features, 200, 12345, 9);  // > one 10000-sample chunk
-    auto cpu = make_model(shape.spec, shape.features, shape.classes, "cpu");
-    auto gpu = make_model(shape.spec, shape.features, shape.classes, "cuda");
+    auto cpu = make_model(shape.spec, shape.features, shape.classes, false);
+    auto gpu = make_model(shape.spec, shape.features, shape.classes, true);
     const std::vector<float> p = init_params(*cpu, 13);
     std::vector<int32_t> subset(300);
     for (size_t j = 0; j < subset.size(); ++j) subset[j] = static_cast<int32_t>((j * 41 + 3) % 12345);
@@ -293,8 +291,8 @@ TEST_CASE("CUDA models give bit-identical results run after run and model after 
   for (const auto& shape : shapes()) {
     CAPTURE(shape.name);
     const DataSplit d = blobs(shape.classes, shape.features, 600, 500, 21);
-    auto a = make_model(shape.spec, shape.features, shape.classes, "cuda");
-    auto b = make_model(shape.spec, shape.features, shape.classes, "cuda");
+    auto a = make_model(shape.spec, shape.features, shape.classes, true);
+    auto b = make_model(shape.spec, shape.features, shape.classes, true);
     const std::vector<float> p = init_params(*a, 5);
     std::vector<int32_t> idx(64);
     std::iota(idx.begin(), idx.end(), 100);
@@ -316,8 +314,8 @@ TEST_CASE("CUDA models give bit-identical results run after run and model after 
 TEST_CASE("CUDA models measure each iteration's GPU time and CPU models measure none") {
   if (!have_gpu()) return;
   const DataSplit d = blobs(10, 784, 64, 10, 1);
-  auto gpu = make_model(spec_of("mlp", {200}), 784, 10, "cuda");
-  auto cpu = make_model(spec_of("mlp", {200}), 784, 10, "cpu");
+  auto gpu = make_model(spec_of("mlp", {200}), 784, 10, true);
+  auto cpu = make_model(spec_of("mlp", {200}), 784, 10, false);
   CHECK_FALSE(gpu->last_measured_seconds().has_value());
   const std::vector<float> p = init_params(*gpu, 1);
   std::vector<float> g(p.size());
@@ -336,7 +334,7 @@ TEST_CASE("CUDA models measure each iteration's GPU time and CPU models measure 
 TEST_CASE("CUDA models reject what the CPU model rejects") {
   if (!have_gpu()) return;
   const DataSplit d = blobs(3, 4, 20, 5, 1);
-  auto gpu = make_model(spec_of("mlp", {8}), 4, 3, "cuda");
+  auto gpu = make_model(spec_of("mlp", {8}), 4, 3, true);
   std::vector<float> p(static_cast<size_t>(gpu->parameter_count())), g(p.size()), short_p(3);
   std::vector<int32_t> idx{0, 1, 20};
   CHECK_THROWS_WITH_AS(gpu->loss_and_gradient(p, d.train, idx, g),
@@ -347,7 +345,7 @@ TEST_CASE("CUDA models reject what the CPU model rejects") {
   CHECK_THROWS_WITH_AS(gpu->loss_and_gradient(p, d.train, {}, g), "mlp loss_and_gradient: empty batch",
                        std::invalid_argument);
   const DataSplit images = blobs(3, 144, 20, 5, 1);
-  auto cnn = make_model(spec_of("cnn"), 144, 3, "cuda");
+  auto cnn = make_model(spec_of("cnn"), 144, 3, true);
   std::vector<float> pc(static_cast<size_t>(cnn->parameter_count())), gc(pc.size());
   CHECK_THROWS_WITH_AS(cnn->loss_and_gradient(pc, images.train, std::vector<int32_t>{0, 20}, gc),
                        "cnn: sample index 20 out of range for a dataset of 20", std::out_of_range);

@@ -302,7 +302,7 @@ TEST_CASE("the memory estimate counts parameters as the model does, and grows wi
   CHECK(estimate_memory(s).parameters == static_cast<double>(make_model(s.model, 6, 3)->parameter_count()));
   s.cluster.workers[0].count = 1000;
   CHECK(estimate_memory(s).total() > e.total() + 999 * 4096);
-  s.data.dataset = "fashion-mnist";
+  s.data.dataset = DatasetType::kFashionMnist;
   CHECK(estimate_memory(s).dataset_bytes == 70000.0 * 785 + 70000.0 * (784 * 4 + 4));
 }
 

@@ -220,3 +220,30 @@ TEST_CASE("stalesim costs lists every cost architecture with its parameters, FLO
         std::string::npos);
   CHECK(testing::run_cli("costs extra").code == 2);
 }
+
+TEST_CASE("each dataset's traits row gives the shape and the rows its generator makes") {
+  // The one row per dataset (sim/data/dataset.hpp) that the run, the estimates and the plan read:
+  // its counts must be what the data holds, test rows included (lstsq: d of them).
+  DataSpec spec;
+  spec.blobs = {.classes = 3, .features = 5, .train = 40, .test = 7, .spread = 1.0};
+  spec.ratings.rows = 30, spec.ratings.cols = 20, spec.ratings.train = 50, spec.ratings.test = 9;
+  spec.corpus.vocabulary = 40, spec.corpus.documents = 12, spec.corpus.min_length = 3, spec.corpus.max_length = 6;
+  spec.lstsq.dimension = 6;
+  for (const DatasetType t : {DatasetType::kBlobs, DatasetType::kRatings, DatasetType::kCorpus, DatasetType::kLstsq}) {
+    CAPTURE(to_string(t));
+    spec.dataset = t;
+    const DatasetTraits& row = traits(t);
+    const DataSplit d = row.make(spec, 7);
+    CHECK(row.train_rows(spec) == static_cast<double>(d.train.size()));
+    CHECK(row.test_rows(spec) == static_cast<double>(d.test.size()));
+    CHECK(row.stored_features(spec) == static_cast<double>(d.train.features));
+    CHECK(make_data(spec, 7).train.size() == d.train.size());
+  }
+  spec.dataset = DatasetType::kBlobs;
+  CHECK(traits(spec.dataset).shape(spec).features == 5);
+  CHECK(traits(spec.dataset).shape(spec).classes == 3);
+  CHECK(traits(DatasetType::kLstsq).test_rows(spec) == 6);
+  CHECK_FALSE(static_cast<bool>(traits(DatasetType::kNone).make));
+  spec.dataset = DatasetType::kNone;
+  CHECK(make_data(spec, 1).train.size() == 0);
+}

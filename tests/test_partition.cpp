@@ -127,7 +127,7 @@ TEST_CASE("data.partition label-skew changes the run, iid is the default, alpha 
   using stalesim::testing::scenario;
   nlohmann::json j = stalesim::testing::tiny_math_json();
   const std::string base = hash_of(j);
-  CHECK(scenario(j).data.partition == "iid");
+  CHECK(scenario(j).data.partition == Partition::kIid);
   j["data"]["partition"] = "iid";
   CHECK(hash_of(j) == base);  // the explicit default is the old behaviour
   j["data"]["partition"] = "label-skew";

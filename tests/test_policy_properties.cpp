@@ -20,7 +20,7 @@ const std::pair<int, int> kMixes[] = {{1, 3}, {3, 1}, {2, 2}, {1, 1}};
 
 TEST_CASE("the DSSP controller grants the extra clocks that end nearest the slowest's next push") {
   // Worker 0 fast (pushes every 10 ms), worker 1 slow (every 35 ms). s_L = 1, r_max = 5.
-  DsspPolicy p(1, 5, "bounded", 2);
+  DsspPolicy p(1, 5, DsspGrant::kBounded, 2);
   ClockTable t(2);
   auto push = [&](int32_t w, int64_t ms) {
     t.advance(w);
@@ -53,7 +53,7 @@ TEST_CASE("the DSSP controller grants the extra clocks that end nearest the slow
 TEST_CASE("decisions.csv is written by an observer, one row per controller call the policy records") {
   // The pushes of the case above up to its controller call (r* = 5 at t = 40 ms, gap 2, bounded
   // threshold gap - 1 + r* = 6), read back by PolicyRecorder when the run ends.
-  DsspPolicy p(1, 5, "bounded", 2);
+  DsspPolicy p(1, 5, DsspGrant::kBounded, 2);
   ClockTable t(2);
   PolicyRecorder rec;
   rec.start(t, p, {});

@@ -77,7 +77,7 @@ TEST_CASE("FASGD's epsilon keeps a zero gradient history finite") {
 
 TEST_CASE("FASGD's FRED variant divides by (tau + 1) and an average of |g| plus 0.001") {
   auto s = spec("fasgd");
-  s.variant = "fred";
+  s.variant = FasgdVariant::kFred;
   auto r = make_rule(s, 1, 1);
   // a = 0.1 |2| = 0.2: 0.1 * 2 / (1 * 0.201).
   CHECK(update_of(*r, 2.0f, 0) == doctest::Approx(0.2 / 0.201).epsilon(1e-5));

@@ -18,12 +18,16 @@ namespace {
 
 using nlohmann::json;
 using stalesim::Aggregate;
+using stalesim::DatasetType;
+using stalesim::DsspGrant;
+using stalesim::JitterType;
 using stalesim::ModelType;
 using stalesim::Override;
 using stalesim::PolicyType;
 using stalesim::RuleType;
 using stalesim::Scenario;
 using stalesim::ScenarioError;
+using stalesim::WeightInit;
 
 constexpr const char* kQuickstart = R"({ "name": "quickstart", "seed": 1,
   "data":    { "dataset": "fashion-mnist" },
@@ -95,12 +99,12 @@ TEST_CASE("the quickstart scenario parses with its values and every default reso
   CHECK(s.name == "quickstart");
   CHECK(s.seed == 1);
   CHECK(s.comment.empty());
-  CHECK(s.data.dataset == "fashion-mnist");
+  CHECK(s.data.dataset == DatasetType::kFashionMnist);
   CHECK(s.data.path == stalesim::kFashionMnistDefaultDir);
   CHECK(s.data.train_samples == 0);
   CHECK(s.model.type == ModelType::kMlp);
   CHECK(s.model.hidden == std::vector<int64_t>{200});
-  CHECK(s.model.init == "he");
+  CHECK(s.model.init == WeightInit::kHe);
   CHECK(s.optimizer.rule == RuleType::kSgd);
   CHECK(s.optimizer.lr == 0.05);
   CHECK(s.optimizer.batch_size == 32);
@@ -114,7 +118,7 @@ TEST_CASE("the quickstart scenario parses with its values and every default reso
   CHECK(s.cluster.network.latency_us == 50.0);
   CHECK(s.cluster.network.bandwidth_gbps == 10.0);
   CHECK(s.cluster.network.server_bandwidth_gbps == 10.0);
-  CHECK(s.cluster.jitter.type == "lognormal");
+  CHECK(s.cluster.jitter.type == JitterType::kLognormal);
   CHECK(s.cluster.jitter.sigma == 0.05);
   CHECK(s.stop.virtual_time_s == 600.0);
   CHECK(s.stop.max_updates == 1000000);
@@ -163,7 +167,7 @@ TEST_CASE("defaults that depend on other fields are resolved from them") {
     json doc = with(minimal(), "/model",
                     {{"type", "time-only"}, {"parameters", 25000000}, {"flops_per_sample", 1.2e10}});
     const Scenario s = parse(doc);
-    CHECK(s.data.dataset == "none");
+    CHECK(s.data.dataset == DatasetType::kNone);
     CHECK(s.model.parameters == 25000000);
     CHECK(s.model.flops_per_sample == 1.2e10);
     CHECK(parse(with(doc, "/data/dataset", "none")) == s);
@@ -207,7 +211,7 @@ TEST_CASE("overrides replace values, index arrays and read their value as JSON w
   CHECK(s.cluster.workers[0].count == 6);
   CHECK(s.cluster.worker_count() == 8);
   CHECK(s.model.hidden == std::vector<int64_t>{100, 50});
-  CHECK(s.cluster.jitter.type == "none");
+  CHECK(s.cluster.jitter.type == JitterType::kNone);
   CHECK(s.comment == "scaled down 10x");
   CHECK_FALSE(s.stop.target_accuracy.has_value());
 }
@@ -748,7 +752,7 @@ TEST_CASE("the dynamic and eager policies' fields are validated") {
   const json dssp = with(minimal(), "/policy", json{{"type", "dssp"}, {"staleness", 3}, {"range", 12}});
   const Scenario s = parse(dssp);
   CHECK(s.policy.range == 12);
-  CHECK(s.policy.dssp_grant == "bounded");
+  CHECK(s.policy.dssp_grant == DsspGrant::kBounded);
   CHECK(parse(with(minimal(), "/policy", json{{"type", "essp"}})).policy.staleness == 3);
   CHECK_THROWS_WITH_AS(parse(with(dssp, "/policy/range", -1)),
                        "x.json: /policy/range: expected an integer in [0, 1000000], got -1", ScenarioError);

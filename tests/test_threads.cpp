@@ -100,13 +100,13 @@ TEST_CASE("every shipped scenario and golden run writes the same bytes at 1, 2 a
     Scenario s = load_scenario_file(path.string());
     std::vector<Override> sets;
     if (!golden) sets.push_back(parse_override("stop.max_updates=100"));
-    if (s.data.dataset == "fashion-mnist") {
+    if (s.data.dataset == DatasetType::kFashionMnist) {
       sets.push_back(parse_override("data.train_samples=5000"));
       sets.push_back(parse_override("eval.test_samples=200"));
       sets.push_back(parse_override("optimizer.batch_size=16"));
     }
     s = load_scenario_file(path.string(), sets);
-    if (s.data.dataset == "fashion-mnist") {
+    if (s.data.dataset == DatasetType::kFashionMnist) {
       auto it = fashion.find(s.data.path);
       if (it == fashion.end()) it = fashion.emplace(s.data.path, load_data(s)).first;
       pooled += check_thread_counts(s, it->second);

@@ -176,7 +176,7 @@ Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA)
   if (repeats < 1) throw UsageError(fmt::format("--repeats: expected an integer >= 1, got {}", repeats));
 
   const CudaDevice dev = require_cuda_device();  // DeviceError "no CUDA device: ..." -> exit 2
-  auto model = make_model(spec, features, classes, "cuda");
+  auto model = make_model(spec, features, classes, /*cuda=*/true);
   BlobsSpec data_spec;  // the values do not matter for the time; the shapes do
   data_spec.classes = classes;
   data_spec.features = features;

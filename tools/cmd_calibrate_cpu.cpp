@@ -58,15 +58,16 @@ struct GradientTiming {
 // worker 0's shard, one thread (as a real run's ranks compute).
 GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup) {
   const DataSplit data = load_data(s);
-  WorkerCore core(s, data);
-  Worker& w = core.workers.front();
-  const auto params = core.store->peek();
+  WorkerCore core(s, data, plan_run(s));
+  Worker& w = core.worker(0);
+  const auto params = core.store().peek();
+  std::vector<float> grad(core.gradient_size());
   const auto measure = [&](int32_t n) {
     std::vector<double> t;
     for (int32_t i = 0; i < warmup + repeats; ++i) {
       const auto batch = w.sampler->next(n);
       const auto start = WallClock::now();
-      core.model->loss_and_gradient(params, data.train, batch, core.grad);
+      core.model().loss_and_gradient(params, data.train, batch, grad);
       if (i >= warmup) t.push_back(std::chrono::duration<double>(WallClock::now() - start).count());
     }
     return median_of(std::move(t));
@@ -74,7 +75,7 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
   GradientTiming g;
   g.at_batch_s = measure(s.optimizer.batch_size);
   g.at_one_s = measure(1);
-  g.flops_per_sample = core.model->flops_per_sample();
+  g.flops_per_sample = core.model().flops_per_sample();
   g.flops_from = "the model's own FLOPs per sample";
   if (const auto cost = find_cost_architecture(s.model.cost)) {
     g.flops_per_sample = cost->training_flops();
@@ -116,9 +117,9 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   if (!model_traits.has_math)
     throw ScenarioError(fmt::format("{}: /model/type: \"{}\" has no math: there is no gradient to time",
                                     c.origin, to_string(c.scenario.model.type)));
-  if (c.scenario.compute.backend != "cpu")
+  if (c.scenario.compute.backend != Backend::kCpu)
     throw ScenarioError(fmt::format("{}: /compute/backend: \"{}\": calibrate --cpu times the CPU backend",
-                                    c.origin, c.scenario.compute.backend));
+                                    c.origin, enum_name(c.scenario.compute.backend)));
   if (!mpi_built())
     throw ScenarioError(
         "calibrate --cpu needs MPI for its network probe, and this stalesim was built without it");

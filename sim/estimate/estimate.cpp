@@ -14,20 +14,9 @@
 namespace stalesim {
 namespace {
 
-// Fashion-MNIST as Debian ships it (as sim/estimate/memory_estimate.cpp counts it).
-constexpr int64_t kFashionFeatures = 784, kFashionTest = 10000;
-constexpr int32_t kFashionClasses = 10;
 constexpr double kEventsPerIteration = 4;  // params arrive, compute done, push at server, applied
 
 double transfer_s(double bytes, double gbps) { return bytes * 8.0 / (gbps * 1e9); }
-
-double test_samples(const Scenario& s) {
-  double test = 0;
-  if (s.data.dataset == "fashion-mnist") test = kFashionTest;
-  if (s.data.dataset == "blobs") test = static_cast<double>(s.data.blobs.test);
-  if (s.data.dataset == "ratings") test = static_cast<double>(s.data.ratings.test);
-  return s.eval.test_samples > 0 ? std::min(test, static_cast<double>(s.eval.test_samples)) : test;
-}
 
 std::string seconds(double s) {
   if (s < 1e-3) return fmt::format("{:.3g} us", s * 1e6);
@@ -47,36 +36,13 @@ double assumed_gflops(ModelType model_type) {
   return 2.0;
 }
 
-ModelShape scenario_model_shape(const Scenario& s) {
-  ModelShape m;
-  if (s.data.dataset == "fashion-mnist") {
-    m.features = kFashionFeatures;
-    m.classes = kFashionClasses;
-  } else if (s.data.dataset == "blobs") {
-    m.features = s.data.blobs.features;
-    m.classes = s.data.blobs.classes;
-  } else if (s.data.dataset == "ratings") {
-    m.rows = s.data.ratings.rows;
-    m.cols = s.data.ratings.cols;
-  } else if (s.data.dataset == "corpus") {
-    m.vocabulary = s.data.corpus.vocabulary;
-    m.documents = s.data.corpus.documents;
-    m.mean_length = 0.5 * (s.data.corpus.min_length + s.data.corpus.max_length);
-  } else if (s.data.dataset == "lstsq") {
-    m.dimension = s.data.lstsq.dimension;
-  }
-  return m;
-}
-
-ModelSize scenario_model_size(const Scenario& s) { return model_size(s.model, scenario_model_shape(s)); }
-
 namespace {
 
 // The flops of one sample and the sizes of a push and a pull message.
-void estimate_messages(const Scenario& s, RunEstimate& e) {
-  const ModelSize size = scenario_model_size(s);
-  const ModelShape shape = scenario_model_shape(s);
-  const auto cost = find_cost_architecture(s.model.cost);
+void estimate_messages(const Scenario& s, const RunPlan& plan, RunEstimate& e) {
+  const ModelSize& size = plan.size;
+  const ModelShape& shape = plan.shape;
+  const auto& cost = plan.cost;
   const bool math = traits(s.model.type).has_math;
   e.math_flops_per_sample = math ? size.flops_per_sample : 0.0;
   e.flops_per_sample = cost ? cost->training_flops() : size.flops_per_sample;
@@ -205,9 +171,11 @@ void estimate_shares(RunEstimate& e, const std::vector<double>& wire_s, double s
 
 }  // namespace
 
-RunEstimate estimate_run(const Scenario& s) {
+RunEstimate estimate_run(const Scenario& s) { return estimate_run(s, plan_run(s)); }
+
+RunEstimate estimate_run(const Scenario& s, const RunPlan& plan) {
   RunEstimate e;
-  estimate_messages(s, e);
+  estimate_messages(s, plan, e);
   const bool math = traits(s.model.type).has_math;
   const double batch = s.optimizer.batch_size;
 
@@ -215,7 +183,7 @@ RunEstimate estimate_run(const Scenario& s) {
   const double n = c.worker_count();
   e.transfers_timed = c.order != Order::kUniform;
   e.bounded = s.policy.uses_staleness();
-  e.lockstep = s.policy.lockstep();
+  e.lockstep = plan.lockstep;
   std::vector<double> unloaded, wire_s;
   const double server_s = estimate_groups(s, e, unloaded, wire_s);
 
@@ -240,15 +208,16 @@ RunEstimate estimate_run(const Scenario& s) {
 
   const double iterations = e.expected_updates * per_update;
   const double evals = std::isfinite(end) && s.eval.every_s > 0 ? std::floor(end / s.eval.every_s) + 1 : 1;
-  const double math_flops = math ? iterations * batch * e.math_flops_per_sample +
-                                       evals * test_samples(s) * e.math_flops_per_sample / 3
-                                 : 0.0;
+  const double math_flops =
+      math ? iterations * batch * e.math_flops_per_sample +
+                 evals * evaluated_test_rows(s.data, s.eval.test_samples) * e.math_flops_per_sample / 3
+           : 0.0;
   e.gflops = math ? assumed_gflops(s.model.type) : 0.0;
   e.math_gflop = math_flops / 1e9;
   e.events = iterations * kEventsPerIteration;
   e.wall_s = (math ? e.math_gflop / e.gflops : 0.0) + e.events * kAssumedEventUs * 1e-6;
-  e.memory = estimate_memory(s, e);
-  if (c.network.topology != "star")
+  e.memory = estimate_memory(s, plan, e);
+  if (c.network.topology != TopologyKind::kStar)
     e.topology = describe_link_load(s, link_load(s, e.push_bytes, e.pull_bytes), e.iterations_per_s);
 
   if (e.communication_share > 0.9)

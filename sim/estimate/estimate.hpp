@@ -29,15 +29,13 @@
 
 #include "models/model.hpp"
 #include "sim/estimate/memory_estimate.hpp"
+#include "sim/plan/run_plan.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
 
-// The shape of the scenario's data, from its spec alone (nothing is loaded): Fashion-MNIST is
-// 784 features and 10 classes; the generated datasets give theirs.
-ModelShape scenario_model_shape(const Scenario& s);
-// model_size (models/model.hpp) of the scenario's math model.
-ModelSize scenario_model_size(const Scenario& s);
+// The model's shape and size come from the run plan (sim/plan/run_plan.hpp), the same the run
+// follows: scenario_model_shape and scenario_model_size are declared there.
 
 // Where a run is assumed to spend its wall time on this machine: the math at assumed_gflops(type)
 // and kAssumedEventUs per event (about 4 per iteration). The rates are fitted to runs on the
@@ -95,12 +93,9 @@ struct RunEstimate {
   std::string one_line() const;
 };
 
-// REQUIRES: a loaded (validated) scenario.
-RunEstimate estimate_run(const Scenario& s);
-
-// The most evaluations one run makes (eval.every_s over the virtual time): the estimate
-// (check_feasible) and the simulation each refuse a run past it.
-inline constexpr uint64_t kMaxEvaluations = 10'000'000;
+// REQUIRES: a loaded (validated) scenario; `plan` is plan_run(s), the plan the run follows.
+RunEstimate estimate_run(const Scenario& s, const RunPlan& plan);
+RunEstimate estimate_run(const Scenario& s);  // with plan_run(s)
 
 // Refuses, before anything runs, a run the estimate already knows cannot finish: one expected to
 // end past the clock's range (int64 nanoseconds, about 292 years; e.g. stop.max_updates with a

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/estimate/estimate.hpp"
+#include "sim/estimate/estimate.hpp"  // estimate_run: the pace the cache modes' pushes keep
 
 #include <limits>
 
@@ -21,33 +21,8 @@ constexpr double kPerWorkerBookkeeping = 4096.0;
 // The process itself (the binary, its libraries, the allocator's arenas): the peak RSS of the golden
 // tiny run is 8.1 MiB on the reference machine (x86-64, glibc; /usr/bin/time -f %M).
 constexpr double kProcessBytes = 8.0 * 1024 * 1024;
-// Fashion-MNIST as Debian ships it: 60,000 + 10,000 images of 28 x 28 pixels.
-constexpr double kFashionTrain = 60000, kFashionTest = 10000, kFashionFeatures = 784, kFashionClasses = 10;
-
-// Floats of one deferred gradient of the dense classifier besides its batch indices: each layer's
-// delta and the hidden activations (DenseClassifier::deferred_floats).
-double deferred_floats(const Scenario& s, double classes) {
-  double rows = classes;
-  if (s.model.type == ModelType::kMlp)
-    for (int64_t h : s.model.hidden) rows += 2.0 * static_cast<double>(h);
-  return static_cast<double>(s.optimizer.batch_size) * rows;
-}
 
 }  // namespace
-
-bool defers_gradients(const Scenario& s, double factor_floats, double parameters) {
-  // Only pull mode reads a fresh version at every clock and computes the gradient when the push is
-  // applied; a rule that gates transfers or reads the parameters keeps the worker's copy.
-  const auto& rule = traits(s.optimizer.rule);
-  if (!s.policy.pulls_every_clock() || rule.gates_transfers || rule.reads_params ||
-      s.compute.timing == "measured" || s.compute.backend != "cpu")
-    return false;
-  const double n = s.cluster.worker_count();
-  double sharing = 1;  // workers that read one version
-  if (s.policy.lockstep()) sharing = n;
-  if (traits(s.policy.type).averages_pushes) sharing = std::floor(n / static_cast<double>(s.policy.n));
-  return factor_floats * std::max(sharing, 1.0) < parameters;
-}
 
 std::string format_bytes(double b) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -89,7 +64,7 @@ CachePace cache_pace(const Scenario& s, const RunEstimate& pace) {
   CachePace c;
   const double push_share =
       pace.push_bytes + pace.pull_bytes > 0 ? pace.push_bytes / (pace.push_bytes + pace.pull_bytes) : 0.5;
-  const double staleness = static_cast<double>(s.policy.staleness);
+  const double staleness = static_cast<double>(s.policy.clock_bound().value_or(0));  // the cache's bound
   double slowest = 0;
   for (const auto& g : pace.groups) slowest = std::max(slowest, g.compute_s + g.worker_link_s);
   double computed = 0, delivered = 0, in_transit = 0, server_push_s = 0;
@@ -115,33 +90,23 @@ CachePace cache_pace(const Scenario& s, const RunEstimate& pace) {
 }  // namespace
 
 MemoryEstimate estimate_memory(const Scenario& s, int threads) {
-  return estimate_memory(s, estimate_run(s), threads);
+  const RunPlan plan = plan_run(s);
+  return estimate_memory(s, plan, estimate_run(s, plan), threads);
 }
 
-MemoryEstimate estimate_memory(const Scenario& s, const RunEstimate& pace, int threads) {
+MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan, const RunEstimate& pace, int threads) {
   MemoryEstimate e;
   const double n = s.cluster.worker_count();
-  double features = 0, classes = 0, train = 0, test = 0;
-  if (s.data.dataset == "fashion-mnist") {
-    features = kFashionFeatures, classes = kFashionClasses, train = kFashionTrain, test = kFashionTest;
-    // Raw pixel and label bytes, held while the files are decoded.
-    e.dataset_bytes += (train + test) * (features + 1);
-  } else if (s.data.dataset == "blobs") {
-    features = static_cast<double>(s.data.blobs.features), classes = s.data.blobs.classes;
-    train = static_cast<double>(s.data.blobs.train), test = static_cast<double>(s.data.blobs.test);
-  } else if (s.data.dataset == "ratings") {  // (row, column) per entry, the rating as its label
-    features = 2, train = static_cast<double>(s.data.ratings.train),
-    test = static_cast<double>(s.data.ratings.test);
-  } else if (s.data.dataset == "corpus") {  // per document: its length, then its word ids
-    features = s.data.corpus.max_length + 1.0, train = s.data.corpus.documents;
-  } else if (s.data.dataset == "lstsq") {  // models/lstsq.hpp: 64 rows per coordinate, d test rows
-    features = 1, train = 64.0 * static_cast<double>(s.data.lstsq.dimension),
-    test = static_cast<double>(s.data.lstsq.dimension);
-  }
+  // The loaded samples (Fashion-MNIST: all of them, since data.train_samples truncates after
+  // loading) as float32 plus an int32 label, and the raw bytes held while files are decoded.
+  const auto& data = traits(s.data.dataset);
+  const double train = data.train_rows(s.data), test = data.test_rows(s.data);
+  const double features = data.stored_features(s.data);
+  e.dataset_bytes += (train + test) * data.raw_bytes_per_sample;
   e.dataset_bytes += (train + test) * (features * kFloat + 4.0);
   const bool math = traits(s.model.type).has_math;
   // The model's size from the one account of it (models/model.hpp model_size), as the run builds it.
-  const ModelSize size = scenario_model_size(s);
+  const ModelSize& size = plan.size;
   const double p = math ? size.parameters : 0.0;
   e.dataset_bytes += math ? size.state_bytes : 0.0;  // lda: per-token and per-document state
   e.parameters = p;
@@ -150,11 +115,12 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunEstimate& pace, int t
   const bool cached = s.policy.caches_params();
   const auto& policy = traits(s.policy.type);
   const auto& rule = traits(s.optimizer.rule);
-  const bool deferred = traits(s.model.type).dense && defers_gradients(s, deferred_floats(s, classes), p);
+  const bool deferred = plan.defers_gradients;
   e.deferred_gradients = deferred;
   // Every version is an update's: no more versions than stop.max_updates + 1 can be alive.
   const double updates = s.stop.max_updates ? static_cast<double>(*s.stop.max_updates) : n * n + 2 * n;
-  const double staleness = static_cast<double>(s.policy.staleness);
+  // The cache modes' bound: the policy's own number (SyncPolicy::clock_bound).
+  const double staleness = cached ? static_cast<double>(s.policy.clock_bound().value_or(0)) : 0.0;
   double own = 0, versions = 0;
   if (cached) {
     // The cache modes (sim/worker/cache.cpp): each worker holds its cached version and a version
@@ -182,7 +148,7 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunEstimate& pace, int t
   double per_worker = cached ? 1 : 0;  // the local copy
   per_worker += policy.worker_vectors + rule.worker_vectors;
   e.worker_bytes = n * (per_worker * vec +
-                        (deferred ? deferred_floats(s, classes) * kFloat + s.optimizer.batch_size * 4.0 : 0) +
+                        (deferred ? plan.deferred_floats * kFloat + s.optimizer.batch_size * 4.0 : 0) +
                         kPerWorkerBookkeeping) +
                    own * vec;
 
@@ -199,13 +165,12 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunEstimate& pace, int t
   // than one thread): up to 4 gradients per thread computed ahead, each with the version it reads
   // pinned, two evaluations' parameter copies, and a model instance per thread.
   const bool pooled = math && threads > 1 && s.policy.pulls_every_clock() && !rule.gates_transfers &&
-                      s.compute.timing != "measured" && s.compute.backend == "cpu";
+                      s.compute.timing != Timing::kMeasured && s.compute.backend == Backend::kCpu;
   const double instances = pooled ? threads : 1;
   // Lock-step workers all read one version: their tasks pin that one, counted in the snapshots.
-  if (pooled) e.gradient_bytes += ((s.policy.lockstep() ? 4.0 : 8.0) * threads + 2) * vec;
-  const ModelShape shape = scenario_model_shape(s);
+  if (pooled) e.gradient_bytes += ((plan.lockstep ? 4.0 : 8.0) * threads + 2) * vec;
   e.scratch_bytes =
-      math ? instances * model_scratch_bytes(s.model, shape, static_cast<double>(s.optimizer.batch_size),
+      math ? instances * model_scratch_bytes(s.model, plan.shape, static_cast<double>(s.optimizer.batch_size),
                                              s.eval.test_samples > 0
                                                  ? std::min(test, static_cast<double>(s.eval.test_samples))
                                                  : test)

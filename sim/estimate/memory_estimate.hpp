@@ -10,7 +10,8 @@
 //   data.train_samples truncates after loading), plus the raw bytes held while reading;
 // - snapshots: parameter versions alive at once: one per worker plus the server's current one
 //   (DESIGN.md section 1), two per worker in the cache modes (lazy SSP, ESSP: its cached copy and
-//   one on its way); two in all where workers defer their gradients (defers_gradients below),
+//   one on its way); two in all where workers defer their gradients (RunPlan::defers_gradients,
+//   sim/plan/run_plan.hpp),
 //   since a worker then lets its version go once it has begun. Never more than stop.max_updates + 1
 //   (each version is an update's), and under the lazy cache no more than the copies its workers
 //   fetch, one each staleness + 1 pushes at most;
@@ -38,6 +39,7 @@
 #include <optional>
 #include <string>
 
+#include "sim/plan/run_plan.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace stalesim {
@@ -63,20 +65,11 @@ struct MemoryEstimate {
 
 struct RunEstimate;  // sim/estimate/estimate.hpp
 // `threads`: the run's gradient threads (RunOptions::threads; more than one adds the gradient
-// pool's buffers and model instances where the pool applies). The first form estimates the pace
-// itself (estimate_run); the second takes it.
+// pool's buffers and model instances where the pool applies). The first form plans the run
+// (plan_run) and estimates its pace (estimate_run) itself; the second takes the plan the run
+// follows (sim/plan/run_plan.hpp) and the pace.
 MemoryEstimate estimate_memory(const Scenario& s, int threads = 1);
-MemoryEstimate estimate_memory(const Scenario& s, const RunEstimate& pace, int threads = 1);
-
-// Deferred gradients (Simulation; RunOptions::defer_gradients): whether this scenario's policy,
-// rule, backend and timing let a worker begin its gradient when its parameters are read and hold
-// the gradient's `factor_floats` floats instead of the `parameters` it read. The model must also
-// be able to split its gradient (Model::can_defer_gradient: the CPU mlp and softmax). Off where the
-// parameters read are needed later (lazy SSP, ESSP, VAP, B-FASGD, DC-ASGD, measured timing), and
-// where the factors of the workers that share one version outweigh that version: all of them
-// under BSP (and SSP or DSSP that reduce to it), floor(workers / n) under n-softsync, one
-// elsewhere. The simulation and the estimate both decide by this function.
-bool defers_gradients(const Scenario& s, double factor_floats, double parameters);
+MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan, const RunEstimate& pace, int threads = 1);
 
 // Bytes with binary units: "512 B", "3.4 KiB", "1.21 GiB".
 std::string format_bytes(double bytes);

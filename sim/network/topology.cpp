@@ -37,18 +37,18 @@ void place(const Scenario& s, int32_t hosts, int32_t racks, int32_t per_rack, To
     return static_cast<int32_t>(h);
   };
   if (shards + workers > hosts)
-    bad(s.cluster.network.topology == "racks" ? "/cluster/network/racks/count"
-                                              : "/cluster/network/graph/nodes",
+    bad(s.cluster.network.topology == TopologyKind::kRacks ? "/cluster/network/racks/count"
+                                                           : "/cluster/network/graph/nodes",
         fmt::format("{} workers and {} server shards need {} hosts, the topology has {}", workers, shards,
                     shards + workers, hosts));
-  if (p.shards == "explicit" && p.shard_hosts.size() != static_cast<size_t>(shards))
+  if (p.shards == ShardPlacement::kExplicit && p.shard_hosts.size() != static_cast<size_t>(shards))
     bad(std::string(kPlacement) + "/shard_hosts",
         fmt::format("expected one host per server shard ({}), got {}", shards, p.shard_hosts.size()));
   for (int32_t k = 0; k < shards; ++k) {
     int64_t h = k;
-    if (p.shards == "explicit") {
+    if (p.shards == ShardPlacement::kExplicit) {
       h = p.shard_hosts[static_cast<size_t>(k)];
-    } else if (p.shards == "spread") {
+    } else if (p.shards == ShardPlacement::kSpread) {
       if (racks > 0) {
         const int32_t from_end = k / racks;
         if (from_end >= per_rack)
@@ -58,11 +58,12 @@ void place(const Scenario& s, int32_t hosts, int32_t racks, int32_t per_rack, To
         h = static_cast<int64_t>(k) * hosts / shards;
       }
     }
-    const std::string path = p.shards == "explicit" ? fmt::format("{}/shard_hosts/{}", kPlacement, k)
-                                                    : std::string(kPlacement) + "/shards";
+    const std::string path = p.shards == ShardPlacement::kExplicit
+                                 ? fmt::format("{}/shard_hosts/{}", kPlacement, k)
+                                 : std::string(kPlacement) + "/shards";
     t.shard_host.push_back(take(h, fmt::format("shard {}", k), path));
   }
-  if (p.workers == "explicit") {
+  if (p.workers == WorkerPlacement::kExplicit) {
     if (p.worker_hosts.size() != static_cast<size_t>(workers))
       bad(std::string(kPlacement) + "/worker_hosts",
           fmt::format("expected one host per worker ({}), got {}", workers, p.worker_hosts.size()));
@@ -120,8 +121,8 @@ Topology build_graph(const Scenario& s) {
     if (!index.emplace(node.name, static_cast<int32_t>(i)).second)
       bad(fmt::format("{}/nodes/{}/name", base, i),
           fmt::format("'{}' names two nodes (first nodes/{})", node.name, index[node.name]));
-    if (node.kind == "host") t.hosts.push_back(static_cast<int32_t>(i));
-    t.nodes.push_back({node.name, node.kind == "host"});
+    if (node.kind == NodeKind::kHost) t.hosts.push_back(static_cast<int32_t>(i));
+    t.nodes.push_back({node.name, node.kind == NodeKind::kHost});
   }
   if (t.hosts.empty()) bad(base + "/nodes", "no node of kind \"host\": workers and shards need hosts");
   for (size_t i = 0; i < g.links.size(); ++i) {
@@ -205,7 +206,7 @@ SimTime Topology::route_latency(const std::vector<int32_t>& r) const {
 }
 
 Topology build_topology(const Scenario& s) {
-  Topology t = s.cluster.network.topology == "racks" ? build_racks(s) : build_graph(s);
+  Topology t = s.cluster.network.topology == TopologyKind::kRacks ? build_racks(s) : build_graph(s);
   // Every worker must reach every shard (and back: links are full duplex, so one way suffices).
   for (size_t k = 0; k < t.shard_host.size(); ++k)
     for (size_t i = 0; i < t.worker_host.size(); ++i) {
@@ -213,8 +214,9 @@ Topology build_topology(const Scenario& s) {
         (void)t.route(t.worker_host[i], t.shard_host[k]);
       } catch (const TopologyError& e) {
         const int32_t node = t.hosts[static_cast<size_t>(t.worker_host[i])];
-        bad(s.cluster.network.topology == "graph" ? fmt::format("/cluster/network/graph/nodes/{}", node)
-                                                  : std::string(kPlacement),
+        bad(s.cluster.network.topology == TopologyKind::kGraph
+                ? fmt::format("/cluster/network/graph/nodes/{}", node)
+                : std::string(kPlacement),
             fmt::format("worker {} cannot reach shard {}: {}", i, k, e.problem));
       }
     }

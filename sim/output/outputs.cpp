@@ -77,7 +77,8 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
     files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"xxh64", f.xxh64}});
   manifest["datasets"] = files;
   // compute.backend "cuda": the GPU that ran the math, and whether a rerun can match bit for bit.
-  if (s.compute.backend == "cuda") manifest["compute"] = cuda_manifest(s.compute.timing == "measured");
+  if (s.compute.backend == Backend::kCuda)
+    manifest["compute"] = cuda_manifest(s.compute.timing == Timing::kMeasured);
 
   json workers = json::array();
   for (const auto& w : r.workers) {

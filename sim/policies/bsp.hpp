@@ -15,6 +15,7 @@ class BspPolicy final : public SyncPolicy {
     return clocks.clock(w) <= clocks.min_clock();
   }
   std::optional<int64_t> clock_bound() const override { return 0; }
+  bool lockstep() const override { return true; }
 };
 
 }  // namespace stalesim

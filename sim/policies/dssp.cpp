@@ -10,28 +10,11 @@ namespace stalesim {
 
 namespace {
 
-DsspPolicy::Grant grant_of(const std::string& name) {
-  if (name == "literal") return DsspPolicy::Grant::kLiteral;
-  if (name == "unbounded") return DsspPolicy::Grant::kUnbounded;
-  return DsspPolicy::Grant::kBounded;
-}
-
-const char* name_of(DsspPolicy::Grant g) {
-  switch (g) {
-    case DsspPolicy::Grant::kLiteral:
-      return "literal";
-    case DsspPolicy::Grant::kUnbounded:
-      return "unbounded";
-    case DsspPolicy::Grant::kBounded:
-      break;
-  }
-  return "bounded";
-}
 
 }  // namespace
 
-DsspPolicy::DsspPolicy(int64_t s_lower, int64_t r_max, const std::string& grant, int32_t workers)
-    : s_(s_lower), r_max_(r_max), grant_(grant_of(grant)), w_(static_cast<size_t>(workers)) {}
+DsspPolicy::DsspPolicy(int64_t s_lower, int64_t r_max, Grant grant, int32_t workers)
+    : s_(s_lower), r_max_(r_max), grant_(grant), w_(static_cast<size_t>(workers)) {}
 
 void DsspPolicy::on_push(int32_t w, SimTime now, const ClockTable& clocks) {
   now_ = now;
@@ -130,7 +113,7 @@ nlohmann::json DsspPolicy::facts() const {
   return {{"type", "dssp"},
           {"s_lower", s_},
           {"r_max", r_max_},
-          {"grant", name_of(grant_)},
+          {"grant", std::string(enum_name(grant_))},
           {"decisions", decisions_.size()},
           {"grants_histogram", histogram},
           {"mean_granted", mean(granted_sum)},

@@ -33,10 +33,9 @@ namespace stalesim {
 class DsspPolicy final : public SyncPolicy {
  public:
   // How a grant counts (policy.dssp_grant): see the header comment.
-  enum class Grant { kBounded, kLiteral, kUnbounded };
-  // REQUIRES: s_lower >= 0, r_max >= 0, workers >= 1, grant one of "bounded", "literal",
-  // "unbounded" (the scenario loader checks it).
-  DsspPolicy(int64_t s_lower, int64_t r_max, const std::string& grant, int32_t workers);
+  using Grant = DsspGrant;  // sim/scenario/options.hpp
+  // REQUIRES: s_lower >= 0, r_max >= 0, workers >= 1 (the scenario loader checks them).
+  DsspPolicy(int64_t s_lower, int64_t r_max, Grant grant, int32_t workers);
   std::string name() const override { return "dssp"; }
   void on_push(int32_t w, SimTime now, const ClockTable& clocks) override;
   bool may_start(int32_t w, const ClockTable& clocks) override;
@@ -45,6 +44,7 @@ class DsspPolicy final : public SyncPolicy {
     if (grant_ == Grant::kUnbounded) return std::nullopt;
     return s_ + r_max_ + (grant_ == Grant::kLiteral ? 1 : 0);
   }
+  bool lockstep() const override { return s_ == 0 && r_max_ == 0; }
   nlohmann::json facts() const override;
   const std::vector<ControllerDecision>* controller_decisions() const override { return &decisions_; }
   std::string bound_text() const override;

@@ -23,6 +23,7 @@ class SspPolicy final : public SyncPolicy {
     return clocks.clock(w) - clocks.min_clock() <= s_;
   }
   std::optional<int64_t> clock_bound() const override { return s_; }
+  bool lockstep() const override { return s_ == 0; }
   int64_t staleness() const { return s_; }
 
  private:

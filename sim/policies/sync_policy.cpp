@@ -153,4 +153,9 @@ std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers)
   throw std::invalid_argument("unknown policy type");
 }
 
+// The policy's own numbers, for what looks at a scenario before a run (the estimates): the policy
+// answers (one worker sizes what it keeps per worker; neither answer depends on the count).
+bool PolicySpec::lockstep() const { return make_policy(*this, 1)->lockstep(); }
+std::optional<int64_t> PolicySpec::clock_bound() const { return make_policy(*this, 1)->clock_bound(); }
+
 }  // namespace stalesim

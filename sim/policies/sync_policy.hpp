@@ -86,6 +86,21 @@ struct ControllerDecision {
   int64_t slowest_step = 0;  // j; 0 when there was no estimate (fewer than two pushes)
 };
 
+// A bound on the values a worker's updates hold in transit (VAP, sim/policies/vap.hpp). The policy
+// sees clocks only; the worker protocol that sees the values (sim/worker/vap_protocol.cpp) asks the
+// bound before it sends an update and tells the gate what it did, for the policy's facts.
+class ValueGate {
+ public:
+  virtual double value_bound() const = 0;
+  // An update sent with in-transit norm `norm` afterwards; `oversized` when it went alone above v.
+  virtual void note_send(double norm, bool oversized) = 0;
+  // An update held back.
+  virtual void note_hold() = 0;
+
+ protected:
+  ~ValueGate() = default;
+};
+
 class SyncPolicy {
  public:
   virtual ~SyncPolicy() = default;
@@ -101,6 +116,13 @@ class SyncPolicy {
   // The largest gap (clock of a worker starting an iteration minus the minimum clock) the policy
   // allows; nullopt when unbounded (ASP).
   virtual std::optional<int64_t> clock_bound() const = 0;
+  // Whether every worker reads the same version each clock and so goes at the slowest worker's
+  // pace, clock by clock (the estimates, sim/estimate/, model such a run so): BSP, and SSP and
+  // DSSP with no slack. Not ESSP(0): its server pushes copies, which the estimates model apart.
+  virtual bool lockstep() const { return false; }
+  // The value bound the workers' sends obey (VAP); null when the policy bounds clocks only. Its
+  // worker protocol is VAP's (make_protocol, sim/worker/protocol.cpp).
+  virtual ValueGate* value_gate() { return nullptr; }
   // Policy-specific facts for summary.json's "policy" object (null when none).
   virtual nlohmann::json facts() const { return nullptr; }
   // Every call of the policy's controller so far, oldest first; null when it has none (all but

@@ -21,25 +21,25 @@
 
 namespace stalesim {
 
-class VapPolicy final : public SyncPolicy {
+class VapPolicy final : public SyncPolicy, public ValueGate {
  public:
   // REQUIRES: value_bound > 0.
   explicit VapPolicy(double value_bound) : v_(value_bound) {}
   std::string name() const override { return "vap"; }
   bool may_start(int32_t, const ClockTable&) override { return true; }
   std::optional<int64_t> clock_bound() const override { return std::nullopt; }
-  double value_bound() const { return v_; }
   std::string bound_text() const override { return fmt::format("v = {}", v_); }
+  ValueGate* value_gate() override { return this; }
 
-  // Called by VAP's worker protocol (sim/worker/vap_protocol.cpp), which sees the values.
-  // An update sent with in-transit norm `norm` afterwards; `oversized` when it went alone above v.
-  void note_send(double norm, bool oversized) {
+  // The value gate, asked by VAP's worker protocol (sim/worker/vap_protocol.cpp), which sees the values.
+  double value_bound() const override { return v_; }
+  void note_send(double norm, bool oversized) override {
     if (oversized)
       ++oversized_;
     else
       max_norm_ = std::max(max_norm_, norm);
   }
-  void note_hold() { ++holds_; }
+  void note_hold() override { ++holds_; }
   double max_in_transit_norm() const { return max_norm_; }
   int64_t oversized() const { return oversized_; }
 

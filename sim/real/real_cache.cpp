@@ -30,19 +30,18 @@ namespace stalesim::real {
 void RealServer::send_copy(Worker& w) {
   Slot& s = slots_[static_cast<size_t>(w.id)];
   const int64_t now = since(epoch_);
-  const Snapshot copy = c_.store->read();
+  const Snapshot copy = c_.store().read();
   ParamsHeader h;
-  h.version = c_.store->version();
-  h.clock = c_.clocks.min_clock();
-  h.included = c_.clocks.clock(w.id);
+  h.version = c_.store().version();
+  h.clock = c_.clocks().min_clock();
+  h.included = c_.clocks().clock(w.id);
   h.count = static_cast<int64_t>(copy.values().size());
-  const int64_t bytes = c_.message_bytes;
+  const int64_t bytes = c_.message_bytes();
   if (opt_.emulated) {  // the server's FIFO link, the latency, the worker's link
-    const SimTime sent = c_.server_transfer(c_.engine.now(), bytes, w.id, WireKind::kPull);
+    const SimTime sent = c_.server_transfer(c_.engine().now(), bytes, w.id, WireKind::kPull);
     h.deliver_at_ns = (sent + c_.latency_of(w) + c_.worker_link(w, bytes)).ns();
   }
-  c_.result.bytes_pull += bytes;
-  ++c_.result.messages_pull;
+  c_.count_pull(bytes);
   send(w.id, pack(h, copy.values()));
   s.copy_clock = std::max(s.copy_clock, h.clock);
   s.parked = false;
@@ -60,30 +59,25 @@ void RealServer::on_cache_push_applied(Worker& w) {
   s.pending.pop_front();
   const int64_t now = since(epoch_);
   record_timing(w.id, p, p.wait_ns, std::max<int64_t>(0, now - p.sent_at_ns), now);
-  GradientInfo info{w.id, p.read_version, c_.store->version(), p.read_staleness};
-  if (!std::isfinite(p.loss)) return c_.diverge(w, p.loss);
-  c_.result.last_finite_loss = p.loss;
-  c_.loss_sum += p.loss;
-  ++c_.loss_count;
-  c_.note_gradient(info, c_.opt->add(*c_.store, grad, info, {}));
-  const bool min_rose = c_.book_applied(w, info);
-  if (c_.sc.stop.max_updates && c_.result.server_updates >= *c_.sc.stop.max_updates) {
-    c_.result.stop_reason = "max_updates";
-    return c_.stop();
-  }
+  GradientInfo info{w.id, p.read_version, c_.store().version(), p.read_staleness};
+  if (!c_.check_loss(w, p.loss)) return;
+  c_.count_loss(p.loss);
+  const double step = c_.apply_to_server(w, grad, info, {});
+  const bool min_rose = c_.applied(w, info, step, /*wait_at_stop=*/false);
+  if (c_.stopped()) return;  // stop.max_updates
   if (min_rose) {
     if (eager_) {  // ESSP: the new server clock's parameters to every worker
-      for (auto& other : c_.workers) send_copy(other);
+      for (auto& other : c_.workers()) send_copy(other);
     } else {  // lazy SSP: the parked fetches the server clock now allows, in worker order
-      for (auto& other : c_.workers) {
+      for (auto& other : c_.workers()) {
         Slot& o = slots_[static_cast<size_t>(other.id)];
-        if (o.parked && c_.clocks.min_clock() >= o.received - bound_) send_copy(other);
+        if (o.parked && c_.clocks().min_clock() >= o.received - bound_) send_copy(other);
       }
     }
   }
   // Lazy SSP: the fetch riding on the worker's last push, answered once fresh enough.
   if (p.fetch && p.iteration + 1 == s.received) {
-    if (c_.clocks.min_clock() >= s.received - bound_)
+    if (c_.clocks().min_clock() >= s.received - bound_)
       send_copy(w);
     else
       s.parked = true;
@@ -105,12 +99,13 @@ class CacheWorker {
  public:
   CacheWorker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch)
       : c_(c),
-        w_(c.workers[static_cast<size_t>(id)]),
+        w_(c.worker(static_cast<size_t>(id))),
         opt_(opt),
         epoch_(epoch),
-        bound_(c.policy->clock_bound().value_or(0)),
-        eager_(c.policy->cache_mode() == CacheMode::kEager),
-        step_(static_cast<float>(c.opt->own_step())) {}
+        bound_(c.policy().clock_bound().value_or(0)),
+        eager_(c.policy().cache_mode() == CacheMode::kEager),
+        step_(static_cast<float>(c.optimizer().own_step())),
+        grad_(c.gradient_size()) {}
 
   void run() {
     std::vector<char> buf;
@@ -181,32 +176,31 @@ class CacheWorker {
     p.read_version = cache_version_;
     p.read_staleness = sent_ - cache_clock_;
     const int64_t begin = since(epoch_);
-    const auto batch = w_.sampler->next(c_.sc.optimizer.batch_size);
-    p.loss = c_.model->loss_and_gradient(local_, c_.data.train, batch, c_.grad);
+    const auto batch = w_.sampler->next(c_.scenario().optimizer.batch_size);
+    p.loss = c_.model().loss_and_gradient(local_, c_.data().train, batch, grad_);
     const int64_t done = since(epoch_);
     p.compute_ns = done - begin;
     int64_t end = done;
     p.sent_at_ns = done;
     if (opt_.emulated) {  // the profile's time, then the push queues on the worker's own link
-      const int64_t target = c_.compute.time(w_, SimTime::from_ns(t)).ns();
+      const int64_t target = c_.compute_time(w_, SimTime::from_ns(t)).ns();
       p.padding_ns = std::max<int64_t>(0, target - p.compute_ns);
       end = std::max(done, t + target);
-      const int64_t bytes = c_.sc.model.cost != "derived"
-                                ? c_.message_bytes
-                                : static_cast<int64_t>(c_.grad.size() * sizeof(float));
+      const int64_t bytes =
+          c_.plan().cost ? c_.message_bytes() : static_cast<int64_t>(grad_.size() * sizeof(float));
       p.sent_at_ns = std::max(end, link_free_);
       link_free_ = p.sent_at_ns + c_.worker_link(w_, bytes).ns();
       sleep_ns(end - done);
     }
     if (opt_.fault && opt_.fault->worker == w_.id && opt_.fault->iteration == sent_)
       ::raise(opt_.fault->hang ? SIGSTOP : SIGKILL);
-    apply_own(c_.grad);
-    own_.emplace_back(sent_, c_.grad);
+    apply_own(grad_);
+    own_.emplace_back(sent_, grad_);
     ++sent_;
     // Lazy SSP: blocked after this push, the worker asks for a copy with it.
     p.fetch = !eager_ && !fresh();
-    p.count = static_cast<int64_t>(c_.grad.size());
-    const auto out = pack(p, c_.grad);
+    p.count = static_cast<int64_t>(grad_.size());
+    const auto out = pack(p, grad_);
     check(MPI_Send(out.data(), static_cast<int>(out.size()), MPI_BYTE, 0, kTagPush, MPI_COMM_WORLD), "Send");
     return opt_.emulated ? end : since(epoch_);
   }
@@ -225,6 +219,7 @@ class CacheWorker {
   int64_t bound_;
   bool eager_;
   float step_;
+  std::vector<float> grad_;  // the gradient of the current iteration
   std::vector<float> cache_, local_;
   int64_t cache_clock_ = -1;
   int64_t cache_version_ = 0;

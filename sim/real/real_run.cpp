@@ -38,16 +38,16 @@ std::string real_refusal(const Scenario& s, bool emulated) {
              "those are the worker's own copy, which the real mode does not send back: use a "
              "pull-every-iteration policy";
   }
-  if (s.cluster.network.topology != "star")
+  if (s.cluster.network.topology != TopologyKind::kStar)
     return "/cluster/network/topology: the real mode emulates the star network only (each worker's link "
            "and the server's FIFO link); racks and graphs are simulated, not emulated";
   if (s.cluster.order == Order::kUniform)
     return "/cluster/order: \"uniform\" is a simulated update order with no transfers; a real run has real "
            "ones";
-  if (s.compute.backend != "cpu")
+  if (s.compute.backend != Backend::kCpu)
     return fmt::format("/compute/backend: \"{}\": the real mode computes gradients on the CPU",
-                       s.compute.backend);
-  if (s.compute.timing == "measured")
+                       enum_name(s.compute.backend));
+  if (s.compute.timing == Timing::kMeasured)
     return "/compute/timing: \"measured\" is the simulator's GPU timing; for a real run without padding use "
            "'stalesim real --timing measured'";
   if (!traits(s.model.type).has_math)
@@ -89,7 +89,8 @@ extern "C" void on_real_signal(int sig) { g_signal.store(sig); }
 // ---- A worker (ranks 1..N) -----------------------------------------------------------------
 
 void run_pull_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch) {
-  Worker& w = c.workers[static_cast<size_t>(id)];
+  Worker& w = c.worker(static_cast<size_t>(id));
+  std::vector<float> grad(c.gradient_size());
   std::vector<char> buf;
   std::vector<float> params;
   for (int64_t iteration = 0;; ++iteration) {
@@ -106,21 +107,21 @@ void run_pull_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::t
     p.iteration = iteration;
     p.params_at_ns = std::max(received, h.deliver_at_ns);
     const int64_t begin = since(epoch);
-    const auto batch = w.sampler->next(c.sc.optimizer.batch_size);
-    p.loss = c.model->loss_and_gradient(params, c.data.train, batch, c.grad);
+    const auto batch = w.sampler->next(c.scenario().optimizer.batch_size);
+    p.loss = c.model().loss_and_gradient(params, c.data().train, batch, grad);
     const int64_t done = since(epoch);
     p.compute_ns = done - begin;
     p.sent_at_ns = done;
     if (opt.emulated) {  // the rest of the time the device profile gives (the simulation's draw)
-      const int64_t target = c.compute.time(w, SimTime::from_ns(p.params_at_ns)).ns();
+      const int64_t target = c.compute_time(w, SimTime::from_ns(p.params_at_ns)).ns();
       p.padding_ns = std::max<int64_t>(0, target - p.compute_ns);
       p.sent_at_ns = std::max(done, p.params_at_ns + target);
       sleep_ns(p.sent_at_ns - done);
     }
     if (opt.fault && opt.fault->worker == id && opt.fault->iteration == iteration)
       ::raise(opt.fault->hang ? SIGSTOP : SIGKILL);
-    p.count = static_cast<int64_t>(c.grad.size());
-    const auto out = pack(p, c.grad);
+    p.count = static_cast<int64_t>(grad.size());
+    const auto out = pack(p, grad);
     check(MPI_Send(out.data(), static_cast<int>(out.size()), MPI_BYTE, 0, kTagPush, MPI_COMM_WORLD), "Send");
   }
 }
@@ -138,7 +139,7 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
                     real_ranks(s), real_ranks(s) - 1, mpi.size(), real_ranks(s)));
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   const DataSplit data = load_data(s);
-  WorkerCore core(s, data);
+  WorkerCore core(s, data, plan_run(s));
   // Rank 0 checks its output folder; every rank learns the verdict before anything runs.
   int ok = 1;
   std::string refusal;
@@ -176,13 +177,12 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
   int64_t origin = real::Clock::now().time_since_epoch().count();
   MPI_Bcast(&origin, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
   const real::Clock::time_point epoch{real::Clock::duration(origin)};
-  core.policy = make_policy(s.policy, core.clocks.workers());
   if (mpi.rank() == 0) {
     real::RealServer server(core, options, epoch);
     return server.run();
   }
   try {
-    if (core.policy->cache_mode() == CacheMode::kPullEveryIteration)
+    if (core.policy().cache_mode() == CacheMode::kPullEveryIteration)
       real::run_pull_worker(core, mpi.rank() - 1, options, epoch);
     else
       real::run_cache_worker(core, mpi.rank() - 1, options, epoch);

@@ -26,20 +26,20 @@ std::vector<int32_t> evaluation_indices(const Scenario& s, const DataSplit& d) {
 }  // namespace
 
 RealServer::RealServer(WorkerCore& c, const RealOptions& o, Clock::time_point epoch)
-    : PullProtocol(c), opt_(o), epoch_(epoch), slots_(c.workers.size()) {
-  cache_ = c.policy->cache_mode() != CacheMode::kPullEveryIteration;
-  eager_ = c.policy->cache_mode() == CacheMode::kEager;
-  bound_ = c.policy->clock_bound().value_or(0);
+    : PullProtocol(c), opt_(o), epoch_(epoch), slots_(c.workers().size()) {
+  cache_ = c.policy().cache_mode() != CacheMode::kPullEveryIteration;
+  eager_ = c.policy().cache_mode() == CacheMode::kEager;
+  bound_ = c.policy().clock_bound().value_or(0);
 }
 
-void RealServer::on_params(Worker& w) {
+void RealServer::params_granted(Worker& w, SimTime sent) {
   Slot& s = slots_[static_cast<size_t>(w.id)];
   s.granted_at = since(epoch_);
   ParamsHeader h;
   h.version = w.read_version;
   h.count = static_cast<int64_t>(w.params.values().size());
   if (opt_.emulated)
-    h.deliver_at_ns = (c_.granted_sent + c_.latency_of(w) + c_.worker_link(w, c_.message_bytes)).ns();
+    h.deliver_at_ns = (sent + c_.latency_of(w) + c_.worker_link(w, c_.message_bytes())).ns();
   send(w.id, pack(h, w.params.values()));
   s.busy = true;
   s.heard_at = s.granted_at;
@@ -117,17 +117,15 @@ bool RealServer::receive_pushes(bool stopping) {
       if (stopping) send_stop(w);
     }
     if (stopping) continue;  // a push after the end is dropped
-    Worker& wk = c_.workers[static_cast<size_t>(w)];
+    Worker& wk = c_.worker(static_cast<size_t>(w));
     // Its size on the emulated wire: the scenario's (a cost architecture sizes every message;
     // else the model's), which the real bytes equal for a dense model.
-    const int64_t bytes = c_.sc.model.cost != "derived"
-                              ? c_.message_bytes
-                              : static_cast<int64_t>(buf.size() - sizeof(PushHeader));
-    c_.result.bytes_push += bytes;
-    ++c_.result.messages_push;
+    const int64_t bytes =
+        c_.plan().cost ? c_.message_bytes() : static_cast<int64_t>(buf.size() - sizeof(PushHeader));
+    c_.count_push(bytes);
     if (cache_) {
       ++s.received;
-      c_.result.max_clock_gap = std::max(c_.result.max_clock_gap, p.iteration - c_.clocks.min_clock());
+      c_.note_clock_gap(p.iteration - c_.clocks().min_clock());
       s.pending.emplace_back(p, std::move(grad));
       grad = {};
     }
@@ -137,24 +135,24 @@ bool RealServer::receive_pushes(bool stopping) {
 }
 
 void RealServer::schedule_push(Worker& w, const Slot& s, int64_t bytes, int64_t now) {
-  const SimTime wall = std::max(SimTime::from_ns(now), c_.engine.now());
-  if (!opt_.emulated) return void(c_.engine.schedule(wall, kPushApplied, static_cast<uint32_t>(w.id), w.gen));
+  const SimTime wall = std::max(SimTime::from_ns(now), c_.engine().now());
+  if (!opt_.emulated) return void(c_.engine().schedule(wall, kPushApplied, static_cast<uint32_t>(w.id), w.gen));
   // As in a simulation: it reaches the server's link after its own link and the latency, and
   // queues there in arrival order (WorkerCore::on_push_at_server).
   const PushHeader& p = cache_ ? s.pending.back().first : s.push;
   w.push_bytes.push_back(bytes);
   const SimTime arrive = SimTime::from_ns(p.sent_at_ns) + c_.worker_link(w, bytes) + c_.latency_of(w);
-  c_.engine.schedule(std::max(arrive, wall), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
+  c_.engine().schedule(std::max(arrive, wall), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
 }
 
 void RealServer::evaluate(uint64_t k) {
-  MetricsRow row = c_.take_metrics_row(c_.engine.now());
-  if (c_.math)
-    evals_->add(std::move(row), c_.store->peek());
+  MetricsRow row = c_.take_metrics_row(c_.engine().now());
+  if (c_.math())
+    evals_->add(std::move(row), c_.store().peek());
   else
     c_.complete_metrics(row);
-  if (!c_.stopped)
-    c_.engine.schedule(SimTime::from_seconds(c_.sc.eval.every_s * static_cast<double>(k + 1)), kEvaluate, 0,
+  if (!c_.stopped())
+    c_.engine().schedule(SimTime::from_seconds(c_.scenario().eval.every_s * static_cast<double>(k + 1)), kEvaluate, 0,
                        k + 1);
 }
 
@@ -171,9 +169,9 @@ std::optional<int32_t> RealServer::silent_worker(int64_t now) const {
 void RealServer::fail(const std::string& reason, const std::string& detail, int code) {
   failed_ = true;
   exit_code_ = code;
-  c_.result.status = RunStatus::kInterrupted;
-  c_.result.stop_reason = reason;
-  c_.result.detail = detail;
+  c_.result().status = RunStatus::kInterrupted;
+  c_.result().stop_reason = reason;
+  c_.result().detail = detail;
   c_.stop();
 }
 
@@ -188,26 +186,26 @@ std::string signal_detail(int sig) {
 
 RealOutcome RealServer::run() {
   WorkerCore& c = c_;
-  c.order = this;  // a grant hands the parameters to on_params (the MPI send) instead of the event queue
+  c.deliver_directly(this);  // a grant hands the parameters to params_granted (the MPI send), not the event queue
   observers_.add(&gradients_);
-  c.obs = &observers_;
+  c.set_observer(&observers_);
   std::vector<std::string> profiles;
-  for (const auto& w : c.workers) profiles.push_back(c.profile_of(w));
-  c.obs->start(c.clocks, *c.policy, profiles);
-  policy_records_.start(c.clocks, *c.policy, {});
-  eval_indices_ = evaluation_indices(c.sc, c.data);
-  evals_ = std::make_unique<Evaluations>(*c.model, c.data.test, eval_indices_,
+  for (const auto& w : c.workers()) profiles.push_back(c.profile_of(w));
+  observers_.start(c.clocks(), c.policy(), profiles);
+  policy_records_.start(c.clocks(), c.policy(), {});
+  eval_indices_ = evaluation_indices(c.scenario(), c.data());
+  evals_ = std::make_unique<Evaluations>(c.model(), c.data().test, eval_indices_,
                                          [this](MetricsRow& row) { c_.complete_metrics(row); });
-  for (auto& w : c.workers)  // the first requests for parameters
-    c.engine.schedule(opt_.emulated ? c.latency_of(w) : SimTime::zero(), kPullRequestArrives,
+  for (auto& w : c.workers())  // the first requests for parameters
+    c.engine().schedule(opt_.emulated ? c.latency_of(w) : SimTime::zero(), kPullRequestArrives,
                       static_cast<uint32_t>(w.id), w.gen);
-  c.engine.schedule(SimTime::zero(), kEvaluate, 0, 0);
+  c.engine().schedule(SimTime::zero(), kEvaluate, 0, 0);
   const SimTime limit =
-      c.sc.stop.virtual_time_s ? SimTime::from_seconds(*c.sc.stop.virtual_time_s) : SimTime::max();
+      c.scenario().stop.virtual_time_s ? SimTime::from_seconds(*c.scenario().stop.virtual_time_s) : SimTime::max();
   Backoff backoff;
   SimTime end;
   try {
-    while (!c.stopped) {
+    while (!c.stopped()) {
       if (const int sig = g_signal.load()) {
         fail("interrupted", signal_detail(sig), kExitInterrupted);
         break;
@@ -215,20 +213,20 @@ RealOutcome RealServer::run() {
       bool worked = receive_pushes(false);
       const int64_t now = since(epoch_);
       const SimTime wall = std::min(SimTime::from_ns(now), limit);
-      c.engine.run_until(wall, [&](const Event& e) {
+      c.engine().run_until(wall, [&](const Event& e) {
         worked = true;
         if (e.kind == kEvaluate) return evaluate(e.payload);
-        if (e.kind == kPushAtServer) return c.on_push_at_server(c.workers[e.target]);
-        if (cache_ && e.kind == kPushApplied) return on_cache_push_applied(c.workers[e.target]);
-        if (cache_ && e.kind == kPullRequestArrives) return send_copy(c.workers[e.target]);
-        if (e.kind == kPushApplied) return on_push_applied(c.workers[e.target]);
+        if (e.kind == kPushAtServer) return c.on_push_at_server(c.worker(e.target));
+        if (cache_ && e.kind == kPushApplied) return on_cache_push_applied(c.worker(e.target));
+        if (cache_ && e.kind == kPullRequestArrives) return send_copy(c.worker(e.target));
+        if (e.kind == kPushApplied) return on_push_applied(c.worker(e.target));
         on_message(e);  // kPullRequestArrives: the pull protocol's grant
       });
-      if (c.stopped) break;
-      if (opt_.fault && opt_.fault->worker < 0 && c.result.server_updates >= opt_.fault->iteration)
+      if (c.stopped()) break;
+      if (opt_.fault && opt_.fault->worker < 0 && c.result().server_updates >= opt_.fault->iteration)
         ::raise(opt_.fault->hang ? SIGSTOP : SIGKILL);
       if (now >= limit.ns()) {
-        c.result.stop_reason = "virtual_time";
+        c.result().stop_reason = "virtual_time";
         break;
       }
       if (const auto w = silent_worker(now)) {
@@ -242,10 +240,10 @@ RealOutcome RealServer::run() {
         backoff.reset();
         continue;
       }
-      const Event* next = c.engine.peek();
+      const Event* next = c.engine().peek();
       backoff.idle(next ? next->time.ns() - now : 1'000'000);
     }
-    end = c.result.stop_reason == "virtual_time" ? limit : SimTime::from_ns(since(epoch_));
+    end = c.result().stop_reason == "virtual_time" ? limit : SimTime::from_ns(since(epoch_));
     if (!failed_) {
       // The end: every worker is told (pull modes: each after its push in flight, dropped, is in;
       // cache modes: at once, and its bye says that every push it sent is in).
@@ -272,7 +270,7 @@ RealOutcome RealServer::run() {
     fail("rank_failed", e.what());
     end = SimTime::from_ns(since(epoch_));
   }
-  if (end < c.engine.now()) end = c.engine.now();
+  if (end < c.engine().now()) end = c.engine().now();
   finish(end);
   int ranks = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
@@ -280,10 +278,10 @@ RealOutcome RealServer::run() {
   if (failed_) {
     if (outcome.kept_finished)
       fmt::print(stderr, "stalesim real: {}: {}; the finished run in {}/ was kept, nothing was written\n",
-                 c.result.stop_reason, c.result.detail, opt_.out);
+                 c.result().stop_reason, c.result().detail, opt_.out);
     else
       fmt::print(stderr, "stalesim real: {}: {}; partial outputs in {}/ (no done marker)\n",
-                 c.result.stop_reason, c.result.detail, opt_.out);
+                 c.result().stop_reason, c.result().detail, opt_.out);
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, exit_code_);
   }
@@ -292,11 +290,11 @@ RealOutcome RealServer::run() {
 
 void RealServer::finish(SimTime end) {
   WorkerCore& c = c_;
-  RunResult& r = c.result;
-  c.obs->finish(end);
+  RunResult& r = c.result();
+  observers_.finish(end);
   policy_records_.finish(end);
-  for (size_t i = 0; i < c.workers.size(); ++i) {
-    Worker& w = c.workers[i];
+  for (size_t i = 0; i < c.workers().size(); ++i) {
+    Worker& w = c.worker(i);
     const Slot& s = slots_[i];
     w.params.reset();
     r.workers.push_back(WorkerStats{w.id, c.profile_of(w), w.iterations, s.compute_ns, s.wait_ns, s.comm_ns});
@@ -304,8 +302,8 @@ void RealServer::finish(SimTime end) {
   r.end_time = end;
   if (c.needs_final_row(end)) {
     MetricsRow row = c.take_metrics_row(end);
-    if (c.math) {
-      evals_->add(std::move(row), c.store->peek());
+    if (c.math()) {
+      evals_->add(std::move(row), c.store().peek());
     } else {
       c.complete_metrics(row);
     }
@@ -318,8 +316,8 @@ void RealServer::finish(SimTime end) {
 }
 
 RealOutcome RealServer::write(int ranks) {
-  const RunResult& r = c_.result;
-  OutputFiles files = render_outputs(c_.sc, r);
+  const RunResult& r = c_.result();
+  OutputFiles files = render_outputs(c_.scenario(), r);
   files.timing_csv = timing_;
   nlohmann::json summary = nlohmann::json::parse(files.summary_json);
   char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";

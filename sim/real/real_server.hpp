@@ -18,12 +18,15 @@
 
 namespace stalesim::real {
 
-class RealServer final : public PullProtocol {
+class RealServer final : public PullProtocol, public DirectDelivery {
  public:
   RealServer(WorkerCore& c, const RealOptions& o, Clock::time_point epoch);
 
-  // Pull modes: a grant (WorkerCore::grant) sends the parameters to the worker's rank.
-  void on_params(Worker& w) override;
+  // Pull modes: a grant (WorkerCore::grant) sends the parameters to the worker's rank
+  // (DirectDelivery: `sent`, when they left the server's link, pads the emulated delivery).
+  void params_granted(Worker& w, SimTime sent) override;
+  // The server computes nothing: pushes come from the ranks (receive_pushes).
+  void push_sent(Worker&) override { throw std::logic_error("the real run's server sent a push"); }
 
   // Runs the server until the run ends; writes the run folder. A failure ends the job
   // (MPI_Abort) after the partial outputs are written.

@@ -10,7 +10,7 @@ FasgdRule::FasgdRule(const OptimizerSpec& spec, int64_t parameters)
       gamma_(static_cast<float>(spec.gamma)),
       beta_(static_cast<float>(spec.beta)),
       epsilon_(static_cast<float>(spec.epsilon)),
-      fred_(spec.variant == "fred"),
+      fred_(spec.variant == FasgdVariant::kFred),
       b_(fred_ ? 0 : static_cast<size_t>(parameters), 0.0f),
       n_(fred_ ? 0 : static_cast<size_t>(parameters), 0.0f),
       sigma_bar_(static_cast<size_t>(parameters), 0.0f) {}

@@ -25,7 +25,7 @@ std::string policy_phrase(const Scenario& s) {
 // mf and lda (issue 6): each with its own dataset, and lda's count deltas with no learning rule.
 void check_workloads(const Scenario& s) {
   const auto t = to_string(s.model.type);
-  const auto& ds = s.data.dataset;
+  const std::string ds(to_string(s.data.dataset));
   const std::string want(traits(s.model.type).dataset);
   if (!want.empty() && ds != want)
     fail("/data/dataset", fmt::format("model.type \"{}\" needs dataset \"{}\", got \"{}\"", t, want, ds));
@@ -34,9 +34,9 @@ void check_workloads(const Scenario& s) {
       fail("/data/dataset",
            fmt::format("\"{}\" goes with model.type \"{}\" (model.type is \"{}\")", ds, name, t));
   if (want.empty()) return;
-  if (s.compute.backend != "cpu")
-    fail("/compute/backend",
-         fmt::format("model.type \"{}\" runs on the cpu backend only, got \"{}\"", t, s.compute.backend));
+  if (s.compute.backend != Backend::kCpu)
+    fail("/compute/backend", fmt::format("model.type \"{}\" runs on the cpu backend only, got \"{}\"", t,
+                                         enum_name(s.compute.backend)));
   if (s.model.type == ModelType::kLstsq) return;  // any rule, momentum and policy
   if (s.model.type == ModelType::kMf) {
     const auto& r = s.data.ratings;
@@ -92,13 +92,13 @@ void check_cluster(const Scenario& s, int64_t workers) {
     const std::optional<DeviceProfile> profile = grp.device ? grp.device : find_profile(grp.profile);
     if (profile && peak_tflops(*profile, grp.precision) <= 0)
       fail(fmt::format("/cluster/workers/{}/precision", g),
-           fmt::format("profile \"{}\" has no {} peak; use \"fp32\"{}", grp.profile, grp.precision,
+           fmt::format("profile \"{}\" has no {} peak; use \"fp32\"{}", grp.profile, enum_name(grp.precision),
                        profile->peak_fp16_tflops > 0 ? " or \"fp16\"" : ""));
-    if (grp.jitter && grp.jitter->type == "trace" && grp.jitter->path.empty())
+    if (grp.jitter && grp.jitter->type == JitterType::kTrace && grp.jitter->path.empty())
       fail(fmt::format("/cluster/workers/{}/jitter/path", g), "required when jitter.type is \"trace\"");
   }
   const bool crashes = std::any_of(c.schedule.begin(), c.schedule.end(),
-                                   [](const ScheduleEvent& e) { return e.kind == "crash"; });
+                                   [](const ScheduleEvent& e) { return e.kind == ScheduleKind::kCrash; });
   for (size_t i = 0; i < c.schedule.size(); ++i) {
     const auto& e = c.schedule[i];
     const std::string at = fmt::format("/cluster/schedule/{}", i);
@@ -113,8 +113,8 @@ void check_cluster(const Scenario& s, int64_t workers) {
              fmt::format("expected a worker id in [0, {}], got {}", workers - 1, e.workers[k]));
     if (e.until_s && *e.until_s <= e.at_s)
       fail(at + "/until_s", fmt::format("expected a time after at_s ({}), got {}", e.at_s, *e.until_s));
-    if ((e.kind == "pause" || e.kind == "drift") && !e.until_s)
-      fail(at + "/until_s", fmt::format("required for a {}", e.kind));
+    if ((e.kind == ScheduleKind::kPause || e.kind == ScheduleKind::kDrift) && !e.until_s)
+      fail(at + "/until_s", fmt::format("required for a {}", enum_name(e.kind)));
   }
   if (!c.schedule.empty() && c.order == Order::kUniform)
     fail("/cluster/schedule",
@@ -133,15 +133,16 @@ void check_cluster(const Scenario& s, int64_t workers) {
 // topology, and the topology itself sound (build_topology names the element at fault).
 void check_topology(const Scenario& s) {
   const auto& n = s.cluster.network;
-  if (n.topology == "star") return;
+  if (n.topology == TopologyKind::kStar) return;
   if (!s.policy.pulls_every_clock() || s.policy.type == PolicyType::kVap)
     fail("/cluster/network/topology",
          fmt::format("\"{}\" carries the traffic of policies that fetch every clock ({}), got {}; use "
                      "topology \"star\"",
-                     n.topology, pull_mode_policies(), policy_phrase(s)));
+                     enum_name(n.topology), pull_mode_policies(), policy_phrase(s)));
   if (n.latency_sigma > 0)
     fail("/cluster/network/latency_sigma",
-         fmt::format("latency jitter applies to the star topology only (topology is \"{}\")", n.topology));
+         fmt::format("latency jitter applies to the star topology only (topology is \"{}\")",
+                     enum_name(n.topology)));
   for (size_t i = 0; i < s.cluster.workers.size(); ++i) {
     const auto& g = s.cluster.workers[i];
     for (const auto& [key, given] : {std::pair{"latency_us", g.latency_us.has_value()},
@@ -151,7 +152,7 @@ void check_topology(const Scenario& s) {
         fail(fmt::format("/cluster/workers/{}/{}", i, key),
              fmt::format("a group's own link applies to the star topology only; with topology \"{}\" "
                          "the topology sets every link",
-                         n.topology));
+                         enum_name(n.topology)));
   }
   try {
     (void)build_topology(s);
@@ -170,29 +171,30 @@ void check_cross_fields(const Scenario& s) {
   if (!has_math(s) && has_data(s))
     fail("/data/dataset", fmt::format("a time-only model takes no dataset, got \"{}\"; remove "
                                       "/data/dataset (or set it to \"none\")",
-                                      s.data.dataset));
+                                      to_string(s.data.dataset)));
   if (has_math(s) && !has_data(s))
     fail("/data/dataset", fmt::format("\"none\" needs model.type \"time-only\" (model.type is \"{}\")",
                                       to_string(s.model.type)));
   check_workloads(s);
-  if (s.model.type == ModelType::kCnn && s.data.dataset == "blobs" && !cnn_takes(s.data.blobs.features))
+  if (s.model.type == ModelType::kCnn && s.data.dataset == DatasetType::kBlobs &&
+      !cnn_takes(s.data.blobs.features))
     fail("/data/blobs/features",
          fmt::format(
              "the cnn takes S x S images with S a multiple of 4 and >= 12 (e.g. 784 = 28 x 28), got {}",
              s.data.blobs.features));
-  if (s.compute.timing == "measured" && s.compute.backend != "cuda")
+  if (s.compute.timing == Timing::kMeasured && s.compute.backend != Backend::kCuda)
     fail("/compute/timing", fmt::format("\"measured\" times iterations on the GPU and needs compute.backend "
                                         "\"cuda\" (compute.backend is \"{}\")",
-                                        s.compute.backend));
-  if (s.compute.timing == "measured" && s.model.cost != "derived")
+                                        enum_name(s.compute.backend)));
+  if (s.compute.timing == Timing::kMeasured && s.model.cost != "derived")
     fail("/compute/timing", fmt::format("\"measured\" times the math model on the GPU, and model.cost \"{}\" "
                                         "times it as another architecture: use one or the other",
                                         s.model.cost));
-  if (s.compute.timing == "measured" && s.cluster.order == Order::kUniform)
+  if (s.compute.timing == Timing::kMeasured && s.cluster.order == Order::kUniform)
     fail("/compute/timing",
          "\"measured\" times each iteration on the GPU, which cluster.order \"uniform\" "
          "(every iteration takes the same time) does not use: use cluster.order \"timed\"");
-  if (s.compute.backend == "cuda" && !cuda_built())
+  if (s.compute.backend == Backend::kCuda && !cuda_built())
     fail("/compute/backend",
          "\"cuda\" needs a stalesim built with CUDA, and this one was built without "
          "(configure with -DSTALESIM_CUDA=ON on a machine with the CUDA toolkit)");

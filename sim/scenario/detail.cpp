@@ -142,7 +142,7 @@ std::string pull_mode_policies() {
   }
   return out;
 }
-bool has_data(const Scenario& s) { return s.data.dataset != "none"; }
+bool has_data(const Scenario& s) { return s.data.dataset != DatasetType::kNone; }
 bool is_workload(const Scenario& s) { return !traits(s.model.type).dataset.empty(); }
 // Whether the cnn (models/cnn.hpp) takes images of `features` pixels: S x S, S % 4 == 0, S >= 12.
 bool cnn_takes(int64_t features) {

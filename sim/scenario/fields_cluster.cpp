@@ -122,8 +122,8 @@ std::vector<FieldInfo> group_fields(const Scenario& d) {
        .get = get_item<&ClusterSpec::workers, &WorkerGroup::count>},
       {.path = "/cluster/workers/*/precision",
        .type = F::kString,
-       .allowed = {"fp32", "fp16", "bf16"},
-       .default_value = d.cluster.workers[0].precision,
+       .allowed = enum_name_list<Precision>(),
+       .default_value = to_json_value(d.cluster.workers[0].precision),
        .doc = "Which peak of the profile times the group's compute (fp16/bf16: Tensor Core peaks, "
               "where the profile has them).",
        .set = set_item<&ClusterSpec::workers, &WorkerGroup::precision>,
@@ -184,8 +184,8 @@ std::vector<FieldInfo> group_jitter_fields(const Scenario& d) {
            }},
       {.path = "/cluster/workers/*/jitter/type",
        .type = F::kString,
-       .allowed = {"lognormal", "none", "constant", "normal", "exponential", "gamma", "trace"},
-       .default_value = d.cluster.jitter.type,
+       .allowed = enum_name_list<JitterType>(),
+       .default_value = to_json_value(d.cluster.jitter.type),
        .doc = "As cluster.jitter.type.",
        .set = set_group_part<&WorkerGroup::jitter, &JitterSpec::type>,
        .get = get_group_part<&WorkerGroup::jitter, &JitterSpec::type>},
@@ -232,8 +232,8 @@ std::vector<FieldInfo> group_jitter_fields(const Scenario& d) {
        .get = get_group_part<&WorkerGroup::jitter, &JitterSpec::path>},
       {.path = "/cluster/workers/*/jitter/scale",
        .type = F::kString,
-       .allowed = {"absolute", "relative"},
-       .default_value = d.cluster.jitter.scale,
+       .allowed = enum_name_list<TraceScale>(),
+       .default_value = to_json_value(d.cluster.jitter.scale),
        .doc = "As cluster.jitter.scale.",
        .set = set_group_part<&WorkerGroup::jitter, &JitterSpec::scale>,
        .get = get_group_part<&WorkerGroup::jitter, &JitterSpec::scale>},
@@ -264,8 +264,8 @@ std::vector<FieldInfo> schedule_fields(const Scenario& d) {
        .get = get_m<&Scenario::cluster, &ClusterSpec::servers>},
       {.path = "/cluster/on_crash",
        .type = F::kString,
-       .allowed = {"wait", "drop"},
-       .default_value = d.cluster.on_crash,
+       .allowed = enum_name_list<OnCrash>(),
+       .default_value = to_json_value(d.cluster.on_crash),
        .doc = "wait: synchronous policies wait for a crashed worker to rejoin; drop: it leaves the "
               "slowest-clock computation until it rejoins, at the then minimum clock.",
        .set = set_m<&Scenario::cluster, &ClusterSpec::on_crash>,
@@ -281,7 +281,7 @@ std::vector<FieldInfo> schedule_fields(const Scenario& d) {
                  size_t) { return json(std::vector<json>(s.cluster.schedule.size(), json::object())); }},
       {.path = "/cluster/schedule/*/kind",
        .type = F::kString,
-       .allowed = {"slow", "pause", "crash", "drift"},
+       .allowed = enum_name_list<ScheduleKind>(),
        .required = true,
        .doc = "slow: compute takes factor x longer over [at_s, until_s); pause: no compute progress "
               "over it; crash: in-flight work is lost, rejoins at until_s; drift: the factor rises "
@@ -402,8 +402,8 @@ std::vector<FieldInfo> jitter_fields(const Scenario& d) {
       {.path = "/cluster/jitter", .type = F::kObject, .doc = "Random variation of compute time."},
       {.path = "/cluster/jitter/type",
        .type = F::kString,
-       .allowed = {"lognormal", "none", "constant", "normal", "exponential", "gamma", "trace"},
-       .default_value = d.cluster.jitter.type,
+       .allowed = enum_name_list<JitterType>(),
+       .default_value = to_json_value(d.cluster.jitter.type),
        .doc = "Multiply each compute time by a factor of mean 1: lognormal (sigma), normal (cv, "
               "clipped at 0.001), gamma (cv), exponential (shift), constant (factor); none; or "
               "trace: draw each iteration's time uniformly from a file of measured times.",
@@ -417,7 +417,7 @@ std::vector<FieldInfo> jitter_fields(const Scenario& d) {
        .applies_to = "lognormal jitter",
        .applies_key = "/cluster/jitter/type",
        .doc = "Standard deviation of the factor's log.",
-       .applies = [](const Scenario& s) { return s.cluster.jitter.type == "lognormal"; },
+       .applies = [](const Scenario& s) { return s.cluster.jitter.type == JitterType::kLognormal; },
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::sigma>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::sigma>},
       {.path = "/cluster/jitter/cv",
@@ -431,7 +431,8 @@ std::vector<FieldInfo> jitter_fields(const Scenario& d) {
        .doc = "Coefficient of variation (standard deviation / mean) of the factor.",
        .applies =
            [](const Scenario& s) {
-             return s.cluster.jitter.type == "normal" || s.cluster.jitter.type == "gamma";
+             return s.cluster.jitter.type == JitterType::kNormal ||
+                    s.cluster.jitter.type == JitterType::kGamma;
            },
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::cv>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::cv>},
@@ -444,7 +445,7 @@ std::vector<FieldInfo> jitter_fields(const Scenario& d) {
        .applies_to = "constant jitter",
        .applies_key = "/cluster/jitter/type",
        .doc = "The constant factor.",
-       .applies = [](const Scenario& s) { return s.cluster.jitter.type == "constant"; },
+       .applies = [](const Scenario& s) { return s.cluster.jitter.type == JitterType::kConstant; },
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::factor>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::factor>},
       {.path = "/cluster/jitter/shift",
@@ -457,7 +458,7 @@ std::vector<FieldInfo> jitter_fields(const Scenario& d) {
        .applies_key = "/cluster/jitter/type",
        .doc = "factor = shift + Exp(mean 1 - shift): the least an iteration can take, as a fraction of the "
               "mean.",
-       .applies = [](const Scenario& s) { return s.cluster.jitter.type == "exponential"; },
+       .applies = [](const Scenario& s) { return s.cluster.jitter.type == JitterType::kExponential; },
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::shift>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::shift>},
       {.path = "/cluster/jitter/path",
@@ -469,18 +470,18 @@ std::vector<FieldInfo> jitter_fields(const Scenario& d) {
        .doc = "Text file of iteration times in ms, whitespace separated, # comments; relative to the "
               "scenario file's folder when the file names it and to the working directory when --set "
               "or --grid does (as a profile file).",
-       .applies = [](const Scenario& s) { return s.cluster.jitter.type == "trace"; },
+       .applies = [](const Scenario& s) { return s.cluster.jitter.type == JitterType::kTrace; },
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::path>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::path>},
       {.path = "/cluster/jitter/scale",
        .type = F::kString,
-       .allowed = {"absolute", "relative"},
-       .default_value = d.cluster.jitter.scale,
+       .allowed = enum_name_list<TraceScale>(),
+       .default_value = to_json_value(d.cluster.jitter.scale),
        .applies_to = "trace jitter",
        .applies_key = "/cluster/jitter/type",
        .doc =
            "absolute: an iteration takes the drawn time; relative: the modelled time x drawn / trace mean.",
-       .applies = [](const Scenario& s) { return s.cluster.jitter.type == "trace"; },
+       .applies = [](const Scenario& s) { return s.cluster.jitter.type == JitterType::kTrace; },
        .set = set_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::scale>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::jitter, &JitterSpec::scale>},
   };

@@ -16,14 +16,14 @@ std::vector<FieldInfo> dataset_fields(const Scenario& d) {
       {.path = "/data", .type = F::kObject, .doc = "Training and test data."},
       {.path = "/data/dataset",
        .type = F::kString,
-       .allowed = {"fashion-mnist", "blobs", "ratings", "corpus", "lstsq", "none"},
-       .default_value = d.data.dataset,
+       .allowed = enum_name_list<DatasetType>(),
+       .default_value = to_json_value(d.data.dataset),
        .default_note = "\"none\" when model.type is \"time-only\"",
        .doc = "Dataset; \"ratings\" goes with model mf, \"corpus\" with lda, \"lstsq\" with lstsq, \"none\" "
               "(no data) with the time-only model, each only with it.",
        .set = set_m<&Scenario::data, &DataSpec::dataset>,
        .get = get_m<&Scenario::data, &DataSpec::dataset>,
-       .resolve = [](Scenario& s) { s.data.dataset = has_math(s) ? s.data.dataset : "none"; }},
+       .resolve = [](Scenario& s) { s.data.dataset = has_math(s) ? s.data.dataset : DatasetType::kNone; }},
       {.path = "/data/path",
        .type = F::kString,
        .min_length = 1,
@@ -31,7 +31,7 @@ std::vector<FieldInfo> dataset_fields(const Scenario& d) {
        .applies_to = "the fashion-mnist dataset",
        .applies_key = "/data/dataset",
        .doc = "Folder with the Fashion-MNIST IDX files (Debian's dataset-fashion-mnist).",
-       .applies = [](const Scenario& s) { return s.data.dataset == "fashion-mnist"; },
+       .applies = [](const Scenario& s) { return s.data.dataset == DatasetType::kFashionMnist; },
        .set = set_m<&Scenario::data, &DataSpec::path>,
        .get = get_m<&Scenario::data, &DataSpec::path>},
       {.path = "/data/train_samples",
@@ -62,15 +62,15 @@ std::vector<FieldInfo> dataset_fields(const Scenario& d) {
               "and evaluate on the test set.",
        .applies =
            [](const Scenario& s) {
-             return s.data.dataset == "fashion-mnist" || s.data.dataset == "blobs" ||
-                    s.data.dataset == "ratings";
+             return s.data.dataset == DatasetType::kFashionMnist || s.data.dataset == DatasetType::kBlobs ||
+                    s.data.dataset == DatasetType::kRatings;
            },
        .set = set_m<&Scenario::data, &DataSpec::validation_samples>,
        .get = get_m<&Scenario::data, &DataSpec::validation_samples>},
       {.path = "/data/partition",
        .type = F::kString,
-       .allowed = {"iid", "shared", "label-skew"},
-       .default_value = d.data.partition,
+       .allowed = enum_name_list<Partition>(),
+       .default_value = to_json_value(d.data.partition),
        .applies_to = "the fashion-mnist and blobs datasets",
        .applies_key = "/data/dataset",
        .doc = "How training samples reach workers: iid (a seeded shuffle, equal disjoint slices, each "
@@ -91,7 +91,7 @@ std::vector<FieldInfo> dataset_fields(const Scenario& d) {
        .applies_key = "/data/partition",
        .doc = "Dirichlet concentration of each worker's label mix: 0.1 gives most workers one or two "
               "labels, 100 is close to iid.",
-       .applies = [](const Scenario& s) { return has_data(s) && s.data.partition == "label-skew"; },
+       .applies = [](const Scenario& s) { return has_data(s) && s.data.partition == Partition::kLabelSkew; },
        .set = set_m<&Scenario::data, &DataSpec::alpha>,
        .get = get_m<&Scenario::data, &DataSpec::alpha>},
   };
@@ -106,7 +106,7 @@ std::vector<FieldInfo> blobs_fields(const Scenario& d) {
        .applies_to = "the blobs dataset",
        .applies_key = "/data/dataset",
        .doc = "Gaussian blobs: class centres N(0, 1) per feature, samples centre + N(0, spread).",
-       .applies = [](const Scenario& s) { return s.data.dataset == "blobs"; }},
+       .applies = [](const Scenario& s) { return s.data.dataset == DatasetType::kBlobs; }},
       {.path = "/data/blobs/classes",
        .type = F::kInteger,
        .minimum = 2,
@@ -165,7 +165,7 @@ std::vector<FieldInfo> ratings_fields(const Scenario& d) {
        .applies_to = "the ratings dataset",
        .applies_key = "/data/dataset",
        .doc = "Synthetic ratings of known rank with Zipf row and column popularity (models/mf.hpp).",
-       .applies = [](const Scenario& s) { return s.data.dataset == "ratings"; }},
+       .applies = [](const Scenario& s) { return s.data.dataset == DatasetType::kRatings; }},
       {.path = "/data/ratings/rows",
        .type = F::kInteger,
        .minimum = 1,
@@ -240,7 +240,7 @@ std::vector<FieldInfo> lstsq_fields(const Scenario& d) {
        .doc = "Synthetic least-squares problem with Hessian diag(lambda), lambda spaced evenly in log from "
               "curvature down to curvature / condition, solution w* ~ N(0, 1) from the seed "
               "(models/lstsq.hpp).",
-       .applies = [](const Scenario& s) { return s.data.dataset == "lstsq"; }},
+       .applies = [](const Scenario& s) { return s.data.dataset == DatasetType::kLstsq; }},
       {.path = "/data/lstsq/dimension",
        .type = F::kInteger,
        .minimum = 1,
@@ -277,7 +277,7 @@ std::vector<FieldInfo> corpus_fields(const Scenario& d) {
        .applies_to = "the corpus dataset",
        .applies_key = "/data/dataset",
        .doc = "Synthetic corpus drawn from known topics by LDA's generative process (models/lda.hpp).",
-       .applies = [](const Scenario& s) { return s.data.dataset == "corpus"; }},
+       .applies = [](const Scenario& s) { return s.data.dataset == DatasetType::kCorpus; }},
       {.path = "/data/corpus/vocabulary",
        .type = F::kInteger,
        .minimum = 1,

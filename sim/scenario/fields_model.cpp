@@ -19,7 +19,8 @@ std::vector<FieldInfo> model_common_fields(const Scenario& d) {
        .type = F::kString,
        .allowed = enum_name_list<ModelType>(),
        .default_value = to_json_value(d.model.type),
-       .doc = "softmax regression, a ReLU MLP, a LeNet-5-style CNN for 28x28 images (see REFERENCE.md, Models), matrix "
+       .doc = "softmax regression, a ReLU MLP, a LeNet-5-style CNN for 28x28 images (see REFERENCE.md, "
+              "Models), matrix "
               "factorization (mf), LDA by collapsed Gibbs sampling (lda), an ill-conditioned least-squares "
               "problem with exact gradients (lstsq), or a model that is only timed (no math).",
        .set = set_m<&Scenario::model, &ModelSpec::type>,
@@ -40,8 +41,8 @@ std::vector<FieldInfo> model_common_fields(const Scenario& d) {
        .get = get_m<&Scenario::model, &ModelSpec::hidden>},
       {.path = "/model/init",
        .type = F::kString,
-       .allowed = {"he", "glorot"},
-       .default_value = d.model.init,
+       .allowed = enum_name_list<WeightInit>(),
+       .default_value = to_json_value(d.model.init),
        .applies_to = "softmax, mlp and cnn models",
        .applies_key = "/model/type",
        .doc = "Weight initialization.",
@@ -84,7 +85,8 @@ std::vector<FieldInfo> model_common_fields(const Scenario& d) {
        .applies_to = "softmax, mlp and cnn models",
        .applies_key = "/model/type",
        .doc = "Time each iteration and size each message as this architecture would (FLOPs and "
-              "parameters from its paper; see REFERENCE.md, Cost architectures) while the math model trains; \"derived\": "
+              "parameters from its paper; see REFERENCE.md, Cost architectures) while the math model trains; "
+              "\"derived\": "
               "from the math model.",
        .applies = [](const Scenario& s) { return has_math(s); },
        .set = set_m<&Scenario::model, &ModelSpec::cost>,

@@ -78,7 +78,8 @@ std::vector<FieldInfo> rule_parameter_fields(const Scenario& d) {
        .applies_to = rules_with(kRuleFasgd) + " (paper variant)",
        .applies_key = "/optimizer/rule",
        .doc = "Decay of FASGD's moving averages of g and g^2.",
-       .applies = [](const Scenario& s) { return is_fasgd(s) && s.optimizer.variant == "paper"; },
+       .applies =
+           [](const Scenario& s) { return is_fasgd(s) && s.optimizer.variant == FasgdVariant::kPaper; },
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::gamma>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::gamma>},
       {.path = "/optimizer/beta",
@@ -91,7 +92,8 @@ std::vector<FieldInfo> rule_parameter_fields(const Scenario& d) {
        .applies_to = rules_with(kRuleFasgd) + " (paper variant)",
        .applies_key = "/optimizer/rule",
        .doc = "Decay of FASGD's moving average of sigma.",
-       .applies = [](const Scenario& s) { return is_fasgd(s) && s.optimizer.variant == "paper"; },
+       .applies =
+           [](const Scenario& s) { return is_fasgd(s) && s.optimizer.variant == FasgdVariant::kPaper; },
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::beta>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::beta>},
       {.path = "/optimizer/epsilon",
@@ -102,13 +104,14 @@ std::vector<FieldInfo> rule_parameter_fields(const Scenario& d) {
        .applies_to = rules_with(kRuleFasgd) + " (paper variant)",
        .applies_key = "/optimizer/rule",
        .doc = "Added to the averaged sigma in FASGD's denominator.",
-       .applies = [](const Scenario& s) { return is_fasgd(s) && s.optimizer.variant == "paper"; },
+       .applies =
+           [](const Scenario& s) { return is_fasgd(s) && s.optimizer.variant == FasgdVariant::kPaper; },
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::epsilon>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::epsilon>},
       {.path = "/optimizer/variant",
        .type = F::kString,
-       .allowed = {"paper", "fred"},
-       .default_value = d.optimizer.variant,
+       .allowed = enum_name_list<FasgdVariant>(),
+       .default_value = to_json_value(d.optimizer.variant),
        .applies_to = rules_with(kRuleFasgd),
        .applies_key = "/optimizer/rule",
        .doc = "paper: alpha g / (max(tau,1)(sigma_bar + epsilon)); fred: the paper's code, "

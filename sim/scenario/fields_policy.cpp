@@ -50,8 +50,8 @@ std::vector<FieldInfo> policy_fields(const Scenario& d) {
        .get = get_m<&Scenario::policy, &PolicySpec::range>},
       {.path = "/policy/dssp_grant",
        .type = F::kString,
-       .allowed = {"bounded", "literal", "unbounded"},
-       .default_value = d.policy.dssp_grant,
+       .allowed = enum_name_list<DsspGrant>(),
+       .default_value = to_json_value(d.policy.dssp_grant),
        .applies_to = policies_with(kPolicyRange),
        .applies_key = "/policy/type",
        .doc = "bounded: a grant counts as the first extra clock (gap <= s_L + r_max); literal: the "

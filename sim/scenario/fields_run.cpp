@@ -53,16 +53,16 @@ std::vector<FieldInfo> run_fields(const Scenario& d) {
        .applies = has_math},
       {.path = "/compute/backend",
        .type = F::kString,
-       .allowed = {"cpu", "cuda"},
-       .default_value = d.compute.backend,
+       .allowed = enum_name_list<Backend>(),
+       .default_value = to_json_value(d.compute.backend),
        .doc = "cpu: Eigen on this CPU; cuda: cuBLAS on the local NVIDIA GPU (a build with CUDA), whose "
               "results are bit-identical only on the same GPU model, driver and build.",
        .set = set_m<&Scenario::compute, &ComputeSpec::backend>,
        .get = get_m<&Scenario::compute, &ComputeSpec::backend>},
       {.path = "/compute/timing",
        .type = F::kString,
-       .allowed = {"modelled", "measured"},
-       .default_value = d.compute.timing,
+       .allowed = enum_name_list<Timing>(),
+       .default_value = to_json_value(d.compute.timing),
        .doc = "modelled: an iteration takes the time the worker's device profile gives; measured: the "
               "time the latest gradient took on the local GPU (CUDA events), for every worker; needs "
               "backend cuda and makes the run not bit-reproducible.",

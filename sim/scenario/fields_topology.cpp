@@ -10,9 +10,9 @@ namespace stalesim::scenario_detail {
 
 namespace {
 
-bool racks(const Scenario& s) { return s.cluster.network.topology == "racks"; }
-bool graph(const Scenario& s) { return s.cluster.network.topology == "graph"; }
-bool off_star(const Scenario& s) { return s.cluster.network.topology != "star"; }
+bool racks(const Scenario& s) { return s.cluster.network.topology == TopologyKind::kRacks; }
+bool graph(const Scenario& s) { return s.cluster.network.topology == TopologyKind::kGraph; }
+bool off_star(const Scenario& s) { return s.cluster.network.topology != TopologyKind::kStar; }
 
 // A member of item i of graph.nodes or graph.links.
 template <auto Items, auto M>
@@ -38,8 +38,8 @@ std::vector<FieldInfo> topology_fields(const Scenario& d) {
   return {
       {.path = "/cluster/network/topology",
        .type = F::kString,
-       .allowed = {"star", "racks", "graph"},
-       .default_value = n.topology,
+       .allowed = enum_name_list<TopologyKind>(),
+       .default_value = to_json_value(n.topology),
        .doc = "star: each worker's own link to the server shards, each shard's link one FIFO; racks: "
               "hosts behind top-of-rack switches with uplinks to one spine; graph: any switches, hosts "
               "and links. Off the star, messages are flows sharing every link max-min fair, full duplex.",
@@ -102,9 +102,12 @@ std::vector<FieldInfo> topology_fields(const Scenario& d) {
        .max_items = kMaxHosts,
        .required = true,
        .doc = "The nodes; hosts are numbered in list order from 0.",
-       .set = [](Scenario& s, size_t, const json& v) { s.cluster.network.graph.nodes.assign(v.size(), GraphNode{}); },
-       .get = [](const Scenario& s,
-                 size_t) { return json(std::vector<json>(s.cluster.network.graph.nodes.size(), json::object())); }},
+       .set = [](Scenario& s, size_t,
+                 const json& v) { s.cluster.network.graph.nodes.assign(v.size(), GraphNode{}); },
+       .get =
+           [](const Scenario& s, size_t) {
+             return json(std::vector<json>(s.cluster.network.graph.nodes.size(), json::object()));
+           }},
       {.path = "/cluster/network/graph/nodes/*/name",
        .type = F::kString,
        .min_length = 1,
@@ -115,8 +118,8 @@ std::vector<FieldInfo> topology_fields(const Scenario& d) {
        .get = get_graph<&GraphSpec::nodes, &GraphNode::name>},
       {.path = "/cluster/network/graph/nodes/*/kind",
        .type = F::kString,
-       .allowed = {"host", "switch"},
-       .default_value = GraphNode{}.kind,
+       .allowed = enum_name_list<NodeKind>(),
+       .default_value = to_json_value(GraphNode{}.kind),
        .doc = "host: holds a worker or a shard; switch: forwards.",
        .set = set_graph<&GraphSpec::nodes, &GraphNode::kind>,
        .get = get_graph<&GraphSpec::nodes, &GraphNode::kind>},
@@ -126,9 +129,12 @@ std::vector<FieldInfo> topology_fields(const Scenario& d) {
        .max_items = kMaxHosts,
        .required = true,
        .doc = "The links, each full duplex (each direction its own bandwidth).",
-       .set = [](Scenario& s, size_t, const json& v) { s.cluster.network.graph.links.assign(v.size(), GraphLink{}); },
-       .get = [](const Scenario& s,
-                 size_t) { return json(std::vector<json>(s.cluster.network.graph.links.size(), json::object())); }},
+       .set = [](Scenario& s, size_t,
+                 const json& v) { s.cluster.network.graph.links.assign(v.size(), GraphLink{}); },
+       .get =
+           [](const Scenario& s, size_t) {
+             return json(std::vector<json>(s.cluster.network.graph.links.size(), json::object()));
+           }},
       {.path = "/cluster/network/graph/links/*/from",
        .type = F::kString,
        .min_length = 1,
@@ -172,8 +178,8 @@ std::vector<FieldInfo> topology_fields(const Scenario& d) {
        .applies = off_star},
       {.path = "/cluster/network/placement/shards",
        .type = F::kString,
-       .allowed = {"first", "spread", "explicit"},
-       .default_value = n.placement.shards,
+       .allowed = enum_name_list<ShardPlacement>(),
+       .default_value = to_json_value(n.placement.shards),
        .doc = "first: shard k on host k; spread: one per rack in turn, from each rack's last host (graph: "
               "host k x hosts / shards); explicit: shard_hosts.",
        .set = set_m<&Scenario::cluster, kNet, kPlace, &PlacementSpec::shards>,
@@ -188,13 +194,14 @@ std::vector<FieldInfo> topology_fields(const Scenario& d) {
        .applies_to = "explicit shard placement",
        .applies_key = "/cluster/network/placement/shards",
        .doc = "The host of each shard.",
-       .applies = [](const Scenario& s) { return s.cluster.network.placement.shards == "explicit"; },
+       .applies =
+           [](const Scenario& s) { return s.cluster.network.placement.shards == ShardPlacement::kExplicit; },
        .set = set_m<&Scenario::cluster, kNet, kPlace, &PlacementSpec::shard_hosts>,
        .get = get_m<&Scenario::cluster, kNet, kPlace, &PlacementSpec::shard_hosts>},
       {.path = "/cluster/network/placement/workers",
        .type = F::kString,
-       .allowed = {"fill", "explicit"},
-       .default_value = n.placement.workers,
+       .allowed = enum_name_list<WorkerPlacement>(),
+       .default_value = to_json_value(n.placement.workers),
        .doc = "fill: the hosts no shard holds, in host order; explicit: worker_hosts.",
        .set = set_m<&Scenario::cluster, kNet, kPlace, &PlacementSpec::workers>,
        .get = get_m<&Scenario::cluster, kNet, kPlace, &PlacementSpec::workers>},
@@ -208,7 +215,10 @@ std::vector<FieldInfo> topology_fields(const Scenario& d) {
        .applies_to = "explicit worker placement",
        .applies_key = "/cluster/network/placement/workers",
        .doc = "The host of each worker, in worker order.",
-       .applies = [](const Scenario& s) { return s.cluster.network.placement.workers == "explicit"; },
+       .applies =
+           [](const Scenario& s) {
+             return s.cluster.network.placement.workers == WorkerPlacement::kExplicit;
+           },
        .set = set_m<&Scenario::cluster, kNet, kPlace, &PlacementSpec::worker_hosts>,
        .get = get_m<&Scenario::cluster, kNet, kPlace, &PlacementSpec::worker_hosts>},
   };

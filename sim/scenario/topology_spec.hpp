@@ -11,7 +11,23 @@
 #include <string>
 #include <vector>
 
+#include "base/enum_names.hpp"
+
 namespace stalesim {
+
+// cluster.network.topology.
+enum class TopologyKind { kStar, kRacks, kGraph };
+STALESIM_ENUM_NAMES(TopologyKind, {TopologyKind::kStar, "star"}, {TopologyKind::kRacks, "racks"},
+                    {TopologyKind::kGraph, "graph"})
+// A graph node's kind, and where shards and workers are placed (PlacementSpec).
+enum class NodeKind { kHost, kSwitch };
+STALESIM_ENUM_NAMES(NodeKind, {NodeKind::kHost, "host"}, {NodeKind::kSwitch, "switch"})
+enum class ShardPlacement { kFirst, kSpread, kExplicit };
+STALESIM_ENUM_NAMES(ShardPlacement, {ShardPlacement::kFirst, "first"}, {ShardPlacement::kSpread, "spread"},
+                    {ShardPlacement::kExplicit, "explicit"})
+enum class WorkerPlacement { kFill, kExplicit };
+STALESIM_ENUM_NAMES(WorkerPlacement, {WorkerPlacement::kFill, "fill"},
+                    {WorkerPlacement::kExplicit, "explicit"})
 
 // Racks of hosts: host link (cluster.network.bandwidth_gbps and latency_us; a shard's host at
 // server_bandwidth_gbps) to the rack's top-of-rack switch, whose uplink goes to the one spine.
@@ -29,7 +45,7 @@ struct RacksSpec {
 // listed first), and never pass through a host.
 struct GraphNode {
   std::string name;
-  std::string kind = "host";  // "host" | "switch"
+  NodeKind kind = NodeKind::kHost;
   bool operator==(const GraphNode&) const = default;
 };
 struct GraphLink {
@@ -49,10 +65,10 @@ struct GraphSpec {
 struct PlacementSpec {
   // "first": shard k on host k; "spread": one per rack in turn from the racks' last hosts (graph:
   // host floor(k x hosts / shards)); "explicit": shard_hosts.
-  std::string shards = "first";
+  ShardPlacement shards = ShardPlacement::kFirst;
   std::vector<int64_t> shard_hosts;  // explicit: the host of each shard
   // "fill": the hosts no shard holds, in host order; "explicit": worker_hosts.
-  std::string workers = "fill";
+  WorkerPlacement workers = WorkerPlacement::kFill;
   std::vector<int64_t> worker_hosts;  // explicit: the host of each worker
   bool operator==(const PlacementSpec&) const = default;
 };

@@ -34,7 +34,7 @@ namespace {
 // ---- Data shared by the runs of one process --------------------------------------------------
 
 // Loaded data by what load_data() reads (the scenario's "data" object, and the seed for every
-// generated dataset: all but the Fashion-MNIST files),
+// dataset generated from it: DatasetTraits::seeded),
 // shared read-only between threads and dropped after its last use.
 class DataCache {
  public:
@@ -42,7 +42,7 @@ class DataCache {
 
   static std::string key(const Scenario& s) {
     std::string k = scenario_to_json(s)["data"].dump();
-    if (s.data.dataset != "fashion-mnist") k += fmt::format("#seed={}", s.seed);
+    if (traits(s.data.dataset).seeded) k += fmt::format("#seed={}", s.seed);
     return k;
   }
 

@@ -25,12 +25,14 @@ ClusterSchedule::ClusterSchedule(const ClusterSpec& cluster) {
     const int64_t from = SimTime::from_seconds(e.at_s).ns();
     const int64_t to = e.until_s ? SimTime::from_seconds(*e.until_s).ns() : kForever;
     for (int32_t id : ids) {
-      if (e.kind == "crash") {
+      if (e.kind == ScheduleKind::kCrash) {
         crashes_.push_back({SimTime::from_ns(from), id,
                             e.until_s ? std::optional<SimTime>(SimTime::from_ns(to)) : std::nullopt});
         continue;
       }
-      const int32_t kind = e.kind == "slow" ? kSlow : e.kind == "pause" ? kPause : kDrift;
+      const int32_t kind = e.kind == ScheduleKind::kSlow    ? kSlow
+                           : e.kind == ScheduleKind::kPause ? kPause
+                                                            : kDrift;
       entries_.push_back({id, kind, from, to, e.factor});
     }
   }

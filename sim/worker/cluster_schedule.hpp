@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/sim_time.hpp"
-#include "sim/scenario/spec.hpp"
+#include "sim/scenario/cluster_spec.hpp"
 
 namespace stalesim {
 

@@ -1,4 +1,5 @@
 // The worker core (sim/worker/core.hpp): building the run's state, and the bookkeeping every protocol shares.
+// Crashes and rejoins: faults.cpp.
 
 #include "sim/worker/core.hpp"
 
@@ -11,8 +12,6 @@
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
 #include "models/partition.hpp"
-#include "sim/estimate/estimate.hpp"
-#include "sim/estimate/memory_estimate.hpp"
 #include "sim/worker/protocol.hpp"
 #include "sim/workloads.hpp"
 
@@ -22,91 +21,95 @@ namespace {
 
 std::unique_ptr<Model> build_model(const Scenario& s, const DataSplit& d) {
   const bool wants_data = traits(s.model.type).has_math;
-  return is_workload_model(s.model.type) ? make_workload_model(s, d)
-                                         : make_model(s.model, wants_data ? d.train.features : 0,
-                                                      wants_data ? d.train.classes : 0, s.compute.backend);
+  return is_workload_model(s.model.type)
+             ? make_workload_model(s, d)
+             : make_model(s.model, wants_data ? d.train.features : 0, wants_data ? d.train.classes : 0,
+                          s.compute.backend == Backend::kCuda);
 }
 
 }  // namespace
 
-WorkerCore::WorkerCore(const Scenario& s, const DataSplit& d)
-    : sc(s),
-      data(d),
-      model(build_model(s, d)),
-      clocks(s.cluster.worker_count()),
-      schedule(s.cluster),
-      network(s),
-      compute(s, *model, schedule) {
+WorkerCore::WorkerCore(const Scenario& s, const DataSplit& d, const RunPlan& p)
+    : sc_(s),
+      data_(d),
+      plan_(p),
+      model_(build_model(s, d)),
+      policy_(make_policy(s.policy, s.cluster.worker_count())),
+      clocks_(s.cluster.worker_count()),
+      schedule_(s.cluster),
+      network_(s),
+      compute_(s, *model_, schedule_) {
   const int32_t n = s.cluster.worker_count();
-  math = model->has_math();
-  opt = std::make_unique<ServerOptimizer>(s, n, math ? model->parameter_count() : 0, math,
-                                          model->update_kind());
-  result.metric_name = model->metric_name();
-  gate = opt->rule().transfer_gate();
-  store = std::make_unique<ParamStore>(math ? model->parameter_count() : 0);
-  message_bytes = model->wire_bytes();
-  // The estimates made before a run (memory, sim/estimate/) size the model by model_size; the run
-  // holds them to the model it built, so the two accounts cannot drift apart unnoticed.
-  if (const ModelSize z = scenario_model_size(s);
-      z.parameters != static_cast<double>(model->parameter_count()) ||
-      z.wire_bytes != static_cast<double>(message_bytes))
+  math_ = model_->has_math();
+  opt_ = std::make_unique<ServerOptimizer>(s, n, math_ ? model_->parameter_count() : 0, math_,
+                                           model_->update_kind());
+  result_.metric_name = model_->metric_name();
+  store_ = std::make_unique<ParamStore>(math_ ? model_->parameter_count() : 0);
+  message_bytes_ = model_->wire_bytes();
+  // The plan (and with it the estimates made before a run, sim/estimate/) sizes the model by
+  // model_size; the run holds it to the model it built, so the two accounts cannot drift apart
+  // unnoticed.
+  if (const ModelSize& z = plan_.size; z.parameters != static_cast<double>(model_->parameter_count()) ||
+                                       z.wire_bytes != static_cast<double>(message_bytes_))
     throw std::logic_error(
         fmt::format("model_size says {} parameters ({} wire bytes), the {} model has {} ({})", z.parameters,
-                    z.wire_bytes, to_string(s.model.type), model->parameter_count(), message_bytes));
-  if (math) init_math(s, d);
+                    z.wire_bytes, to_string(s.model.type), model_->parameter_count(), message_bytes_));
+  if (math_) init_math(s, d);
   init_workers(s, d);
 }
 
 void WorkerCore::init_math(const Scenario& s, const DataSplit& d) {
   Rng init_rng(s.seed, Purpose::kInit, 0);
-  model->init(store->write(), init_rng);
-  grad.resize(static_cast<size_t>(model->parameter_count()));
-  compute.set_measured(s.compute.timing == "measured");
-  defer = model->can_defer_gradient() && !opt->rule().needs_read_params() &&
-          defers_gradients(s, static_cast<double>(model->deferred_floats(s.optimizer.batch_size)),
-                           static_cast<double>(model->parameter_count()));
-  if (compute.measured()) {  // warm-up, and the time of the first iterations: a batch of the first samples
+  model_->init(store_->write(), init_rng);
+  grad_.resize(static_cast<size_t>(model_->parameter_count()));
+  compute_.set_measured(s.compute.timing == Timing::kMeasured);
+  defer_ = model_->can_defer_gradient() && !opt_->rule().needs_read_params() && plan_.defers_gradients;
+  if (defer_ && static_cast<double>(model_->deferred_floats(s.optimizer.batch_size)) != plan_.deferred_floats)
+    throw std::logic_error(fmt::format("the run plan counts {} deferred floats, the {} model {}",
+                                       plan_.deferred_floats, to_string(s.model.type),
+                                       model_->deferred_floats(s.optimizer.batch_size)));
+  if (compute_.measured()) {  // warm-up, and the time of the first iterations: a batch of the first samples
     std::vector<int32_t> probe(
         static_cast<size_t>(std::min<int64_t>(s.optimizer.batch_size, d.train.size())));
     std::iota(probe.begin(), probe.end(), 0);
-    for (int i = 0; i < 5; ++i) model->loss_and_gradient(store->read().values(), d.train, probe, grad);
+    for (int i = 0; i < 5; ++i) model_->loss_and_gradient(store_->read().values(), d.train, probe, grad_);
   }
 }
 
 void WorkerCore::init_workers(const Scenario& s, const DataSplit& d) {
   const int32_t n = s.cluster.worker_count();
-  const bool shared_data = s.data.partition == "shared";
+  const bool shared_data = s.data.partition == Partition::kShared;
   std::vector<std::vector<int32_t>> shards;
-  if (math && s.data.partition == "label-skew") {
+  if (math_ && s.data.partition == Partition::kLabelSkew) {
     shards = shard_label_skew(d.train.y, d.train.classes, n, s.data.alpha, s.seed);
-  } else if (math && !shared_data) {
+  } else if (math_ && !shared_data) {
     shards = shard_iid(d.train.size(), n, s.seed);
   }
-  double flops_per_sample = model->flops_per_sample();
-  if (const auto cost = find_cost_architecture(s.model.cost)) {  // time and size as `cost`
+  double flops_per_sample = model_->flops_per_sample();
+  if (const auto& cost = plan_.cost) {  // time and size as `cost`
     flops_per_sample = cost->training_flops();
-    message_bytes = static_cast<int64_t>(std::llround(cost->parameters * 4.0));
+    message_bytes_ = static_cast<int64_t>(std::llround(cost->parameters * 4.0));
   }
   const double flops_per_batch = flops_per_sample * s.optimizer.batch_size;
-  workers.resize(static_cast<size_t>(n));
+  workers_.resize(static_cast<size_t>(n));
   int32_t id = 0;
   for (size_t g = 0; g < s.cluster.workers.size(); ++g) {
     const auto& group = s.cluster.workers[g];
     const DeviceProfile profile = group_profile(group, g);
-    group_profiles.push_back(profile.name);
+    group_profiles_.push_back(profile.name);
     for (int32_t k = 0; k < group.count; ++k, ++id) {
-      Worker& w = workers[static_cast<size_t>(id)];
+      Worker& w = workers_[static_cast<size_t>(id)];
       w.id = id;
       w.group = static_cast<int32_t>(g);
       w.base_compute_ns = base_iteration_ns(group, g, profile, flops_per_batch);
       w.jitter_rng = Rng(s.seed, Purpose::kJitter, static_cast<uint64_t>(id));
-      if (math && shared_data) {
+      if (math_ && shared_data) {
         if (d.train.size() < s.optimizer.batch_size)
           throw ScenarioError(fmt::format("/optimizer/batch_size: {} is larger than the {} training samples",
                                           s.optimizer.batch_size, d.train.size()));
         w.sampler = std::make_unique<BatchSampler>(
             BatchSampler::shared(d.train.size(), s.seed, static_cast<uint32_t>(id)));
-      } else if (math) {
+      } else if (math_) {
         auto& shard = shards[static_cast<size_t>(id)];
         if (static_cast<int64_t>(shard.size()) < s.optimizer.batch_size)
           throw ScenarioError(
@@ -117,18 +120,33 @@ void WorkerCore::init_workers(const Scenario& s, const DataSplit& d) {
       }
     }
   }
-  if (defer || gate) need_cold();  // the protocols that keep cold state call it themselves
+  if (defer_) pending_.resize(workers_.size());
 }
 
-void WorkerCore::need_cold() {
-  if (!cold.empty() || workers.empty()) return;
-  cold.resize(workers.size());
-  for (size_t id = 0; id < cold.size(); ++id)
-    cold[id].transmit_rng = Rng(sc.seed, Purpose::kTransmit, static_cast<uint64_t>(id));
+void WorkerCore::set_run_options(std::optional<int64_t> refuse_from_clock, bool defer_gradients) {
+  refuse_from_clock_ = refuse_from_clock;
+  defer_ = defer_ && defer_gradients;
+  result_.deferred_gradients = defer_;
+}
+
+GradientPool* WorkerCore::start_pool(int threads, bool allowed) {
+  if (threads < 1) throw std::invalid_argument(fmt::format("threads: expected >= 1, got {}", threads));
+  if (threads == 1 || !math_ || !allowed || compute_.measured() || sc_.compute.backend != Backend::kCpu)
+    return nullptr;
+  std::vector<std::unique_ptr<Model>> helpers;
+  for (int i = 1; i < threads; ++i) {
+    auto m = model_->clone();
+    if (!m) return nullptr;
+    helpers.push_back(std::move(m));
+  }
+  max_ahead_ = 4 * static_cast<int64_t>(threads);
+  pool_ = std::make_unique<GradientPool>(*model_, std::move(helpers), data_.train);
+  return pool_.get();
 }
 
 // ---- Time accounting ------------------------------------------------------------------------
 
+// Adds the time since w.state_since to the counter of w's current state.
 void WorkerCore::close_interval(Worker& w, SimTime end) {
   const int64_t dt = (end - w.state_since).ns();
   switch (w.state) {
@@ -145,258 +163,336 @@ void WorkerCore::close_interval(Worker& w, SimTime end) {
 }
 
 void WorkerCore::set_state(Worker& w, WorkerState s, Activity a) {
-  close_interval(w, engine.now());
+  close_interval(w, engine_.now());
   w.state = s;
-  w.state_since = engine.now();
-  if (obs)
-    obs->activity(engine.now(), w.id,
-                  s == WorkerState::kComputing ? Activity::kCompute
-                  : s == WorkerState::kWaiting ? Activity::kWait
-                                               : a);
+  w.state_since = engine_.now();
+  if (obs_)
+    obs_->activity(engine_.now(), w.id,
+                   s == WorkerState::kComputing ? Activity::kCompute
+                   : s == WorkerState::kWaiting ? Activity::kWait
+                                                : a);
 }
 
 // ---- Pull modes: grant, push, release -------------------------------------------------------
 
 void WorkerCore::grant(Worker& w) {
-  const int64_t gap = clocks.clock(w.id) - clocks.min_clock();
-  result.max_clock_gap = std::max(result.max_clock_gap, gap);
+  const int64_t gap = clocks_.clock(w.id) - clocks_.min_clock();
+  note_clock_gap(gap);
   if (w.skip_fetch && w.params) {  // B-FASGD: keep computing on the old copy
-    w.read_staleness = clocks.clock(w.id) - w.read_server_clock;
+    w.read_staleness = clocks_.clock(w.id) - w.read_server_clock;
     set_state(w, WorkerState::kCommunicating);
-    ++result.skipped_fetch;
-    if (order) return order->on_params(w);
-    engine.schedule_in(latency_of(w), kParamsArrive, static_cast<uint32_t>(w.id),
-                       w.gen);  // "go on": no data
+    ++result_.skipped_fetch;
+    if (direct_) return direct_->params_granted(w, granted_sent_);
+    engine_.schedule_in(latency_of(w), kParamsArrive, static_cast<uint32_t>(w.id),
+                        w.gen);  // "go on": no data
     return;
   }
   w.read_staleness = gap;
-  w.read_server_clock = clocks.min_clock();
-  w.params = store->read();
-  w.read_version = store->version();
-  if (math) ++begun;
-  if (pool && tasks_out < max_ahead) {
+  w.read_server_clock = clocks_.min_clock();
+  w.params = store_->read();
+  w.read_version = store_->version();
+  if (math_) ++begun_;
+  if (pool_ && tasks_out_ < max_ahead_) {
     start_task(w);
-    if (defer) w.params.reset();  // the pin keeps them for the pool (not a live version)
-  } else if (defer) {
+    if (defer_) w.params.reset();  // the pin keeps them for the pool (not a live version)
+  } else if (defer_) {
     // Same batch the push will draw; the parameters are let go at once.
-    model->begin_gradient(w.params.values(), data.train, w.sampler->peek(sc.optimizer.batch_size),
-                          cold_of(w).pending);
+    model_->begin_gradient(w.params.values(), data_.train, w.sampler->peek(sc_.optimizer.batch_size),
+                           pending_[static_cast<size_t>(w.id)]);
     w.params.reset();
   }
   set_state(w, WorkerState::kCommunicating);
-  if (TopologyNetwork* net = network.flows()) {  // off the star: flows from the shards' hosts
-    result.bytes_pull += message_bytes;
-    ++result.messages_pull;
-    if (order) return order->on_params(w);
-    return net->to_worker(engine, w.id, message_bytes, {kParamsArrive, static_cast<uint32_t>(w.id), w.gen});
+  if (TopologyNetwork* net = network_.flows()) {  // off the star: flows from the shards' hosts
+    count_pull(message_bytes_);
+    if (direct_) return direct_->params_granted(w, granted_sent_);
+    return net->to_worker(engine_, w.id, message_bytes_, {kParamsArrive, static_cast<uint32_t>(w.id), w.gen});
   }
-  const SimTime sent = server_transfer(engine.now(), message_bytes, w.id, WireKind::kPull);
-  granted_sent = sent;
-  result.bytes_pull += message_bytes;
-  ++result.messages_pull;
-  if (order) return order->on_params(w);
-  engine.schedule(sent + latency_of(w) + worker_link(w, message_bytes), kParamsArrive,
-                  static_cast<uint32_t>(w.id), w.gen);
+  const SimTime sent = server_transfer(engine_.now(), message_bytes_, w.id, WireKind::kPull);
+  granted_sent_ = sent;
+  count_pull(message_bytes_);
+  if (direct_) return direct_->params_granted(w, sent);
+  engine_.schedule(sent + latency_of(w) + worker_link(w, message_bytes_), kParamsArrive,
+                   static_cast<uint32_t>(w.id), w.gen);
 }
 
-void WorkerCore::send_push(Worker& w) {
-  if (gate) {  // both draws every time, in a fixed order, from the worker's own stream
-    WorkerCold& wc = cold_of(w);
-    const bool push_now = wc.transmit_rng.uniform() < gate->push_probability();
-    const bool fetch = wc.transmit_rng.uniform() < gate->fetch_probability();
-    w.skip_push = !push_now && wc.has_last_grad;
-    w.skip_fetch = !fetch;
-    if (w.skip_push) {  // only a notice goes: the server re-applies the last gradient
-      ++result.skipped_push;
-      if (order) return order->on_push_applied(w);
-      set_state(w, WorkerState::kCommunicating, Activity::kPush);
-      engine.schedule_in(latency_of(w), kPushApplied, static_cast<uint32_t>(w.id), w.gen);
-      return;
-    }
-  }
-  push(w, next_push_bytes(w));
+void WorkerCore::push_notice(Worker& w) {
+  ++result_.skipped_push;
+  if (direct_) return direct_->push_sent(w);
+  set_state(w, WorkerState::kCommunicating, Activity::kPush);
+  engine_.schedule_in(latency_of(w), kPushApplied, static_cast<uint32_t>(w.id), w.gen);
 }
 
 void WorkerCore::push(Worker& w, int64_t bytes) {
-  result.bytes_push += bytes;
-  ++result.messages_push;
-  if (order) return order->on_push_applied(w);
+  count_push(bytes);
+  if (direct_) return direct_->push_sent(w);
   set_state(w, WorkerState::kCommunicating, Activity::kPush);
   w.push_bytes.push_back(bytes);
-  if (TopologyNetwork* net = network.flows())  // off the star: flows to the shards' hosts
-    return net->to_shards(engine, w.id, bytes, {kPushAtServer, static_cast<uint32_t>(w.id), w.gen});
-  engine.schedule_in(worker_link(w, bytes) + latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id),
-                     w.gen);
+  if (TopologyNetwork* net = network_.flows())  // off the star: flows to the shards' hosts
+    return net->to_shards(engine_, w.id, bytes, {kPushAtServer, static_cast<uint32_t>(w.id), w.gen});
+  engine_.schedule_in(worker_link(w, bytes) + latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id),
+                      w.gen);
 }
 
 void WorkerCore::on_push_at_server(Worker& w) {
   const int64_t bytes = w.push_bytes.front();
   w.push_bytes.pop_front();
-  if (network.flows())  // the flows have delivered it whole
-    return void(engine.schedule(engine.now(), kPushApplied, static_cast<uint32_t>(w.id), w.gen));
-  engine.schedule(server_transfer(engine.now(), bytes, w.id, WireKind::kPush), kPushApplied,
-                  static_cast<uint32_t>(w.id), w.gen);
+  if (network_.flows())  // the flows have delivered it whole
+    return void(engine_.schedule(engine_.now(), kPushApplied, static_cast<uint32_t>(w.id), w.gen));
+  engine_.schedule(server_transfer(engine_.now(), bytes, w.id, WireKind::kPush), kPushApplied,
+                   static_cast<uint32_t>(w.id), w.gen);
 }
 
-void WorkerCore::release_waiting() {
-  std::sort(waiting.begin(), waiting.end());
-  size_t keep = 0;
-  for (int32_t id : waiting) {
-    if (policy->may_start(id, clocks))
-      grant(workers[static_cast<size_t>(id)]);
-    else
-      waiting[keep++] = id;
+void WorkerCore::next_clock(Worker& w, bool min_rose) {
+  const bool go = policy_->may_start(w.id, clocks_) &&
+                  !(refuse_from_clock_ && clocks_.clock(w.id) >= *refuse_from_clock_);
+  if (go) grant(w);
+  if (!waiting_.empty() && (min_rose || policy_->recheck_every_push())) release_waiting();
+  if (!go) {  // after the release: the pusher is re-checked from the next push on
+    set_state(w, WorkerState::kWaiting);
+    note_blocked(w, WaitCause::kPolicy, clocks_.clock(w.id), 0);
+    waiting_.push_back(w.id);
   }
-  waiting.resize(keep);
+  if (all_blocked()) deadlock();
+}
+
+// Grants every waiting worker the policy now allows, in worker order.
+void WorkerCore::release_waiting() {
+  std::sort(waiting_.begin(), waiting_.end());
+  size_t keep = 0;
+  for (int32_t id : waiting_) {
+    if (policy_->may_start(id, clocks_))
+      grant(workers_[static_cast<size_t>(id)]);
+    else
+      waiting_[keep++] = id;
+  }
+  waiting_.resize(keep);
 }
 
 int64_t WorkerCore::push_bytes_for(std::span<const int32_t> batch) {
-  if (!math || sc.model.cost != "derived") return message_bytes;
-  return model->update_bytes(data.train, batch);
+  if (!math_ || plan_.cost) return message_bytes_;
+  return model_->update_bytes(data_.train, batch);
 }
 
 int64_t WorkerCore::next_push_bytes(Worker& w) {
-  if (!math || sc.model.cost != "derived") return message_bytes;
-  return push_bytes_for(w.sampler->peek(sc.optimizer.batch_size));
+  if (!math_ || plan_.cost) return message_bytes_;
+  return push_bytes_for(w.sampler->peek(sc_.optimizer.batch_size));
 }
 
 // ---- Gradients ------------------------------------------------------------------------------
 
-void WorkerCore::start_task(Worker& w) {
-  std::unique_ptr<GradientTask> t;
-  if (!spare.empty()) {
-    t = std::move(spare.back());
-    spare.pop_back();
-  } else {
-    t = std::make_unique<GradientTask>();
-    t->grad.resize(grad.size());
-  }
-  t->params = w.params.values();
-  t->pin = store->pin(w.params);
-  const auto batch = w.sampler->peek(sc.optimizer.batch_size);
-  t->batch.assign(batch.begin(), batch.end());
-  pool->submit(*t);
-  w.task = std::move(t);
-  ++tasks_out;
+double WorkerCore::compute_gradient(Worker& w, std::span<const int32_t> batch) {
+  if (w.task) return collect_task(w, batch);
+  if (defer_) return finish_deferred(w, batch);
+  return model_->loss_and_gradient(w.params.values(), data_.train, batch, grad_);
 }
 
+// Pool mode: queues w's gradient on the parameters just read and the batch its push will draw.
+void WorkerCore::start_task(Worker& w) {
+  std::unique_ptr<GradientTask> t;
+  if (!spare_.empty()) {
+    t = std::move(spare_.back());
+    spare_.pop_back();
+  } else {
+    t = std::make_unique<GradientTask>();
+    t->grad.resize(grad_.size());
+  }
+  t->params = w.params.values();
+  t->pin = store_->pin(w.params);
+  const auto batch = w.sampler->peek(sc_.optimizer.batch_size);
+  t->batch.assign(batch.begin(), batch.end());
+  pool_->submit(*t);
+  w.task = std::move(t);
+  ++tasks_out_;
+}
+
+// Pool mode: w's gradient, once computed; its loss. The gradient stays in w.task->grad until
+// release_task.
 double WorkerCore::collect_task(Worker& w, std::span<const int32_t> batch) {
   GradientTask& t = *w.task;
   if (!std::ranges::equal(batch, t.batch))
     throw std::logic_error(
         fmt::format("worker {}: its pooled gradient is not for the batch it pushes", w.id));
-  pool->wait(t);
-  store->unpin(static_cast<const detail::Block*>(t.pin));
+  pool_->wait(t);
+  store_->unpin(static_cast<const detail::Block*>(t.pin));
   t.pin = nullptr;
-  ++result.pooled_gradients;
+  ++result_.pooled_gradients;
   return t.loss;
 }
 
 void WorkerCore::release_task(Worker& w) {
   if (!w.task) return;
   if (w.task->pin) {  // not collected (a crash, the end of the run)
-    pool->cancel(*w.task);
-    store->unpin(static_cast<const detail::Block*>(w.task->pin));
+    pool_->cancel(*w.task);
+    store_->unpin(static_cast<const detail::Block*>(w.task->pin));
     w.task->pin = nullptr;
   }
-  spare.push_back(std::move(w.task));
-  --tasks_out;
+  spare_.push_back(std::move(w.task));
+  --tasks_out_;
 }
 
+// Deferred mode: the gradient w began when its parameters were read, finished into grad_.
 double WorkerCore::finish_deferred(Worker& w, std::span<const int32_t> batch) {
-  WorkerCold& wc = cold_of(w);
-  if (!wc.pending.pending || !std::ranges::equal(batch, wc.pending.batch))
+  DeferredGradient& pending = pending_[static_cast<size_t>(w.id)];
+  if (!pending.pending || !std::ranges::equal(batch, pending.batch))
     throw std::logic_error(
         fmt::format("worker {}: its deferred gradient is not for the batch it pushes", w.id));
-  model->finish_gradient(wc.pending, data.train, grad);
-  return wc.pending.loss;
+  model_->finish_gradient(pending, data_.train, grad_);
+  return pending.loss;
 }
 
 std::vector<float> WorkerCore::take_grad_buffer() {
   std::vector<float> g;
-  if (!free_grads.empty()) {
-    g = std::move(free_grads.back());
-    free_grads.pop_back();
+  if (!free_grads_.empty()) {
+    g = std::move(free_grads_.back());
+    free_grads_.pop_back();
   }
-  g.resize(grad.size());
+  g.resize(grad_.size());
   return g;
 }
 
-// ---- Records --------------------------------------------------------------------------------
+void WorkerCore::count_in_flight() {
+  if (!math_) return;
+  in_flight_sum_ += begun_;
+  ++in_flight_count_;
+  begun_ = std::max<int64_t>(0, begun_ - 1);
+}
 
-bool WorkerCore::book_applied(Worker& w, const GradientInfo& info) {
-  ++result.server_updates;
+// ---- The tail of an applied gradient --------------------------------------------------------
+
+bool WorkerCore::check_loss(Worker& w, double loss) {
+  if (!std::isfinite(loss)) {
+    release_task(w);
+    diverge(w, loss);
+    return false;
+  }
+  result_.last_finite_loss = loss;
+  return true;
+}
+
+double WorkerCore::apply_to_server(Worker& w, std::span<const float> g, const GradientInfo& info,
+                                   const Snapshot& read) {
+  const double step = opt_->add(*store_, g, info, read_params(read));
+  release_task(w);
+  return step;
+}
+
+bool WorkerCore::applied(Worker& w, const GradientInfo& info, double step, bool wait_at_stop) {
+  if (obs_) obs_->gradient(engine_.now(), info, step);
+  ++result_.server_updates;
   ++w.iterations;
-  result.staleness.add(info.staleness);
-  result.missed_updates.add(info.missed_updates());
-  staleness_sum += info.staleness;
-  ++staleness_count;
-  const bool min_rose = clocks.advance(w.id);
-  policy->on_push(w.id, engine.now(), clocks);
-  if (obs) obs->update(engine.now(), w.id, store->version(), info.staleness, info.missed_updates());
+  result_.staleness.add(info.staleness);
+  result_.missed_updates.add(info.missed_updates());
+  staleness_sum_ += info.staleness;
+  ++staleness_count_;
+  const bool min_rose = clocks_.advance(w.id);
+  policy_->on_push(w.id, engine_.now(), clocks_);
+  if (obs_) obs_->update(engine_.now(), w.id, store_->version(), info.staleness, info.missed_updates());
+  if (sc_.stop.max_updates && result_.server_updates >= *sc_.stop.max_updates) {
+    if (wait_at_stop) set_state(w, WorkerState::kWaiting);
+    result_.stop_reason = "max_updates";
+    stop();
+  }
   return min_rose;
 }
+
+// ---- Metrics rows and the end of the run ----------------------------------------------------
 
 MetricsRow WorkerCore::take_metrics_row(SimTime now) {
   MetricsRow row;
   row.time = now;
-  row.server_version = store->version();
-  if (math && loss_count) row.train_loss = loss_sum / static_cast<double>(loss_count);
-  if (staleness_count)
-    row.mean_staleness = static_cast<double>(staleness_sum) / static_cast<double>(staleness_count);
-  row.bytes = result.bytes_push + result.bytes_pull;
-  loss_sum = 0;
-  loss_count = 0;
-  staleness_sum = 0;
-  staleness_count = 0;
+  row.server_version = store_->version();
+  if (math_ && loss_count_) row.train_loss = loss_sum_ / static_cast<double>(loss_count_);
+  if (staleness_count_)
+    row.mean_staleness = static_cast<double>(staleness_sum_) / static_cast<double>(staleness_count_);
+  row.bytes = result_.bytes_push + result_.bytes_pull;
+  loss_sum_ = 0;
+  loss_count_ = 0;
+  staleness_sum_ = 0;
+  staleness_count_ = 0;
   return row;
 }
 
 void WorkerCore::complete_metrics(MetricsRow& row) {
-  if (obs) obs->evaluation(row);
-  result.metrics.push_back(row);
-  if (row.test_accuracy && sc.stop.target_accuracy && !result.time_to_target_s &&
-      *row.test_accuracy >= *sc.stop.target_accuracy) {
-    result.time_to_target_s = row.time.seconds();
-    if (sc.stop.at_target) {
-      result.stop_reason = "target_accuracy";
+  if (obs_) obs_->evaluation(row);
+  result_.metrics.push_back(row);
+  if (row.test_accuracy && sc_.stop.target_accuracy && !result_.time_to_target_s &&
+      *row.test_accuracy >= *sc_.stop.target_accuracy) {
+    result_.time_to_target_s = row.time.seconds();
+    if (sc_.stop.at_target) {
+      result_.stop_reason = "target_accuracy";
       stop();
     }
   }
 }
 
+bool WorkerCore::needs_final_row(SimTime end) const {
+  return result_.status != RunStatus::kDiverged &&
+         (result_.metrics.empty() || result_.metrics.back().time != end ||
+          result_.metrics.back().server_version != store_->version());
+}
+
+void WorkerCore::release_tasks() {
+  for (auto& w : workers_) release_task(w);
+}
+
+void WorkerCore::end_pool() {
+  pool_.reset();
+  if (in_flight_count_)
+    result_.gradients_in_flight = static_cast<double>(in_flight_sum_) / static_cast<double>(in_flight_count_);
+}
+
+void WorkerCore::finish_workers(SimTime end) {
+  for (auto& w : workers_) {
+    close_interval(w, end);
+    w.state_since = end;
+    w.params.reset();
+    result_.workers.push_back(
+        WorkerStats{w.id, profile_of(w), w.iterations, w.compute_ns, w.wait_ns, w.communicate_ns});
+  }
+}
+
+void WorkerCore::finish_result() {
+  if (math_) {
+    auto p = store_->peek();
+    result_.final_params.assign(p.begin(), p.end());
+  }
+  result_.data_files = data_.files;
+  result_.peak_live_versions = store_->peak_live_blocks();
+  result_.events = engine_.events_run();
+}
+
 void WorkerCore::diverge(Worker& w, double loss) {
-  result.status = RunStatus::kDiverged;
-  result.stop_reason = "diverged";
-  result.diverged_at_s = engine.now().seconds();
-  result.diverged_worker = w.id;
-  result.detail = fmt::format("worker {}'s training loss became {} at t={:.6f} s (server version {})", w.id,
-                              loss, engine.now().seconds(), store->version());
+  result_.status = RunStatus::kDiverged;
+  result_.stop_reason = "diverged";
+  result_.diverged_at_s = engine_.now().seconds();
+  result_.diverged_worker = w.id;
+  result_.detail = fmt::format("worker {}'s training loss became {} at t={:.6f} s (server version {})", w.id,
+                               loss, engine_.now().seconds(), store_->version());
   stop();
 }
 
 void WorkerCore::deadlock() {
-  result.status = RunStatus::kDeadlock;
-  result.stop_reason = "deadlock";
+  result_.status = RunStatus::kDeadlock;
+  result_.stop_reason = "deadlock";
   // Who waits for whom: a worker ahead of the minimum clock waits for the slowest worker; a
   // worker at the minimum clock waits for no other worker, only for the policy's leave, which
   // nothing left in the run can change.
   std::string who;
-  const int32_t slowest = clocks.slowest();
-  for (size_t i = 0; i < waiting.size() && i < 8; ++i) {
-    const int32_t id = waiting[i];
-    const int64_t c = clocks.clock(id);
+  const int32_t slowest = clocks_.slowest();
+  for (size_t i = 0; i < waiting_.size() && i < 8; ++i) {
+    const int32_t id = waiting_[i];
+    const int64_t c = clocks_.clock(id);
     who += i ? "; " : "";
-    if (c > clocks.min_clock())
+    if (c > clocks_.min_clock())
       who += fmt::format("worker {} (clock {}) waits for worker {} (clock {})", id, c, slowest,
-                         clocks.min_clock());
+                         clocks_.min_clock());
     else
       who += fmt::format("worker {} (clock {}, the slowest) waits for the policy's leave", id, c);
   }
-  if (waiting.size() > 8) who += fmt::format("; and {} more", waiting.size() - 8);
-  result.detail = fmt::format(
+  if (waiting_.size() > 8) who += fmt::format("; and {} more", waiting_.size() - 8);
+  result_.detail = fmt::format(
       "at t={:g} s every worker is blocked and no event is pending: {}; policy {}, minimum clock {}",
-      engine.now().seconds(), who, policy->name(), clocks.min_clock());
+      engine_.now().seconds(), who, policy_->name(), clocks_.min_clock());
   stop();
 }
 

@@ -1,54 +1,55 @@
-// Crashes and rejoins of the cluster schedule (sim/worker/faults.hpp).
-
-#include "sim/worker/faults.hpp"
+// Crashes and rejoins of the cluster schedule (WorkerCore, sim/worker/core.hpp; issue 5).
 
 #include <algorithm>
 
+#include "sim/worker/core.hpp"
+
 namespace stalesim {
 
-void schedule_crashes(WorkerCore& c) {
-  const auto& crashes = c.schedule.crashes();
+void WorkerCore::schedule_crashes() {
+  const auto& crashes = schedule_.crashes();
   for (size_t i = 0; i < crashes.size(); ++i) {
-    c.engine.schedule(crashes[i].at, kCrash, static_cast<uint32_t>(crashes[i].worker), i);
+    engine_.schedule(crashes[i].at, kCrash, static_cast<uint32_t>(crashes[i].worker), i);
     if (crashes[i].rejoin) {
-      c.engine.schedule(*crashes[i].rejoin, kRejoin, static_cast<uint32_t>(crashes[i].worker), i);
-      ++c.pending_rejoins;
+      engine_.schedule(*crashes[i].rejoin, kRejoin, static_cast<uint32_t>(crashes[i].worker), i);
+      ++pending_rejoins_;
     }
   }
 }
 
-void on_crash(WorkerCore& c, Worker& w) {
-  if (w.down || c.stopped) return;
+bool WorkerCore::crash(Worker& w) {
+  if (w.down || stopped_) return false;
   w.down = true;
   ++w.gen;
   w.push_bytes.clear();  // its pushes in flight are lost with it
-  c.changed_rows.forget(w.id);
-  ++c.down_count;
-  if (c.math && (w.task || (c.defer && c.cold_of(w).pending.pending) || w.params))
-    c.begun = std::max<int64_t>(0, c.begun - 1);
-  c.release_task(w);
+  ++down_count_;
+  DeferredGradient* pending = defer_ ? &pending_[static_cast<size_t>(w.id)] : nullptr;
+  if (math_ && (w.task || (pending && pending->pending) || w.params))
+    begun_ = std::max<int64_t>(0, begun_ - 1);
+  release_task(w);
   w.params.reset();
-  if (c.defer) c.cold_of(w).pending.pending = false;
-  c.set_state(w, WorkerState::kWaiting);
-  if (const auto it = std::find(c.waiting.begin(), c.waiting.end(), w.id); it != c.waiting.end())
-    c.waiting.erase(it);
-  const bool alone = c.down_count == c.clocks.workers();
-  if (c.sc.cluster.on_crash == "drop" && !alone && c.clocks.drop(w.id)) c.release_waiting();
-  if (c.all_blocked()) c.deadlock();
+  if (pending) pending->pending = false;
+  set_state(w, WorkerState::kWaiting);
+  if (const auto it = std::find(waiting_.begin(), waiting_.end(), w.id); it != waiting_.end())
+    waiting_.erase(it);
+  const bool alone = down_count_ == clocks_.workers();
+  if (sc_.cluster.on_crash == OnCrash::kDrop && !alone && clocks_.drop(w.id)) release_waiting();
+  if (all_blocked()) deadlock();
+  return true;
 }
 
-void on_rejoin(WorkerCore& c, Worker& w) {
-  --c.pending_rejoins;
-  if (!w.down || c.stopped) return;
+void WorkerCore::rejoin(Worker& w) {
+  --pending_rejoins_;
+  if (!w.down || stopped_) return;
   w.down = false;
-  --c.down_count;
-  if (c.clocks.dropped(w.id)) c.clocks.rejoin(w.id);
-  c.engine.schedule_in(c.latency_of(w), kRejoinRequest, static_cast<uint32_t>(w.id), w.gen);
+  --down_count_;
+  if (clocks_.dropped(w.id)) clocks_.rejoin(w.id);
+  engine_.schedule_in(latency_of(w), kRejoinRequest, static_cast<uint32_t>(w.id), w.gen);
 }
 
-void on_rejoin_request(WorkerCore& c, Worker& w) {
-  if (c.policy->may_start(w.id, c.clocks)) return c.grant(w);
-  c.waiting.push_back(w.id);
+void WorkerCore::on_rejoin_request(Worker& w) {
+  if (policy_->may_start(w.id, clocks_)) return grant(w);
+  waiting_.push_back(w.id);
 }
 
 }  // namespace stalesim

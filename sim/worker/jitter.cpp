@@ -52,7 +52,7 @@ std::vector<double> read_iteration_trace(const std::string& path) {
 }
 
 JitterSampler::JitterSampler(const JitterSpec& spec, const std::string& where) : spec_(spec) {
-  if (spec_.type != "trace") return;
+  if (spec_.type != JitterType::kTrace) return;
   try {
     trace_ms_ = read_iteration_trace(spec_.path);
   } catch (const ScenarioError& e) {
@@ -64,36 +64,44 @@ JitterSampler::JitterSampler(const JitterSpec& spec, const std::string& where) :
 }
 
 double JitterSampler::sample_ns(double base_ns, Rng& rng) const {
-  const std::string& t = spec_.type;
-  if (t == "lognormal") {
-    if (!(spec_.sigma > 0)) return base_ns;
-    const double s = spec_.sigma;
-    return base_ns * rng.lognormal(-0.5 * s * s, s);  // mean exp(mu + s^2 / 2) = 1
-  }
-  if (t == "none") return base_ns;
-  if (t == "constant") return base_ns * spec_.factor;
-  if (t == "normal") return base_ns * std::max(kMinNormalFactor, rng.normal(1.0, spec_.cv));
-  if (t == "exponential") return base_ns * (spec_.shift + rng.exponential(1.0 - spec_.shift));
-  if (t == "gamma") {  // shape k = 1 / cv^2, scale cv^2: mean 1, variance cv^2
-    const double v = spec_.cv * spec_.cv;
-    return base_ns * rng.gamma(1.0 / v, v);
+  switch (spec_.type) {
+    case JitterType::kLognormal: {
+      if (!(spec_.sigma > 0)) return base_ns;
+      const double s = spec_.sigma;
+      return base_ns * rng.lognormal(-0.5 * s * s, s);  // mean exp(mu + s^2 / 2) = 1
+    }
+    case JitterType::kNone:
+      return base_ns;
+    case JitterType::kConstant:
+      return base_ns * spec_.factor;
+    case JitterType::kNormal:
+      return base_ns * std::max(kMinNormalFactor, rng.normal(1.0, spec_.cv));
+    case JitterType::kExponential:
+      return base_ns * (spec_.shift + rng.exponential(1.0 - spec_.shift));
+    case JitterType::kGamma: {  // shape k = 1 / cv^2, scale cv^2: mean 1, variance cv^2
+      const double v = spec_.cv * spec_.cv;
+      return base_ns * rng.gamma(1.0 / v, v);
+    }
+    case JitterType::kTrace:
+      break;
   }
   // trace: one recorded time, drawn uniformly
   const double ms = trace_ms_[static_cast<size_t>(rng.below(trace_ms_.size()))];
-  return spec_.scale == "relative" ? base_ns * ms / trace_mean_ms_ : ms * 1e6;
+  return spec_.scale == TraceScale::kRelative ? base_ns * ms / trace_mean_ms_ : ms * 1e6;
 }
 
 double JitterSampler::mean_factor() const {
-  if (spec_.type == "constant") return spec_.factor;
+  if (spec_.type == JitterType::kConstant) return spec_.factor;
   return 1.0;  // every other kind has mean 1 by construction (normal: before clipping)
 }
 
 double JitterSampler::variance_factor() const {
-  const std::string& t = spec_.type;
-  if (t == "lognormal") return std::expm1(spec_.sigma * spec_.sigma);  // (e^{s^2} - 1) e^{2mu + s^2}
-  if (t == "normal" || t == "gamma") return spec_.cv * spec_.cv;
-  if (t == "exponential") return (1.0 - spec_.shift) * (1.0 - spec_.shift);
-  if (t == "trace") {
+  const JitterType t = spec_.type;
+  if (t == JitterType::kLognormal)
+    return std::expm1(spec_.sigma * spec_.sigma);  // (e^{s^2} - 1) e^{2mu + s^2}
+  if (t == JitterType::kNormal || t == JitterType::kGamma) return spec_.cv * spec_.cv;
+  if (t == JitterType::kExponential) return (1.0 - spec_.shift) * (1.0 - spec_.shift);
+  if (t == JitterType::kTrace) {
     double ss = 0;
     for (double x : trace_ms_) ss += (x / trace_mean_ms_ - 1.0) * (x / trace_mean_ms_ - 1.0);
     return ss / static_cast<double>(trace_ms_.size());

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/rng.hpp"
-#include "sim/scenario/spec.hpp"
+#include "sim/scenario/cluster_spec.hpp"
 
 namespace stalesim {
 

@@ -35,7 +35,7 @@ Network::Network(const Scenario& s)
   if (link_jitter)
     for (int32_t i = 0; i < s.cluster.worker_count(); ++i)
       rngs_.emplace_back(s.seed, Purpose::kNetwork, static_cast<uint64_t>(i));
-  if (net.topology != "star") flows_ = std::make_unique<TopologyNetwork>(s, kFlowDone);
+  if (net.topology != TopologyKind::kStar) flows_ = std::make_unique<TopologyNetwork>(s, kFlowDone);
 }
 
 SimTime Network::latency(int32_t id, int32_t group) {

@@ -1,7 +1,9 @@
 #pragma once
 // WorkerProtocol: how a worker's data flows between it and the server, one implementation per
-// flow: pull every iteration (sim/worker/pull.*), lazy cache and ESSP (cache.cpp), VAP (vap.cpp),
-// uniform order (uniform.cpp). The simulation routes each worker event to the run's protocol.
+// flow, each with its own per-worker state: pull every iteration (sim/worker/pull.*), lazy cache
+// and ESSP (cache.cpp), VAP (vap_protocol.cpp), uniform order (uniform.cpp). The simulation
+// routes each worker event to the run's protocol; what every flow shares is the worker core's
+// (sim/worker/core.hpp; DESIGN.md section 3).
 
 #include <memory>
 
@@ -25,6 +27,8 @@ class WorkerProtocol {
   // Any other event of the protocol's (a request reaching the server, VAP's refresh, the uniform
   // order's step). Worker events come here only when their generation is current.
   virtual void on_message(const Event& e) = 0;
+  // w crashed (WorkerCore::crash): what was on its way to it is lost.
+  virtual void on_crash(Worker& w) { (void)w; }
   // Whether gradients may be computed ahead on a pool (pull modes: the parameters are fixed when
   // the server reads them).
   virtual bool pool_allowed() const { return false; }
@@ -33,7 +37,7 @@ class WorkerProtocol {
   WorkerCore& c_;
 };
 
-// Sets c.policy and returns the protocol for the scenario's policy, cache mode and order.
+// The protocol for the run's policy (WorkerCore::policy()), cache mode and order.
 std::unique_ptr<WorkerProtocol> make_protocol(WorkerCore& c);
 
 }  // namespace stalesim

@@ -37,7 +37,8 @@ enum EventKind : uint32_t {
 
 enum class WorkerState : uint8_t { kCommunicating, kComputing, kWaiting };
 
-// Cache modes: one of the worker's own pushes, kept until a snapshot that includes it arrives.
+// Cache modes and VAP: one of the worker's own pushes, kept until a snapshot that includes it
+// arrives (cache) or every other worker has received it (VAP).
 struct OwnPush {
   int64_t index = 0;             // the worker's clock when it computed it
   int64_t applied_version = -1;  // VAP: server version it was applied at (-1: not yet)
@@ -49,17 +50,12 @@ struct OwnPush {
   std::vector<int32_t> rows;  // the rows it changes, when copies send changed rows (ChangedRows)
 };
 
-// Cache modes: parameters on their way to a worker.
-struct InFlight {
-  Snapshot params;
-  int64_t clock = 0;     // server clock they are stamped with
-  int64_t included = 0;  // the worker's own pushes they include
-};
-
 struct alignas(64) Worker {
   // What the pull modes touch at every event, packed together (at 100,000 workers the workers do
   // not fit in the caches; issue 21: a handful of cache lines per event, not a dozen). The rest
-  // of a worker's state is in WorkerCold. Three cache lines, aligned (sizeof is 192 bytes).
+  // of a worker's state is its protocol's (each keeps its own, by worker id: sim/worker/cache.cpp,
+  // vap_protocol.cpp, pull.hpp for B-FASGD) or the core's (deferred gradients). Three cache lines,
+  // aligned (sizeof is 192 bytes).
   int32_t id = 0;
   int32_t group = 0;  // index into cluster.workers
   // Crash handling: events for this worker carry its generation; a crash bumps it, so whatever the
@@ -68,7 +64,7 @@ struct alignas(64) Worker {
   bool down = false;
   WorkerState state = WorkerState::kCommunicating;
   bool skip_push = false;   // B-FASGD: this push is skipped (a notice goes instead)
-  bool skip_fetch = false;  // B-FASGD: this fetch is skipped (the worker keeps its copy)
+  bool skip_fetch = false;  // B-FASGD: this fetch is skipped (the worker keeps its copy; read by grant)
   SimTime state_since;
   double base_compute_ns = 0;  // one iteration before jitter
   int64_t read_version = 0;
@@ -89,37 +85,5 @@ struct alignas(64) Worker {
   int64_t communicate_ns = 0;
 };
 static_assert(sizeof(Worker) <= 192, "Worker's hot state grew past three cache lines");
-
-// The rest of a worker's state: what the cache modes, VAP, B-FASGD and deferred gradients use, and
-// its profile. Kept apart from Worker (WorkerCore::cold, by worker id) so that the fields the pull
-// modes touch at every event are packed together (issue 21: per-event cost at 100,000 workers).
-struct WorkerCold {
-  // Deferred mode: the gradient begun on the parameters when they were read, which are then let go.
-  DeferredGradient pending;
-  // Cache modes (lazy SSP, ESSP): the worker reads its own copy while it is fresh enough.
-  Snapshot cache;            // the last parameters received
-  int64_t cache_clock = -1;  // the server clock they were stamped with; -1 before the first
-  int64_t sent = 0;          // pushes sent: the worker's own clock
-  std::vector<float> local;  // cache plus own updates it does not include (when has_local)
-  bool has_local = false;
-  LazyDeque<OwnPush> own;     // own pushes not yet in an arrived snapshot, oldest first
-  LazyDeque<InFlight> inbox;  // parameters on their way, in arrival order
-  bool blocked = true;        // waiting for parameters fresh enough to start its next clock
-  bool fetch_wanted = false;  // lazy: a fetch request rides on the last push
-  SimTime link_free;          // when the worker's outgoing link is next idle
-  // VAP: `own` holds the updates sent but not yet received by every other worker, and
-  // in_transit their sum; `held` is an update waiting to be sent.
-  std::vector<float> in_transit;
-  OwnPush held;
-  bool holding = false;
-  int64_t refresh_version = 0;  // the version of the fresh copy on its way to a holding worker
-  bool refresh_in_flight = false;
-  // B-FASGD: the worker's own transmission decisions and the last gradient it pushed.
-  Rng transmit_rng{0};
-  std::vector<float> last_grad;
-  bool has_last_grad = false;
-  int64_t last_grad_version = 0;  // the version last_grad was computed on
-  int64_t vap_push_bytes = 0;     // VAP: size of the held update
-};
 
 }  // namespace stalesim

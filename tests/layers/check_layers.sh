@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # tests/layers/check_layers.sh SOURCE_DIR: the layering rules a grep can check (issue 17).
-#  1. No algorithm name compared as a string outside the scenario loader: a policy, learning
-#     rule, model type, cache mode or cluster order is parsed into its enum once, in
-#     sim/scenario/ (and the CLI's own --model option via enum_from_name); everything else
-#     switches on the enum or reads the traits (sim/algorithms.hpp, models/model.hpp).
+#  1. No algorithm name or option value compared as a string outside the scenario loader: a
+#     policy, learning rule, model type, cache mode or cluster order, and every option value (the
+#     dataset and its partition, the compute backend and timing, jitter and trace scale, schedule
+#     kinds, on_crash, init, precision, dssp_grant, the FASGD variant, the topology and its node
+#     and placement kinds) is parsed into its enum once, in sim/scenario/ (and the CLI's own
+#     --model option via enum_from_name); everything else switches on the enum or reads the traits
+#     (sim/algorithms.hpp, sim/scenario/options.hpp, sim/data/dataset.hpp, models/model.hpp).
 #  2. base/ includes nothing from sim/ or models/; models/ includes nothing from sim/.
 #  3. No dynamic_cast to a policy or a learning rule outside their own folders: explain.cpp and the
 #     recorders ask the SyncPolicy interface, the worker protocols (sim/worker/) get the VAP policy
@@ -15,21 +18,32 @@
 #     duplicate-key checks, one set of messages): no ifstream, fopen, open(O_RDONLY), mmap of a
 #     file or gzopen elsewhere, but /proc/meminfo (a kernel file) in sim/estimate/memory_estimate.cpp.
 #     Benchmarks under tools/bench/ read /proc and are not the program.
-# data.dataset is a family of data, not of algorithms, and stays a string ("lstsq" names both a
-# dataset and a model): comparisons of a dataset are left to rule 1's exception.
+#  6. The library never reads the environment (below).
+#  7. Policies and rules see nothing from models/, even through their includes (below).
+#  8. The run does not ask the estimator how to run: nothing in the run (sim/simulation.*,
+#     sim/run.*, sim/worker/, sim/real/) nor the plan and data layers (sim/plan/, sim/data/)
+#     includes sim/estimate/; the run and the estimator both read the run plan (sim/plan/).
+#     Inside sim/estimate/, estimate.hpp includes memory_estimate.hpp and not the other way round
+#     (memory_estimate.cpp asks estimate_run for the pace the cache modes' pushes keep).
 # Prints each offending line; exits 1 when there is one, 0 when there is none.
 set -uo pipefail
 cd "${1:?usage: check_layers.sh SOURCE_DIR}" || exit 2
 
 names='bsp|asp|ssp|essp|dssp|vap|softsync|sgd|sasgd|fasgd|bfasgd|dcasgd|softmax|mlp|cnn|mf|lda|lstsq|time-only|lazy|pull-every-iteration|timed|uniform'
+# Option values (sim/scenario/options.hpp, sim/scenario/topology_spec.hpp, sim/data/dataset.hpp,
+# models/model.hpp, models/device_profile.hpp).
+names+='|fashion-mnist|blobs|ratings|corpus|none|iid|shared|label-skew|he|glorot|cpu|cuda|modelled|measured'
+names+='|lognormal|constant|normal|exponential|gamma|trace|absolute|relative|slow|pause|crash|drift|wait|drop'
+names+='|fp32|fp16|bf16|bounded|literal|unbounded|paper|fred|star|racks|graph|host|switch|first|spread|explicit|fill'
 fail=0
 
 # A string literal holding one of the names, next to == or != (either side).
 compares=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' \
   "([!=]=[[:space:]]*\"($names)\")|(\"($names)\"[[:space:]]*[!=]=)" sim models base tools \
-  | grep -v '^sim/scenario/' | grep -v '^tools/bench/' | grep -vE 'dataset[[:space:]]*[!=]=')
+  | grep -v '^sim/scenario/' | grep -v '^tools/bench/' | grep -v '"emulated"')
+# ("emulated" | "measured" is calibrate's own --timing option, parsed where the CLI reads it.)
 if [[ -n "$compares" ]]; then
-  echo "check_layers: algorithm names compared as strings outside the scenario loader (switch on the enum):"
+  echo "check_layers: algorithm names or option values compared as strings outside the scenario loader (switch on the enum):"
   echo "$compares"
   fail=1
 fi
@@ -76,6 +90,41 @@ env_reads=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' \
 if [[ -n "$env_reads" ]]; then
   echo "check_layers: the library reads the environment (read it in tools/cli.cpp and pass a parameter):"
   echo "$env_reads"
+  fail=1
+fi
+
+# 7. (issue 31) Policies and learning rules see nothing from models/ even transitively: the
+#    project headers reachable from sim/policies/ and sim/rules/ (but sim/rules/server_optimizer.*)
+#    through their includes hold nothing from models/ (sim/scenario/spec.hpp so stays free of it;
+#    the cluster's device profiles are sim/scenario/cluster_spec.hpp's).
+reach=()
+declare -A reached=()
+for f in sim/policies/* sim/rules/*; do
+  [[ $f == sim/rules/server_optimizer.* ]] || reach+=("$f")
+done
+while ((${#reach[@]})); do
+  f=${reach[0]}
+  reach=("${reach[@]:1}")
+  for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
+    [[ -f $inc && -z ${reached[$inc]-} ]] || continue
+    reached[$inc]=$f
+    reach+=("$inc")
+  done
+done
+for inc in "${!reached[@]}"; do
+  if [[ $inc == models/* ]]; then
+    echo "check_layers: a policy or rule sees $inc (included by ${reached[$inc]}, reached from sim/policies/ or sim/rules/)"
+    fail=1
+  fi
+done
+
+# 8. (issue 31) The run does not ask the estimator how to run; see the header.
+upward=$(grep -nE '#include "sim/estimate/' sim/simulation.* sim/run.* sim/worker/* sim/real/* sim/plan/* \
+  sim/data/* 2>/dev/null; grep -nE '#include "sim/estimate/estimate\.hpp"' sim/estimate/memory_estimate.hpp)
+if [[ -n "$upward" ]]; then
+  echo "check_layers: the run or the plan includes the estimator, or memory_estimate.hpp includes estimate.hpp"
+  echo "(read sim/plan/run_plan.hpp instead):"
+  echo "$upward"
   fail=1
 fi
 
