@@ -36,6 +36,11 @@ std::string real_refusal(const Scenario& s) {
     return "/policy/type: \"vap\" bounds in-transit update values with its own worker protocol; the real "
            "mode "
            "runs the pull-every-iteration policies only (bsp, asp, ssp, dssp, softsync)";
+  if (p.all_reduce())
+    return fmt::format(
+        "/policy/type: \"{}\" has no server; the real mode emulates the parameter-server policies "
+        "only (bsp, asp, ssp, dssp, softsync)",
+        to_string(p.type));
   if (!p.pulls_every_clock())
     return "/policy/cache: a lazy cache keeps parameters on the workers between clocks; the real mode runs "
            "the pull-every-iteration policies only (policy.cache \"pull-every-iteration\")";
