@@ -70,6 +70,7 @@ TEST_CASE("ring all-reduce on a free network applies BSP's gradients in BSP's or
     nlohmann::json j = free_network(tiny_math_json());
     j["cluster"]["workers"] = {{{"profile", "gtx1080ti"}, {"count", 4}}};
     j["cluster"]["jitter"] = {{"type", "none"}};
+    j["eval"]["every_s"] = 0.002;  // rows inside the run, each between two iterations or at one
     const RunResult bsp = with_policy(j, "bsp");
     const RunResult ring = with_policy(j, "allreduce-ring");
     REQUIRE(bsp.server_updates == 200);
