@@ -20,8 +20,11 @@ namespace stalesim {
 
 // ---- Policies (policy.type): when a worker may start its next clock -------------------------
 
-enum class PolicyType { kBsp, kAsp, kSsp, kEssp, kDssp, kVap, kSoftsync };
+enum class PolicyType { kBsp, kAsp, kSsp, kEssp, kDssp, kVap, kSoftsync, kAllreduceRing, kAllreduceHierarchical };
 std::span<const EnumName<PolicyType>> enum_names(PolicyType);  // sim/policies/sync_policy.cpp
+
+// All-reduce instead of a parameter server (sim/policies/allreduce.hpp): the collective's shape.
+enum class AllReduce { kRing, kHierarchical };
 
 // How workers get parameters (DESIGN.md section 6). policy.cache names the first two (ssp only).
 enum class CacheMode {

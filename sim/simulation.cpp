@@ -70,7 +70,7 @@ struct Simulation::Impl {
       const char* hot_end = reinterpret_cast<const char*>(&n + 1);
       for (const char* line = hot; line < hot_end; line += 64) __builtin_prefetch(line);
     }
-    if (e.kind == kOrderStep) return protocol->on_message(e);
+    if (e.kind == kOrderStep || e.kind == kCollective) return protocol->on_message(e);
     if (e.kind == kEvaluate) return on_evaluate(e.payload);
     if (e.kind == kFlowDone) return core.flows()->on_flow_event(core.engine());
     Worker& w = core.worker(e.target);

@@ -248,7 +248,8 @@ TEST_CASE("every shipped scenario satisfies the schema, and the checker rejects 
             "/cluster/workers/0/count: below minimum", "/cluster/workers/1/profile: required",
             "/model/hidden: fewer than minItems", "/optimizer/lr: not above exclusiveMinimum",
             "/policy/stalenes: not allowed (additionalProperties)",
-            "/policy/type: not one of [\"bsp\",\"asp\",\"ssp\",\"essp\",\"dssp\",\"vap\",\"softsync\"]"});
+            "/policy/type: not one of [\"bsp\",\"asp\",\"ssp\",\"essp\",\"dssp\",\"vap\",\"softsync\","
+            "\"allreduce-ring\",\"allreduce-hierarchical\"]"});
 }
 
 // ---- Memory ------------------------------------------------------------------------------------
@@ -371,7 +372,7 @@ TEST_CASE("each bad input exits with its code and a message naming file, path, v
        "x.json: /optimizer/lr: expected a number > 0, got -0.1"},
       {"not an allowed value", with("\"type\": \"ssp\"", "\"type\": \"sspp\""), "", "", 2,
        "x.json: /policy/type: expected one of \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", \"vap\", "
-       "\"softsync\", got \"sspp\""},
+       "\"softsync\", \"allreduce-ring\", \"allreduce-hierarchical\", got \"sspp\""},
       {"an integer given as a fraction", with("\"batch_size\": 10", "\"batch_size\": 10.5"), "", "", 2,
        "x.json: /optimizer/batch_size: expected an integer, got 10.5"},
       {"an empty cluster", "", "--set 'cluster.workers=[]'", "", 2,

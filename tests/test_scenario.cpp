@@ -350,7 +350,7 @@ TEST_CASE("the markdown field reference has a row for every path") {
   CHECK(md.find("| `/policy/staleness` | integer | clocks | `3` | in [0, 9007199254740992] |") !=
         std::string::npos);
   CHECK(md.find("| `/policy/type` | string |  | `\"ssp\"` | \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", "
-                "\"vap\", \"softsync\" |") != std::string::npos);
+                "\"vap\", \"softsync\", \"allreduce-ring\", \"allreduce-hierarchical\" |") != std::string::npos);
   CHECK(
       md.find(
           "| `/model/hidden` | array of integers | units | `[200]` | 1 to 64 items; each in [1, 65536] |") !=
@@ -496,7 +496,7 @@ TEST_CASE("integers must fit their C++ types") {
 TEST_CASE("a string that is not among the allowed values lists them") {
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/policy/type", "bspp")),
                        "x.json: /policy/type: expected one of \"bsp\", \"asp\", \"ssp\", \"essp\", \"dssp\", "
-                       "\"vap\", \"softsync\", got \"bspp\"",
+                       "\"vap\", \"softsync\", \"allreduce-ring\", \"allreduce-hierarchical\", got \"bspp\"",
                        ScenarioError);
   CHECK_THROWS_WITH_AS(parse(with(minimal(), "/model/type", 3)),
                        "x.json: /model/type: expected one of \"softmax\", \"mlp\", \"cnn\", \"mf\", \"lda\", "

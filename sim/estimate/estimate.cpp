@@ -9,6 +9,7 @@
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
 #include "sim/network/link_load.hpp"
+#include "sim/network/topology.hpp"
 #include "sim/text.hpp"
 
 namespace stalesim {
@@ -169,6 +170,73 @@ void estimate_shares(RunEstimate& e, const std::vector<double>& wire_s, double s
     e.bottleneck = "worker link";
 }
 
+// All-reduce (sim/policies/allreduce.hpp): one iteration's collective, unloaded. The ring's
+// 2 (R - 1) steps each move a chunk of S / R over its slowest hop: the hop's narrowest link plus
+// its latency (Patarasuk and Yuan 2009); on the star a hop is the slower of two worker links and
+// the sender's latency. Hierarchical: the ring of the racks' leaders, plus the gather to and the
+// broadcast from each leader, its rack's gradients one after the other on the leader's route.
+double allreduce_s(const Scenario& s, double bytes) {
+  const auto& net = s.cluster.network;
+  const int32_t n = s.cluster.worker_count();
+  if (net.topology == TopologyKind::kStar) {
+    double bw = std::numeric_limits<double>::infinity(), lat = 0;
+    for (const auto& g : s.cluster.workers) {
+      bw = std::min(bw, g.bandwidth_gbps.value_or(net.bandwidth_gbps));
+      lat = std::max(lat, g.latency_us.value_or(net.latency_us) * 1e-6);
+    }
+    return n > 1 ? 2.0 * (n - 1) * (transfer_s(bytes / n, bw) + lat) : 0.0;
+  }
+  const Topology t = build_topology(s);
+  const double overhead = net.message_overhead_us * 1e-6;
+  // A hop's time for `b` bytes from worker a's host to worker b's.
+  const auto hop = [&](int32_t a, int32_t b, double size) {
+    const auto r = t.route(t.worker_host[static_cast<size_t>(a)], t.worker_host[static_cast<size_t>(b)]);
+    double bw = std::numeric_limits<double>::infinity();
+    for (int32_t ch : r) bw = std::min(bw, t.channel_gbps(ch));
+    return (std::isfinite(bw) ? transfer_s(size, bw) : 0.0) + t.route_latency(r).seconds() + overhead;
+  };
+  std::vector<int32_t> ring;
+  double gather = 0;
+  if (s.policy.all_reduce() == AllReduce::kHierarchical) {
+    std::vector<std::vector<int32_t>> racks;  // by rack: its workers, the leader first
+    for (int32_t w = 0; w < n; ++w) {
+      const auto r = static_cast<size_t>(t.worker_host[static_cast<size_t>(w)] / net.racks.hosts_per_rack);
+      if (r >= racks.size()) racks.resize(r + 1);
+      racks[r].push_back(w);
+    }
+    for (const auto& members : racks) {
+      if (members.empty()) continue;
+      ring.push_back(members[0]);
+      double rack_s = 0;
+      for (size_t m = 1; m < members.size(); ++m) rack_s += hop(members[m], members[0], bytes);
+      gather = std::max(gather, rack_s);
+    }
+  } else {
+    for (int32_t w = 0; w < n; ++w) ring.push_back(w);
+  }
+  const auto r = static_cast<int32_t>(ring.size());
+  double slowest = 0;
+  for (int32_t i = 0; r > 1 && i < r; ++i)
+    slowest = std::max(slowest,
+                       hop(ring[static_cast<size_t>(i)], ring[static_cast<size_t>((i + 1) % r)], bytes / r));
+  return 2.0 * (r - 1) * slowest + 2 * gather;
+}
+
+// All-reduce's pace: every worker's iteration is the slowest compute plus the collective; no server.
+void estimate_allreduce_pace(const Scenario& s, RunEstimate& e, std::vector<double>& wire_s) {
+  const double ring_s = e.transfers_timed ? allreduce_s(s, e.push_bytes) : 0.0;
+  double slowest = 0;
+  for (const auto& ge : e.groups) slowest = std::max(slowest, ge.compute_s);
+  for (size_t g = 0; g < e.groups.size(); ++g) {
+    auto& ge = e.groups[g];
+    ge.worker_link_s = ring_s;
+    ge.server_link_s = 0;
+    ge.iteration_s = slowest + ring_s;
+    wire_s[g] = ring_s;
+  }
+  e.server_offered = 0;
+}
+
 }  // namespace
 
 RunEstimate estimate_run(const Scenario& s) { return estimate_run(s, plan_run(s)); }
@@ -185,13 +253,20 @@ RunEstimate estimate_run(const Scenario& s, const RunPlan& plan) {
   e.bounded = s.policy.uses_staleness();
   e.lockstep = plan.lockstep;
   std::vector<double> unloaded, wire_s;
-  const double server_s = estimate_groups(s, e, unloaded, wire_s);
+  double server_s = estimate_groups(s, e, unloaded, wire_s);
 
   // The pace: each group's iteration time.
   double offered = 0;
   for (size_t g = 0; g < e.groups.size(); ++g) offered += e.groups[g].count * server_s / unloaded[g];
   e.server_offered = offered;
-  const double head_start = estimate_pace(s, e, unloaded, server_s);
+  double head_start = 0;
+  const auto all_reduce = s.policy.all_reduce();
+  if (all_reduce) {
+    estimate_allreduce_pace(s, e, wire_s);
+    offered = server_s = 0;
+  } else {
+    head_start = estimate_pace(s, e, unloaded, server_s);
+  }
   estimate_shares(e, wire_s, server_s, n);
 
   const double per_update = traits(s.policy.type).averages_pushes
@@ -214,10 +289,10 @@ RunEstimate estimate_run(const Scenario& s, const RunPlan& plan) {
            : 0.0;
   e.gflops = math ? assumed_gflops(s.model.type) : 0.0;
   e.math_gflop = math_flops / 1e9;
-  e.events = iterations * kEventsPerIteration;
+  e.events = iterations * (all_reduce ? 2 * n : kEventsPerIteration);
   e.wall_s = (math ? e.math_gflop / e.gflops : 0.0) + e.events * kAssumedEventUs * 1e-6;
   e.memory = estimate_memory(s, plan, e);
-  if (c.network.topology != TopologyKind::kStar)
+  if (c.network.topology != TopologyKind::kStar && !all_reduce)  // link_load: the parameter server's traffic
     e.topology = describe_link_load(s, link_load(s, e.push_bytes, e.pull_bytes), e.iterations_per_s);
 
   if (e.communication_share > 0.9)

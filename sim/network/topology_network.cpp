@@ -48,6 +48,20 @@ void TopologyNetwork::send(Engine& e, int32_t w, int64_t bytes, bool up, FlowNet
   flows_.send(e, parts_, done);
 }
 
+void TopologyNetwork::between_workers(Engine& e, int32_t from, int32_t to, int64_t bytes,
+                                      FlowNetwork::Done done) {
+  const std::pair<int32_t, int32_t> hosts{topo_.worker_host[static_cast<size_t>(from)],
+                                          topo_.worker_host[static_cast<size_t>(to)]};
+  auto it = host_routes_.find(hosts);
+  if (it == host_routes_.end()) {
+    auto r = topo_.route(hosts.first, hosts.second);
+    const SimTime latency = topo_.route_latency(r);
+    it = host_routes_.emplace(hosts, std::pair{std::move(r), latency}).first;
+  }
+  const FlowNetwork::Part part{it->second.first, bytes, it->second.second + overhead_};
+  flows_.send(e, std::span(&part, 1), done);
+}
+
 std::string TopologyNetwork::links_csv(SimTime end) const {
   std::string out = "link,from,to,bandwidth_gbps,bytes,busy_s,utilisation,peak_flows\n";
   const auto& stats = flows_.stats();

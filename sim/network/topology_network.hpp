@@ -7,6 +7,7 @@
 // that carry no data take the longest route latency from the worker to a shard.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ class TopologyNetwork {
   void to_worker(Engine& e, int32_t w, int64_t bytes, FlowNetwork::Done done);
   // A push of `bytes` from worker `w`: `done` when every shard's part has arrived.
   void to_shards(Engine& e, int32_t w, int64_t bytes, FlowNetwork::Done done);
+  // A message of `bytes` from worker `from`'s host to worker `to`'s host, one flow along their
+  // route (all-reduce's transfers, sim/worker/allreduce.cpp): `done` when it has arrived, the
+  // route's latency plus message_overhead_us after its last bit.
+  void between_workers(Engine& e, int32_t from, int32_t to, int64_t bytes, FlowNetwork::Done done);
   void on_flow_event(Engine& e) { flows_.on_event(e); }
   // Reports each link direction's load to `obs` as it changes (the trace's counters); null: none.
   void observe(RunObserver* obs);
@@ -54,6 +59,9 @@ class TopologyNetwork {
   std::vector<SimTime> route_latency_;  // by (worker, shard)
   std::vector<SimTime> request_latency_;
   std::vector<FlowNetwork::Part> parts_;  // scratch
+  // between_workers: the routes by (from host, to host), made when first used (a map: the flows
+  // hold spans of them) and their latencies.
+  std::map<std::pair<int32_t, int32_t>, std::pair<std::vector<int32_t>, SimTime>> host_routes_;
 };
 
 }  // namespace stalesim

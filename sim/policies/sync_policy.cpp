@@ -4,6 +4,7 @@
 #include <array>
 #include <stdexcept>
 
+#include "sim/policies/allreduce.hpp"
 #include "sim/policies/asp.hpp"
 #include "sim/policies/bsp.hpp"
 #include "sim/policies/dssp.hpp"
@@ -109,6 +110,8 @@ constexpr auto kPolicyNames = std::to_array<EnumName<PolicyType>>({
     {PolicyType::kDssp, "dssp"},
     {PolicyType::kVap, "vap"},
     {PolicyType::kSoftsync, "softsync"},
+    {PolicyType::kAllreduceRing, "allreduce-ring"},
+    {PolicyType::kAllreduceHierarchical, "allreduce-hierarchical"},
 });
 
 // One row per policy, in PolicyType order. Pull mode: every policy that fetches at every clock.
@@ -124,6 +127,9 @@ constexpr auto kPolicyTraits = std::to_array<PolicyTraits>({
     {PolicyType::kDssp, CacheMode::kPullEveryIteration, true, false, 0, 0, kPolicyStaleness | kPolicyRange},
     {PolicyType::kVap, CacheMode::kPullEveryIteration, false, false, 3, 0, kPolicyValueBound},
     {PolicyType::kSoftsync, CacheMode::kPullEveryIteration, true, true, 0, 1, kPolicyN},
+    // All-reduce: no server, no fetch (sim/policies/allreduce.hpp); its workers keep a gradient.
+    {PolicyType::kAllreduceRing, CacheMode::kPullEveryIteration, false, false, 0, 0, 0},
+    {PolicyType::kAllreduceHierarchical, CacheMode::kPullEveryIteration, false, false, 0, 0, 0},
 });
 
 static_assert(in_enum_order(kPolicyTraits));
@@ -149,6 +155,10 @@ std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers)
       return std::make_unique<SoftsyncPolicy>(spec.n);
     case PolicyType::kDssp:
       return std::make_unique<DsspPolicy>(spec.staleness, spec.range, spec.dssp_grant, workers);
+    case PolicyType::kAllreduceRing:
+      return std::make_unique<AllreducePolicy>(AllReduce::kRing);
+    case PolicyType::kAllreduceHierarchical:
+      return std::make_unique<AllreducePolicy>(AllReduce::kHierarchical);
   }
   throw std::invalid_argument("unknown policy type");
 }
@@ -157,5 +167,6 @@ std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers)
 // answers (one worker sizes what it keeps per worker; neither answer depends on the count).
 bool PolicySpec::lockstep() const { return make_policy(*this, 1)->lockstep(); }
 std::optional<int64_t> PolicySpec::clock_bound() const { return make_policy(*this, 1)->clock_bound(); }
+std::optional<AllReduce> PolicySpec::all_reduce() const { return make_policy(*this, 1)->all_reduce(); }
 
 }  // namespace stalesim

@@ -123,6 +123,9 @@ class SyncPolicy {
   // The value bound the workers' sends obey (VAP); null when the policy bounds clocks only. Its
   // worker protocol is VAP's (make_protocol, sim/worker/protocol.cpp).
   virtual ValueGate* value_gate() { return nullptr; }
+  // The collective that replaces the server (all-reduce); nullopt for a parameter-server policy.
+  // Its worker protocol is all-reduce's (make_protocol, sim/worker/protocol.cpp).
+  virtual std::optional<AllReduce> all_reduce() const { return std::nullopt; }
   // Policy-specific facts for summary.json's "policy" object (null when none).
   virtual nlohmann::json facts() const { return nullptr; }
   // Every call of the policy's controller so far, oldest first; null when it has none (all but

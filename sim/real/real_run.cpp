@@ -26,6 +26,11 @@ std::string real_refusal(const Scenario& s, bool emulated) {
            "the updates in transit (a value bound that needs every worker's view of every other's "
            "updates); the real mode implements the clock-bounded policies (bsp, asp, ssp with either "
            "cache, dssp, essp, softsync), not VAP's worker-to-worker bookkeeping";
+  if (p.all_reduce())
+    return fmt::format(
+        "/policy/type: \"{}\" has no server; the real mode emulates the parameter-server policies "
+        "only (bsp, asp, ssp with either cache, dssp, essp, softsync)",
+        to_string(p.type));
   if (!p.pulls_every_clock()) {  // lazy SSP and ESSP: the workers' own copies (sim/real/real_cache.cpp)
     if (s.model.cost == "derived" && (s.model.type == ModelType::kMf || s.model.type == ModelType::kLda))
       return fmt::format(

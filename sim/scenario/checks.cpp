@@ -133,11 +133,16 @@ void check_cluster(const Scenario& s, int64_t workers) {
 // topology, and the topology itself sound (build_topology names the element at fault).
 void check_topology(const Scenario& s) {
   const auto& n = s.cluster.network;
+  if (s.policy.all_reduce() == AllReduce::kHierarchical && n.topology != TopologyKind::kRacks)
+    fail("/policy/type",
+         fmt::format("\"allreduce-hierarchical\" reduces inside each rack and needs cluster.network.topology "
+                     "\"racks\" (topology is \"{}\"); use \"allreduce-ring\" on a {}",
+                     enum_name(n.topology), enum_name(n.topology)));
   if (n.topology == TopologyKind::kStar) return;
-  if (!s.policy.pulls_every_clock() || s.policy.type == PolicyType::kVap)
+  if ((!s.policy.pulls_every_clock() || s.policy.type == PolicyType::kVap) && !s.policy.all_reduce())
     fail("/cluster/network/topology",
-         fmt::format("\"{}\" carries the traffic of policies that fetch every clock ({}), got {}; use "
-                     "topology \"star\"",
+         fmt::format("\"{}\" carries the traffic of policies that fetch every clock ({}) and of all-reduce, "
+                     "got {}; use topology \"star\"",
                      enum_name(n.topology), pull_mode_policies(), policy_phrase(s)));
   if (n.latency_sigma > 0)
     fail("/cluster/network/latency_sigma",

@@ -17,7 +17,9 @@ std::vector<FieldInfo> policy_fields(const Scenario& d) {
        .allowed = enum_name_list<PolicyType>(),
        .default_value = to_json_value(d.policy.type),
        .doc = "Bulk synchronous, asynchronous, stale synchronous, eager SSP, dynamic SSP, "
-              "value-bounded parallel, or n-softsync (see REFERENCE.md, Policies).",
+              "value-bounded parallel, or n-softsync on the parameter server; or no server: ring "
+              "all-reduce, or hierarchical all-reduce (racks only), BSP's math with the gradients "
+              "summed among the workers (see REFERENCE.md, Policies).",
        .set = set_m<&Scenario::policy, &PolicySpec::type>,
        .get = get_m<&Scenario::policy, &PolicySpec::type>},
       {.path = "/policy/staleness",

@@ -75,6 +75,8 @@ struct PolicySpec {
   bool lockstep() const;
   // The largest clock gap the policy allows (SyncPolicy::clock_bound); nullopt when unbounded.
   std::optional<int64_t> clock_bound() const;
+  // The collective that replaces the server (SyncPolicy::all_reduce); nullopt for a parameter server.
+  std::optional<AllReduce> all_reduce() const;
   // Workers keep a parameter copy between clocks (lazy and eager caches).
   bool caches_params() const { return cache_mode() != CacheMode::kPullEveryIteration; }
   bool operator==(const PolicySpec&) const = default;

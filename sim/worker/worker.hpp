@@ -33,6 +33,7 @@ enum EventKind : uint32_t {
   kRejoin = 11,             // schedule: a crashed worker rejoins (payload: index in the crash list)
   kRejoinRequest = 12,      // a rejoined worker's request for parameters reaches the server
   kFlowDone = 13,           // off the star: the network's earliest flow finishes (sim/network/flows.hpp)
+  kCollective = 14,         // all-reduce: a transfer arrived (payload: its slot; sim/worker/allreduce.cpp)
 };
 
 enum class WorkerState : uint8_t { kCommunicating, kComputing, kWaiting };

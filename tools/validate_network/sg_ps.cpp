@@ -207,7 +207,7 @@ int run(int argc, char** argv) {
   };
   if (s.model.type != stalesim::ModelType::kTimeOnly || s.model.cost != "derived")
     refuse("/model: the check runs time-only models with their declared parameters");
-  if (s.cluster.network.topology == "star")
+  if (s.cluster.network.topology == stalesim::TopologyKind::kStar)
     refuse(
         "/cluster/network/topology: star is stalesim's FIFO model; write the star as a graph (one switch)");
   if (s.cluster.network.message_overhead_us != 0) refuse("/cluster/network/message_overhead_us: must be 0");
