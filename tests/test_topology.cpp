@@ -9,6 +9,7 @@
 #include "sim/estimate/estimate.hpp"
 #include "sim/network/flows.hpp"
 #include "sim/network/topology.hpp"
+#include "sim/network/topology_network.hpp"
 #include "tests/sim_test_util.hpp"
 
 using namespace stalesim;
@@ -174,6 +175,31 @@ TEST_CASE("an oversubscribed uplink slows the traffic that crosses it, and laten
 
 TEST_CASE("a graph topology routes through its switch") {
   CHECK(run(graph_json()).end_time.ns() == 5'000'000);
+}
+
+TEST_CASE("a graph topology: a pull takes its own route's latency, not the push route's") {
+  // Two paths between the shard's host ps and the worker's host a. Routes take the fewest links,
+  // ties to the link listed first: a -> s1 -> ps (1 + 1 us) up, ps -> s2 -> a (10 + 10 us) down.
+  // Empty messages arrive after their route's latency alone.
+  auto j = racks_json(1);
+  auto& n = j["cluster"]["network"];
+  n["topology"] = "graph";
+  n.erase("racks");
+  n["graph"] = nlohmann::json::parse(R"({
+    "nodes": [ { "name": "ps" }, { "name": "a" }, { "name": "s1", "kind": "switch" },
+               { "name": "s2", "kind": "switch" } ],
+    "links": [ { "from": "a", "to": "s1", "bandwidth_gbps": 8, "latency_us": 1 },
+               { "from": "ps", "to": "s2", "bandwidth_gbps": 8, "latency_us": 10 },
+               { "from": "a", "to": "s2", "bandwidth_gbps": 8, "latency_us": 10 },
+               { "from": "ps", "to": "s1", "bandwidth_gbps": 8, "latency_us": 1 } ] })");
+  TopologyNetwork net(scenario(j), kFlow);
+  Engine engine;
+  net.to_shards(engine, 0, 0, {kDone, 1, 0});
+  net.to_worker(engine, 0, 0, {kDone, 2, 0});
+  std::vector<std::pair<uint32_t, int64_t>> done;
+  engine.run_until(SimTime::max(), [&done](const Event& e) { done.emplace_back(e.target, e.time.ns()); });
+  CHECK(done == std::vector<std::pair<uint32_t, int64_t>>{{1, 2'000}, {2, 20'000}});
+  CHECK(net.request_latency(0).ns() == 2'000);  // a request goes up
 }
 
 TEST_CASE("bad topologies are rejected with the element and its JSON path") {

@@ -9,9 +9,21 @@
 // bit has left (the route's propagation delay); a message's completion event is scheduled when
 // its last part arrives.
 //
-// Determinism: flows are kept in start order, channels in first-use order, every sum in that
-// order; finish times are integer nanoseconds (rounded up), so equal inputs give equal times.
-// Cost per start or end: O(flows x route length + bottleneck levels x channels in use).
+// Determinism: flows are ordered by start (a sequence number), every channel lists its flows in
+// that order, every sum runs in that order; finish times are integer nanoseconds (rounded up), so
+// equal inputs give equal times.
+//
+// Cost per start or end (PERFORMANCE.md, tools/bench/network-cost): the rates are exact global
+// max-min, and one start or end on a shared channel (a shard's link) changes the rate of every
+// flow through it, so the work is O(flows) at least: one pass over the flows to advance their bits
+// and one for their finish times and the earliest (dense arrays, no allocation). Beyond that:
+// the channels' flow lists are kept up to date at each start and end rather than rebuilt;
+// progressive filling stops as soon as every flow is fixed (the remaining heap entries cannot
+// change a rate); a fixed flow does not walk its route to update each channel's remaining
+// bandwidth: a channel's is computed when the filling reaches it (channel_state), with the same
+// subtractions in the same order. The reference, which rebuilds everything at each event, is
+// tests/flows_reference.hpp; tests/test_flows.cpp checks that both give identical rates, times,
+// counters and load reports on random traffic.
 
 #include <cstdint>
 #include <functional>
@@ -69,19 +81,18 @@ class FlowNetwork {
   }
 
   const std::vector<ChannelStats>& stats() const { return stats_; }
-  size_t active_flows() const { return flows_.size(); }
+  size_t active_flows() const { return live_; }
   // Current rate (Gbit/s) of the flows in start order, for tests.
   std::vector<double> rates() const;
 
  private:
+  // Cold per-flow data, by slot (slots are reused; the hot fields are the arrays below).
   struct Flow {
     std::span<const int32_t> route;
-    double left_bits = 0;
-    double rate = 0;  // bit/ns
-    int64_t finish = 0;
     int64_t bytes = 0;
     SimTime latency;
     int32_t message = 0;
+    uint64_t seq = 0;  // start order, from 1; 0: a free slot
   };
   struct Message {
     int32_t parts_left = 0;
@@ -89,37 +100,52 @@ class FlowNetwork {
     Done done;
   };
   void advance(SimTime now);
-  void recompute(SimTime now);
-  void reschedule(Engine& engine);
+  // Rates, finish times and the engine event; REQUIRES: a flow is active.
+  void recompute(Engine& engine, SimTime now);
+  // A channel's remaining bandwidth and unfixed flows during a recompute.
+  void channel_state(size_t c, double& rem, int32_t& unfixed);
+  void reschedule(Engine& engine, int64_t next);
   void part_arrived(Engine& engine, int32_t message, SimTime at);
   void report_loads(SimTime now);
-  void channel_up(int32_t ch, int64_t now);
-  void channel_down(int32_t ch, int64_t now);
+  void channel_up(int32_t ch, int32_t slot, int64_t now);
+  void channel_down(int32_t ch, int32_t slot, int64_t now);
 
   std::vector<double> capacity_;
   uint32_t kind_;
+  // Flows by slot, [0, slots): left_/rate_/finish_ are read at every event. A free slot has
+  // left 0, rate 0 and finish kNever, so the passes need no test.
   std::vector<Flow> flows_;
+  std::vector<double> left_;  // bits not yet sent, as of last_
+  std::vector<double> rate_;  // bit/ns
+  std::vector<int64_t> finish_;
+  std::vector<int32_t> free_slots_;
+  size_t live_ = 0;
+  uint64_t next_seq_ = 1;
   std::vector<Message> messages_;
   std::vector<int32_t> free_messages_;
   std::vector<ChannelStats> stats_;
   SimTime last_;
   EventId pending_{};
   int64_t pending_at_ = -1;
-  // Progressive filling scratch, by channel; `used_` lists the channels with flows.
-  std::vector<double> rem_;
-  std::vector<int32_t> unfixed_;
+  // By channel: its flows' slots in start order; `used_` lists the channels with flows (any
+  // order: the heap orders them), used_at_ each one's index in it (-1: none).
+  std::vector<std::vector<int32_t>> on_channel_;
   std::vector<int32_t> used_;
-  std::vector<int32_t> start_;  // per channel: its flows are on_channel_[start_, end_)
-  std::vector<int32_t> end_;
-  std::vector<int32_t> on_channel_;
-  std::vector<uint8_t> fixed_;
+  std::vector<int32_t> used_at_;
+  // Progressive filling scratch: a fill fixes the unfixed flows of one channel at one rate.
+  std::vector<uint64_t> fixed_;                   // by slot: == fill_ when fixed in the current recompute
+  std::vector<int32_t> fixed_at_;                 // by slot: the fill that fixed it
+  uint64_t fill_ = 0;                             // recomputes so far
+  std::vector<double> shares_;                    // the rate of each fill so far
+  std::vector<int32_t> marks_;                    // scratch of channel_state: fills of its fixed flows
+  std::vector<int32_t> counts_;                   // scratch of channel_state: fixed flows by fill
   std::vector<std::pair<double, int32_t>> heap_;  // (share, channel)
-  std::vector<Flow> ended_;                       // scratch of on_event
-  std::vector<double> load_;                      // scratch of report_loads
+  std::vector<int32_t> ended_;                    // scratch of on_event: slots
   LoadHook hook_;
   std::vector<double> last_load_;  // by channel, as last reported (hook set only)
   std::vector<int32_t> last_flows_;
   std::vector<int32_t> touched_;  // channels whose load may have changed since the last report
+  std::vector<int32_t> still_;    // scratch of report_loads
 };
 
 }  // namespace stalesim

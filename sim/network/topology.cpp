@@ -161,23 +161,31 @@ std::string Topology::channel_name(int32_t ch) const {
   return nodes[static_cast<size_t>(from)].name + "->" + nodes[static_cast<size_t>(to)].name;
 }
 
-std::vector<int32_t> Topology::route(int32_t from, int32_t to) const {
-  const int32_t src = hosts[static_cast<size_t>(from)];
-  const int32_t dst = hosts[static_cast<size_t>(to)];
-  if (src == dst) return {};
-  // Out-channels of each node in link order.
-  std::vector<std::vector<int32_t>> out(nodes.size());
+namespace {
+std::vector<std::vector<int32_t>> out_channels(size_t nodes, const std::vector<Topology::Link>& links) {
+  std::vector<std::vector<int32_t>> out(nodes);
   for (size_t i = 0; i < links.size(); ++i) {
     out[static_cast<size_t>(links[i].a)].push_back(static_cast<int32_t>(2 * i));
     out[static_cast<size_t>(links[i].b)].push_back(static_cast<int32_t>(2 * i + 1));
   }
+  return out;
+}
+}  // namespace
+
+std::vector<int32_t> Topology::route(int32_t from, int32_t to) const {
+  const int32_t src = hosts[static_cast<size_t>(from)];
+  const int32_t dst = hosts[static_cast<size_t>(to)];
+  if (src == dst) return {};
+  std::vector<std::vector<int32_t>> local;  // not indexed: built for this call
+  if (out.size() != nodes.size()) local = out_channels(nodes.size(), links);
+  const auto& adjacent = local.empty() ? out : local;
   std::vector<int32_t> via(nodes.size(), -1);  // channel that reached the node
   std::vector<int32_t> queue{src};
   via[static_cast<size_t>(src)] = -2;
   for (size_t q = 0; q < queue.size() && via[static_cast<size_t>(dst)] == -1; ++q) {
     const int32_t n = queue[q];
     if (n != src && nodes[static_cast<size_t>(n)].host) continue;  // hosts do not forward
-    for (int32_t ch : out[static_cast<size_t>(n)]) {
+    for (int32_t ch : adjacent[static_cast<size_t>(n)]) {
       const Link& l = links[static_cast<size_t>(ch / 2)];
       const int32_t next = ch % 2 == 0 ? l.b : l.a;
       if (via[static_cast<size_t>(next)] != -1) continue;
@@ -199,6 +207,8 @@ std::vector<int32_t> Topology::route(int32_t from, int32_t to) const {
   return r;
 }
 
+void Topology::index() { out = out_channels(nodes.size(), links); }
+
 SimTime Topology::route_latency(const std::vector<int32_t>& r) const {
   SimTime total = SimTime::zero();
   for (int32_t ch : r) total = total + channel_latency(ch);
@@ -207,6 +217,7 @@ SimTime Topology::route_latency(const std::vector<int32_t>& r) const {
 
 Topology build_topology(const Scenario& s) {
   Topology t = s.cluster.network.topology == TopologyKind::kRacks ? build_racks(s) : build_graph(s);
+  t.index();
   // Every worker must reach every shard (and back: links are full duplex, so one way suffices).
   for (size_t k = 0; k < t.shard_host.size(); ++k)
     for (size_t i = 0; i < t.worker_host.size(); ++i) {

@@ -45,6 +45,10 @@ struct Topology {
   std::vector<int32_t> shard_host;   // host of each server shard
   // Racks only: hosts_per_rack x host link bandwidth / uplink bandwidth (1 = none).
   std::optional<double> oversubscription;
+  // Out-channels of each node in link order, for route(); filled by index() (build_topology
+  // calls it), else route() builds them on each call.
+  std::vector<std::vector<int32_t>> out;
+  void index();
 
   int32_t channels() const { return static_cast<int32_t>(links.size()) * 2; }
   double channel_gbps(int32_t ch) const { return links[static_cast<size_t>(ch / 2)].gbps; }

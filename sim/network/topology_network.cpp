@@ -26,9 +26,9 @@ TopologyNetwork::TopologyNetwork(const Scenario& s, uint32_t flow_event_kind)
       for (const auto* r : {&up, &down}) {
         route_begin_.push_back(static_cast<int32_t>(route_store_.size()));
         route_store_.insert(route_store_.end(), r->begin(), r->end());
+        route_latency_.push_back(topo_.route_latency(*r));
       }
-      route_latency_.push_back(topo_.route_latency(up));
-      longest = max(longest, route_latency_.back());
+      longest = max(longest, route_latency_[route_latency_.size() - 2]);  // the request goes up
     }
     request_latency_.push_back(longest);
   }
@@ -43,7 +43,8 @@ void TopologyNetwork::send(Engine& e, int32_t w, int64_t bytes, bool up, FlowNet
     const size_t r = 2 * pair + (up ? 0 : 1);
     const auto b = static_cast<size_t>(route_begin_[r]);
     const auto n = static_cast<size_t>(route_begin_[r + 1]) - b;
-    parts_.push_back({std::span<const int32_t>(route_store_).subspan(b, n), part, route_latency_[pair] + overhead_});
+    parts_.push_back(
+        {std::span<const int32_t>(route_store_).subspan(b, n), part, route_latency_[r] + overhead_});
   }
   flows_.send(e, parts_, done);
 }

@@ -2,9 +2,10 @@
 // The parameter server's traffic on a non-star topology (issue 33): a pull is one flow per server
 // shard from the shard's host to the worker's host, a push one flow per shard the other way (the
 // bytes split as on the star: evenly, the first shards taking the remainder), all sharing the
-// links max-min fair (FlowNetwork). A part arrives after its flow's last bit plus its route's
-// latency plus cluster.network.message_overhead_us (per message and shard). Requests and notices
-// that carry no data take the longest route latency from the worker to a shard.
+// links max-min fair (FlowNetwork). A part arrives after its flow's last bit plus its own route's
+// latency (a pull's route from the shard, which on a graph may differ from the push's) plus
+// cluster.network.message_overhead_us (per message and shard). Requests and notices that carry no data take
+// the longest route latency from the worker to a shard.
 
 #include <cstdint>
 #include <map>
@@ -56,7 +57,7 @@ class TopologyNetwork {
   // Routes by (worker, shard, direction): offsets into route_store_, [begin, end).
   std::vector<int32_t> route_store_;
   std::vector<int32_t> route_begin_;
-  std::vector<SimTime> route_latency_;  // by (worker, shard)
+  std::vector<SimTime> route_latency_;  // by (worker, shard, direction), as route_begin_
   std::vector<SimTime> request_latency_;
   std::vector<FlowNetwork::Part> parts_;  // scratch
   // between_workers: the routes by (from host, to host), made when first used (a map: the flows
