@@ -316,7 +316,7 @@ TEST_CASE("BSP(4) with momentum_step per_clock follows momentum SGD on the summe
   CHECK(std::abs(ratio / summed - 1) < 1e-3);
 }
 
-TEST_CASE("momentum_step per_clock is refused, with its path, where a clock is not one read version") {
+TEST_CASE("momentum_step is refused, with its path, where a clock is not one read version or there is no momentum") {
   const auto refused = [](nlohmann::json policy, const char* why) {
     auto j = momentum_json(2, 0.01, 10);
     j["policy"] = std::move(policy);
@@ -334,6 +334,11 @@ TEST_CASE("momentum_step per_clock is refused, with its path, where a clock is n
   refused({{"type", "ssp"}, {"staleness", 0}, {"cache", "lazy"}}, "a lazy cache keeps a worker's own writes");
   refused({{"type", "dssp"}, {"staleness", 3}, {"range", 12}}, "dssp with slack");
   refused({{"type", "softsync"}, {"n", 1}}, "softsync");
+  auto no_momentum = momentum_json(2, 0.01, 10);  // without momentum there is no momentum step
+  no_momentum["policy"] = {{"type", "bsp"}};
+  no_momentum["optimizer"]["momentum"] = 0;
+  no_momentum["optimizer"]["momentum_step"] = "per_clock";
+  CHECK_THROWS_AS((void)scenario(no_momentum), ScenarioError);
   // The lockstep policies that fetch every clock take it.
   auto ok = momentum_json(2, 0.01, 10);
   ok["optimizer"]["momentum_step"] = "per_clock";

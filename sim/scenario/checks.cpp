@@ -64,11 +64,6 @@ void check_workloads(const Scenario& s) {
            fmt::format("model.type \"lda\" adds count deltas as is: momentum must be 0, "
                        "got {}",
                        s.optimizer.momentum));
-    if (s.optimizer.momentum_step != "per_push")
-      fail("/optimizer/momentum_step",
-           fmt::format("model.type \"lda\" adds count deltas as is, with no optimizer step: "
-                       "momentum_step must be \"per_push\", got \"{}\"",
-                       s.optimizer.momentum_step));
     if (traits(s.policy.type).averages_pushes)
       fail("/policy/type",
            "model.type \"lda\" adds every count delta as is; softsync averages updates, "
@@ -205,13 +200,6 @@ void check_cross_fields(const Scenario& s) {
     fail("/policy/n", fmt::format("expected an integer in [1, {}] (the number of workers), got {}",
                                   s.cluster.worker_count(), s.policy.n));
   const bool fetches_every_clock = s.policy.pulls_every_clock();
-  if (s.optimizer.momentum_step == "per_clock" && !(s.policy.lockstep() && fetches_every_clock))
-    fail("/optimizer/momentum_step",
-         fmt::format("\"per_clock\" makes one momentum step of each clock's pushes, which needs a "
-                     "lockstep policy that fetches every clock (bsp; ssp or dssp with no slack), got {}{}; "
-                     "use \"per_push\"",
-                     policy_phrase(s),
-                     s.policy.uses_staleness() ? fmt::format(" at staleness {}", s.policy.staleness) : ""));
   if (s.cluster.order == Order::kUniform && !fetches_every_clock)
     fail("/cluster/order", fmt::format("uniform order needs a policy that fetches every clock ({}), got {}",
                                        pull_mode_policies(), policy_phrase(s)));

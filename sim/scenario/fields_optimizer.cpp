@@ -65,10 +65,16 @@ std::vector<FieldInfo> optimizer_common_fields(const Scenario& d) {
        .type = F::kString,
        .allowed = {"per_push", "per_clock"},
        .default_value = d.optimizer.momentum_step,
+       .applies_to = "lockstep policies that fetch every clock (bsp; ssp and dssp with no slack) with "
+                     "momentum > 0",
+       .applies_key = "/policy/type",
        .doc = "per_push: the server takes a momentum step for every received gradient; per_clock: "
               "one step of momentum SGD per clock on the clock's summed update (v = mu v + sum of "
-              "the clock's u; MXNet's synchronous kvstore, the DSSP paper's BSP), for lockstep "
-              "policies that fetch every clock only (bsp; ssp and dssp with no slack).",
+              "the clock's u; MXNet's synchronous kvstore, the DSSP paper's BSP).",
+       .applies =
+           [](const Scenario& s) {
+             return s.policy.lockstep() && s.policy.pulls_every_clock() && s.optimizer.momentum > 0;
+           },
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::momentum_step>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::momentum_step>},
   };
