@@ -6,10 +6,14 @@ Usage:
   plots/papers_claims.py record DIR --command CMD [--out FILE]
       reads the sweeps tools/reproduce-papers wrote to DIR and writes the claims' raw numbers
       (every seed's value) as JSON to FILE (default DIR/claims.json)
+  plots/papers_claims.py merge DIR CLAIMS.json --command CMD
+      writes the DSSP baseline's and DSSP speeds' numbers recorded from DIR (tools/reproduce-papers
+      --only dssp-baseline) into CLAIMS.json, keeping the rest, and appends CMD to its command
   plots/papers_claims.py table CLAIMS.json
       prints the markdown table (means, spreads and verdicts recomputed from the raw numbers)
   plots/papers_claims.py readme CLAIMS.json README.md
       replaces README.md's block between the markers <!-- claims:begin --> and <!-- claims:end -->
+      (and the DSSP speeds table between <!-- dssp-speeds:begin --> and <!-- dssp-speeds:end -->)
   plots/papers_claims.py check CLAIMS.json README.md
       exits 1 (naming the first differing line) when README.md's block is not the table of CLAIMS.json
 
@@ -105,6 +109,65 @@ def dssp_raw(root, cluster):
             "gap": [sweep.summary(r).get("max_clock_gap") for r in rows],
         }
     return out
+
+
+def policy_label(sweep, row):
+    """'asp', 'bsp', 'bsp per-clock', 'ssp(3)', 'dssp(3)', 'dssp(3) unbounded': a row's policy."""
+    kind, s = sweep.cell(row, "policy.type"), sweep.cell(row, "policy.staleness")
+    label = kind + (f"({s})" if kind in ("ssp", "dssp") else "")
+    if kind == "dssp" and sweep.cell(row, "policy.dssp_grant") not in (None, "bounded"):
+        label += " " + sweep.cell(row, "policy.dssp_grant")
+    if sweep.cell(row, "optimizer.momentum_step") == "per_clock":
+        label += " per-clock"
+    return label
+
+
+def to_target(sweep, rows):
+    """Per seed: time to the target (None: never), updates at the end of a run that stops at the
+    target (the updates to it) and updates per virtual second."""
+    times = [num(sweep, r, "time_to_target_s") for r in rows]
+    ups = [num(sweep, r, "server_updates") for r in rows]
+    spans = [num(sweep, r, "virtual_time_s") for r in rows]
+    return {
+        "time": [t if sr.finite(t) else None for t in times],
+        "updates": ups,
+        "throughput": [u / t for u, t in zip(ups, spans)],
+        "length": num(sweep, rows[0], "stop.virtual_time_s"),
+    }
+
+
+def dssp_baseline_raw(root):
+    """The paper's baseline (issue 29, point 4): {label: to_target() + lr, momentum} of the reported
+    (test-set) sweep dssp-baseline, each policy at the rate and momentum its tuning sweep picked."""
+    sweep = open_sweep(root, "dssp-baseline")
+    if sweep is None:
+        return None
+    out = {}
+    for r in sweep.rows:
+        if sweep.ok(r):
+            out.setdefault(policy_label(sweep, r), []).append(r)
+    return {k: dict(to_target(sweep, rows), lr=sweep.cell(rows[0], "optimizer.lr"),
+                    momentum=sweep.cell(rows[0], "optimizer.momentum")) for k, rows in out.items()}
+
+
+def dssp_speeds_raw(root):
+    """DSSP at four network speeds, both grant readings: {"GBPS label": to_target() + lr, momentum}
+    of the sweeps dssp-speeds (10, 25, 100 Gbit/s) and dssp-speeds-1g (1 Gbit/s, longer runs)."""
+    out = {}
+    for name in ("dssp-speeds-1g", "dssp-speeds"):
+        sweep = open_sweep(root, name)
+        if sweep is None:
+            continue
+        groups = {}
+        for r in sweep.rows:
+            if sweep.ok(r):
+                bw = sr.number(sweep.cell(r, "cluster.network.bandwidth_gbps"))
+                groups.setdefault(f"{bw:g} {policy_label(sweep, r)}", []).append(r)
+        for k, rows in groups.items():
+            out[k] = dict(to_target(sweep, rows), lr=sweep.cell(rows[0], "optimizer.lr"),
+                          momentum=sweep.cell(rows[0], "optimizer.momentum"),
+                          every_s=num(sweep, rows[0], "eval.every_s"))
+    return out or None
 
 
 def metric_series(sweep, row, metric):
@@ -275,6 +338,8 @@ def record(root, command):
     return {
         "command": command,
         "dssp": {c: dssp_raw(root, c) for c in ("hetero", "homo")},
+        "dssp_baseline": dssp_baseline_raw(root),
+        "dssp_speeds": dssp_speeds_raw(root),
         "fasgd_lambda": fasgd_raw(root),
         "fasgd_mu_lambda": mulambda_raw(root),
         "bfasgd": bfasgd_raw(root),
@@ -383,9 +448,16 @@ def dssp_claims(raw):
     def add(cid, paper, res, note=""):
         out.append({"id": cid, "paper_number": paper, "result": res, "note": note})
 
+    first, _ = baseline_first(raw)
+    if first not in (None, "asp"):  # the DSSP rows are measured against a baseline unlike the paper's
+        base_note = f"baseline unlike the paper's: on the compute-bound cluster {first}, not ASP, is first (row 1)"
+    else:
+        base_note = ""
+
     def timed(cid, paper, other, much, note=""):
         if not need(het, "dssp(3)", other):
             return add(cid, paper, UNTESTED)
+        note = "; ".join(x for x in (note, base_note) if x)
         p, ours, spread_ = faster(f"vs {other}", het["dssp(3)"], het[other], much)
         add(cid, paper, result([p], ours, spread_), note)
 
@@ -423,6 +495,77 @@ def dssp_claims(raw):
     else:
         add("dssp-homo-slightly-better", "slightly better (qualitative)", UNTESTED)
     return out
+
+
+BASELINES = ("bsp", "bsp per-clock", "ssp(3)")  # the paper's baselines ASP is compared with
+
+
+def baseline_first(raw):
+    """(label of the policy first to the target on the compute-bound baseline, its cause in words
+    when that is not ASP), or (None, "") without the baseline's runs."""
+    base = raw.get("dssp_baseline")
+    if not base or "asp" not in base:
+        return None, ""
+    first = min(base, key=lambda k: mean(censored(base[k])))
+    if first == "asp":
+        return first, ""
+    a, f = base["asp"], base[first]
+    return first, (f"{first} reaches the target first, not ASP: ASP applies "
+                   f"{mean(a['throughput']) / mean(f['throughput']):.2f}x its updates per second but needs "
+                   f"{mean(a['updates']) / mean(f['updates']):.2f}x its updates to the target")
+
+
+def dssp_baseline_claims(raw):
+    """The DSSP paper's baseline ordering (ASP first) on the compute-bound cluster, each policy at
+    its own tuned rate and momentum (scenarios/papers/dssp-baseline.json)."""
+    base = raw.get("dssp_baseline")
+    others = [k for k in BASELINES if base and k in base]
+    row = {"id": "dssp-baseline-asp-first", "paper_number": "ASP first (figures)",
+           "command": "tools/reproduce-papers --only dssp-baseline"}
+    if not base or "asp" not in base or not others:
+        return [dict(row, result=UNTESTED, note="")]
+    pts = [faster(f"vs {k}", base["asp"], base[k])[0] for k in others]
+    ours = "; ".join(f"{k} {mean(censored(v)):.1f} s, {mean(v['updates']):.0f} updates to it, "
+                     f"{mean(v['throughput']):.2f} updates/s (lr {v['lr']}, momentum {v['momentum']})"
+                     for k, v in base.items())
+    never = sum(t is None for v in base.values() for t in v["time"])
+    spread_ = ("time sd " + ", ".join(f"{k} {sd(censored(v)):.3g} s" for k, v in base.items()) +
+               f" ({len(base['asp']['time'])} seeds; never reached: {never} runs)")
+    _, cause = baseline_first(raw)
+    return [dict(row, result=result(pts, ours, spread_), note=cause)]
+
+
+SPEEDS_BEGIN, SPEEDS_END = "<!-- dssp-speeds:begin -->", "<!-- dssp-speeds:end -->"
+
+
+def speeds_table(raw):
+    """The DSSP rows at four network speeds, both grant readings (README, DSSP section)."""
+    sp = raw.get("dssp_speeds") or {}
+    lines = [SPEEDS_BEGIN,
+             "Generated by `plots/papers_claims.py readme` from `" + raw.get("source", "claims.json") + "` "
+             "(`dssp_speeds`); `ctest -R papers_claims` checks it.",
+             "",
+             "| Gbit/s | evaluated every | DSSP(3, 12) bounded: time to 0.80 | updates to it | updates/s | "
+             "DSSP(3, 12) unbounded: time to 0.80 | updates to it | updates/s | unbounded earlier by (d), SE |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    speeds = sorted({float(k.split(" ", 1)[0]) for k in sp})
+    for g in speeds:
+        b, u = sp.get(f"{g:g} dssp(3)"), sp.get(f"{g:g} dssp(3) unbounded")
+        if not b or not u:
+            continue
+        cells = []
+        for v in (b, u):
+            never = sum(t is None for t in v["time"])
+            t = censored(v)
+            cells += [f"{mean(t):.1f} s (sd {sd(t):.3g}; never: {never} of {len(t)})",
+                      f"{mean(v['updates']):.0f}", f"{mean(v['throughput']):.2f}"]
+        p = faster("", u, b)[0]  # no paper claim: the rule's words for which reading is ahead
+        ahead = {"reproduced": "unbounded earlier beyond 2 SE", "contradicted": "bounded earlier beyond 2 SE",
+                 "inconclusive": "within 2 SE"}[p["verdict"]]
+        lines.append(f"| {g:g} | {b['every_s']:g} s | " + " | ".join(cells) +
+                     f" | d {p['d']:+.4g}, SE {show(p['se'])}: {ahead} |")
+    lines.append(SPEEDS_END)
+    return "\n".join(lines)
 
 
 def untestable(ours, spread_):
@@ -657,7 +800,7 @@ def load_protocol(path=PROTOCOL):
 def claims(raw, protocol=None):
     """Every claim of the protocol, in its order, with its wording, its result and its changes."""
     protocol = protocol or load_protocol()
-    rows = {r["id"]: r for r in dssp_claims(raw) + fasgd_claims(raw) + essp_claims(raw)}
+    rows = {r["id"]: r for r in dssp_baseline_claims(raw) + dssp_claims(raw) + fasgd_claims(raw) + essp_claims(raw)}
     out = []
     for c in protocol["claims"]:
         if c["id"] not in rows:
@@ -853,6 +996,16 @@ def main():
         with open(dest, "w") as f:
             json.dump(record(root, command), f, indent=1, sort_keys=True)
             f.write("\n")
+    elif a[0] == "merge" and len(a) == 5 and a[3] == "--command":
+        # One experiment's numbers into an existing record (the DSSP baseline runs apart from the rest).
+        root, dest, command = a[1], a[2], a[4]
+        raw = load(dest)
+        raw.pop("source", None)
+        raw["dssp_baseline"], raw["dssp_speeds"] = dssp_baseline_raw(root), dssp_speeds_raw(root)
+        raw["command"] = f"{raw['command']}; {command}"
+        with open(dest, "w") as f:
+            json.dump(raw, f, indent=1, sort_keys=True)
+            f.write("\n")
     elif a[0] == "table" and len(a) == 2:
         print(table(load(a[1])))
     elif a[0] in ("readme", "check") and len(a) == 3:
@@ -860,9 +1013,18 @@ def main():
         text = open(readme).read()
         i, j = block_of(text, readme)
         want = table(raw)
+        speeds = speeds_table(raw)
         if a[0] == "readme":
+            text = text[:i] + want + text[j:]
+            if SPEEDS_BEGIN in text and SPEEDS_END in text:
+                k, m = text.index(SPEEDS_BEGIN), text.index(SPEEDS_END) + len(SPEEDS_END)
+                text = text[:k] + speeds + text[m:]
             with open(readme, "w") as f:
-                f.write(text[:i] + want + text[j:])
+                f.write(text)
+        elif SPEEDS_BEGIN in text and text[text.index(SPEEDS_BEGIN):text.index(SPEEDS_END) + len(SPEEDS_END)] != speeds:
+            print(f"papers_claims.py: {readme}: the DSSP speeds table is not the table of {a[1]} (rerun readme)",
+                  file=sys.stderr)
+            sys.exit(1)
         elif (wrong := verify(text, readme)) is not None:
             print(f"papers_claims.py: {wrong}", file=sys.stderr)
             sys.exit(1)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Picks each policy's learning rate from a tuning sweep (tools/reproduce-papers, issue 19).
 
-Usage: plots/papers_tune.py SWEEP --group COL[,COL...] [--param optimizer.lr]
+Usage: plots/papers_tune.py SWEEP --group COL[,COL...] [--param optimizer.lr[,optimizer.momentum]]
 
 SWEEP is a sweep folder whose points ran on a validation split (data.validation_samples > 0: the
 "test" metrics of its summaries are validation metrics, never the test set). For each group (the
@@ -115,7 +115,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sweep")
     ap.add_argument("--group", required=True, help="comma-separated key columns, e.g. policy.type,policy.staleness")
-    ap.add_argument("--param", default="optimizer.lr")
+    ap.add_argument("--param", default="optimizer.lr",
+                    help="the tuned column, or (target criterion) comma-separated columns tuned together, "
+                    "e.g. optimizer.lr,optimizer.momentum: the chosen values are printed in that order")
     ap.add_argument("--criterion", choices=("target", "rmse", "loss"), default="target")
     args = ap.parse_args()
     sweep = sr.Sweep(args.sweep)
@@ -125,9 +127,10 @@ def main():
     if args.criterion == "loss":
         sys.exit(pick_loss(sweep, keys, args.param))
     table = {}  # group -> value -> [(time, accuracy)]
+    params = args.param.split(",")
     for row in sweep.rows:
         group = tuple(sweep.cell(row, k) or "-" for k in keys)
-        value = sweep.cell(row, args.param)
+        value = " ".join(sweep.cell(row, p) or "-" for p in params)
         slot = table.setdefault(group, {}).setdefault(value, [])
         if not sweep.ok(row):
             slot.append((math.inf, -math.inf))

@@ -61,6 +61,22 @@ std::vector<FieldInfo> optimizer_common_fields(const Scenario& d) {
        .doc = "Server-side heavy-ball momentum mu (v = mu v + u; w -= v), for every rule.",
        .set = set_m<&Scenario::optimizer, &OptimizerSpec::momentum>,
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::momentum>},
+      {.path = "/optimizer/momentum_step",
+       .type = F::kString,
+       .allowed = {"per_push", "per_clock"},
+       .default_value = d.optimizer.momentum_step,
+       .applies_to = "lockstep policies that fetch every clock (bsp; ssp and dssp with no slack) with "
+                     "momentum > 0",
+       .applies_key = "/policy/type",
+       .doc = "per_push: the server takes a momentum step for every received gradient; per_clock: "
+              "one step of momentum SGD per clock on the clock's summed update (v = mu v + sum of "
+              "the clock's u; MXNet's synchronous kvstore, the DSSP paper's BSP).",
+       .applies =
+           [](const Scenario& s) {
+             return s.policy.lockstep() && s.policy.pulls_every_clock() && s.optimizer.momentum > 0;
+           },
+       .set = set_m<&Scenario::optimizer, &OptimizerSpec::momentum_step>,
+       .get = get_m<&Scenario::optimizer, &OptimizerSpec::momentum_step>},
   };
 }
 

@@ -48,6 +48,9 @@ struct OptimizerSpec {
   double lambda = 2.0;            // dcasgd: lambda_0, the delay-compensation strength
   bool adaptive = true;           // dcasgd: lambda_t = lambda_0 / sqrt(MS_t + eps) (DC-ASGD-a)
   double ms_decay = 0.95;         // dcasgd: decay of the moving average MS of g^2
+  // When the server takes its momentum step (sim/rules/server_optimizer.hpp): "per_push" (every
+  // gradient) | "per_clock" (once per clock on the clock's summed update; lockstep policies only).
+  std::string momentum_step = "per_push";
   bool operator==(const OptimizerSpec&) const = default;
 };
 
