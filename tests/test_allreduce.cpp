@@ -96,7 +96,7 @@ TEST_CASE("ring all-reduce on a free network applies BSP's gradients in BSP's or
     CHECK(ring.final_params == bsp.final_params);
     CHECK(ring.end_time == bsp.end_time);
     CHECK(ring.metrics.back().test_loss == bsp.metrics.back().test_loss);
-    CHECK(ring.clock_staleness.max() == 0);
+    CHECK(ring.staleness.max() == 0);
     // And not by accident: ASP applies other gradients.
     CHECK(with_policy(j, "asp").final_params != bsp.final_params);
   }
