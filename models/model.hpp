@@ -148,8 +148,8 @@ enum class WeightInit {
 STALESIM_ENUM_NAMES(WeightInit, {WeightInit::kHe, "he"}, {WeightInit::kGlorot, "glorot"})
 
 struct ModelSpec {
-  ModelType type = ModelType::kMlp;  // softmax | mlp | cnn (models/cnn.hpp) | mf | lda | lstsq | time-only
-  std::vector<int64_t> hidden{200};  // mlp: hidden layer widths
+  ModelType type = ModelType::kMlp;   // softmax | mlp | cnn (models/cnn.hpp) | mf | lda | lstsq | time-only
+  std::vector<int64_t> hidden{200};   // mlp: hidden layer widths
   WeightInit init = WeightInit::kHe;  // he | glorot: weight initialization
   // "derived" (time and size from this model) or a cost architecture (models/cost_arch.hpp)
   // whose FLOPs and parameter count time every iteration and size every message instead.

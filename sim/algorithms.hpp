@@ -20,7 +20,17 @@ namespace stalesim {
 
 // ---- Policies (policy.type): when a worker may start its next clock -------------------------
 
-enum class PolicyType { kBsp, kAsp, kSsp, kEssp, kDssp, kVap, kSoftsync, kAllreduceRing, kAllreduceHierarchical };
+enum class PolicyType {
+  kBsp,
+  kAsp,
+  kSsp,
+  kEssp,
+  kDssp,
+  kVap,
+  kSoftsync,
+  kAllreduceRing,
+  kAllreduceHierarchical
+};
 std::span<const EnumName<PolicyType>> enum_names(PolicyType);  // sim/policies/sync_policy.cpp
 
 // All-reduce instead of a parameter server (sim/policies/allreduce.hpp): the collective's shape.

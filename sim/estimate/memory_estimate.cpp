@@ -147,10 +147,10 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan, const Run
   // and keeps it until it is applied.
   double per_worker = cached ? 1 : 0;  // the local copy
   per_worker += policy.worker_vectors + rule.worker_vectors;
-  e.worker_bytes = n * (per_worker * vec +
-                        (deferred ? plan.deferred_floats * kFloat + s.optimizer.batch_size * 4.0 : 0) +
-                        kPerWorkerBookkeeping) +
-                   own * vec;
+  e.worker_bytes =
+      n * (per_worker * vec + (deferred ? plan.deferred_floats * kFloat + s.optimizer.batch_size * 4.0 : 0) +
+           kPerWorkerBookkeeping) +
+      own * vec;
 
   double server = 1;  // the update buffer
   server += policy.server_vectors;

@@ -69,7 +69,8 @@ struct RunEstimate;  // sim/estimate/estimate.hpp
 // (plan_run) and estimates its pace (estimate_run) itself; the second takes the plan the run
 // follows (sim/plan/run_plan.hpp) and the pace.
 MemoryEstimate estimate_memory(const Scenario& s, int threads = 1);
-MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan, const RunEstimate& pace, int threads = 1);
+MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan, const RunEstimate& pace,
+                               int threads = 1);
 
 // Bytes with binary units: "512 B", "3.4 KiB", "1.21 GiB".
 std::string format_bytes(double bytes);

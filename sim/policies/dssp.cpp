@@ -8,10 +8,7 @@
 
 namespace stalesim {
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 DsspPolicy::DsspPolicy(int64_t s_lower, int64_t r_max, Grant grant, int32_t workers)
     : s_(s_lower), r_max_(r_max), grant_(grant), w_(static_cast<size_t>(workers)) {}

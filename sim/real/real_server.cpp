@@ -38,8 +38,7 @@ void RealServer::params_granted(Worker& w, SimTime sent) {
   ParamsHeader h;
   h.version = w.read_version;
   h.count = static_cast<int64_t>(w.params.values().size());
-  if (opt_.emulated)
-    h.deliver_at_ns = (sent + c_.latency_of(w) + c_.worker_link(w, c_.message_bytes())).ns();
+  if (opt_.emulated) h.deliver_at_ns = (sent + c_.latency_of(w) + c_.worker_link(w, c_.message_bytes())).ns();
   send(w.id, pack(h, w.params.values()));
   s.busy = true;
   s.heard_at = s.granted_at;
@@ -136,7 +135,8 @@ bool RealServer::receive_pushes(bool stopping) {
 
 void RealServer::schedule_push(Worker& w, const Slot& s, int64_t bytes, int64_t now) {
   const SimTime wall = std::max(SimTime::from_ns(now), c_.engine().now());
-  if (!opt_.emulated) return void(c_.engine().schedule(wall, kPushApplied, static_cast<uint32_t>(w.id), w.gen));
+  if (!opt_.emulated)
+    return void(c_.engine().schedule(wall, kPushApplied, static_cast<uint32_t>(w.id), w.gen));
   // As in a simulation: it reaches the server's link after its own link and the latency, and
   // queues there in arrival order (WorkerCore::on_push_at_server).
   const PushHeader& p = cache_ ? s.pending.back().first : s.push;
@@ -152,8 +152,8 @@ void RealServer::evaluate(uint64_t k) {
   else
     c_.complete_metrics(row);
   if (!c_.stopped())
-    c_.engine().schedule(SimTime::from_seconds(c_.scenario().eval.every_s * static_cast<double>(k + 1)), kEvaluate, 0,
-                       k + 1);
+    c_.engine().schedule(SimTime::from_seconds(c_.scenario().eval.every_s * static_cast<double>(k + 1)),
+                         kEvaluate, 0, k + 1);
 }
 
 std::optional<int32_t> RealServer::silent_worker(int64_t now) const {
@@ -186,7 +186,8 @@ std::string signal_detail(int sig) {
 
 RealOutcome RealServer::run() {
   WorkerCore& c = c_;
-  c.deliver_directly(this);  // a grant hands the parameters to params_granted (the MPI send), not the event queue
+  c.deliver_directly(
+      this);  // a grant hands the parameters to params_granted (the MPI send), not the event queue
   observers_.add(&gradients_);
   c.set_observer(&observers_);
   std::vector<std::string> profiles;
@@ -198,10 +199,11 @@ RealOutcome RealServer::run() {
                                          [this](MetricsRow& row) { c_.complete_metrics(row); });
   for (auto& w : c.workers())  // the first requests for parameters
     c.engine().schedule(opt_.emulated ? c.latency_of(w) : SimTime::zero(), kPullRequestArrives,
-                      static_cast<uint32_t>(w.id), w.gen);
+                        static_cast<uint32_t>(w.id), w.gen);
   c.engine().schedule(SimTime::zero(), kEvaluate, 0, 0);
-  const SimTime limit =
-      c.scenario().stop.virtual_time_s ? SimTime::from_seconds(*c.scenario().stop.virtual_time_s) : SimTime::max();
+  const SimTime limit = c.scenario().stop.virtual_time_s
+                            ? SimTime::from_seconds(*c.scenario().stop.virtual_time_s)
+                            : SimTime::max();
   Backoff backoff;
   SimTime end;
   try {

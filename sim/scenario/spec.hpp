@@ -38,16 +38,16 @@ struct OptimizerSpec {
   // SSP/Bosen). kMean: each push applies w -= (lr / workers) * g, so one clock of pushes moves by
   // lr times the mean gradient (BSP's averaging). Default: kMean for bsp, kSum otherwise.
   Aggregate aggregate = Aggregate::kSum;
-  double momentum = 0.0;          // server-side heavy-ball momentum mu in [0, 1), every rule
-  double gamma = 0.9;             // fasgd, bfasgd: decay of the moving averages of g and g^2
-  double beta = 0.9;              // fasgd, bfasgd: decay of the moving average of sigma
-  double epsilon = 1e-4;          // fasgd, bfasgd: added to the averaged sigma (paper variant)
+  double momentum = 0.0;                        // server-side heavy-ball momentum mu in [0, 1), every rule
+  double gamma = 0.9;                           // fasgd, bfasgd: decay of the moving averages of g and g^2
+  double beta = 0.9;                            // fasgd, bfasgd: decay of the moving average of sigma
+  double epsilon = 1e-4;                        // fasgd, bfasgd: added to the averaged sigma (paper variant)
   FasgdVariant variant = FasgdVariant::kPaper;  // fasgd, bfasgd: paper | fred (the FRED code's form)
-  double c_fetch = 0.01;          // bfasgd: fetch threshold c in 1 / (1 + c / (v + eps))
-  double c_push = 0.01;           // bfasgd: push threshold
-  double lambda = 2.0;            // dcasgd: lambda_0, the delay-compensation strength
-  bool adaptive = true;           // dcasgd: lambda_t = lambda_0 / sqrt(MS_t + eps) (DC-ASGD-a)
-  double ms_decay = 0.95;         // dcasgd: decay of the moving average MS of g^2
+  double c_fetch = 0.01;                        // bfasgd: fetch threshold c in 1 / (1 + c / (v + eps))
+  double c_push = 0.01;                         // bfasgd: push threshold
+  double lambda = 2.0;                          // dcasgd: lambda_0, the delay-compensation strength
+  bool adaptive = true;                         // dcasgd: lambda_t = lambda_0 / sqrt(MS_t + eps) (DC-ASGD-a)
+  double ms_decay = 0.95;                       // dcasgd: decay of the moving average MS of g^2
   // When the server takes its momentum step (sim/rules/server_optimizer.hpp): "per_push" (every
   // gradient) | "per_clock" (once per clock on the clock's summed update; lockstep policies only).
   std::string momentum_step = "per_push";

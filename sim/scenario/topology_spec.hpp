@@ -33,10 +33,10 @@ STALESIM_ENUM_NAMES(WorkerPlacement, {WorkerPlacement::kFill, "fill"},
 // server_bandwidth_gbps) to the rack's top-of-rack switch, whose uplink goes to the one spine.
 // Host h of rack r is host number r * hosts_per_rack + h.
 struct RacksSpec {
-  std::optional<int32_t> count;         // racks; unset = just enough for the workers and shards
-  int32_t hosts_per_rack = 32;          // >= 1
+  std::optional<int32_t> count;          // racks; unset = just enough for the workers and shards
+  int32_t hosts_per_rack = 32;           // >= 1
   double uplink_bandwidth_gbps = 100.0;  // each top-of-rack switch's uplink to the spine
-  double uplink_latency_us = 1.0;       // one-way latency of an uplink
+  double uplink_latency_us = 1.0;        // one-way latency of an uplink
   bool operator==(const RacksSpec&) const = default;
 };
 
