@@ -147,7 +147,7 @@ struct Simulation::Impl {
     while (!c.stopped()) {
       if (opt.interrupt && opt.interrupt->load(std::memory_order_relaxed)) {
         result.status = RunStatus::kInterrupted;
-        result.stop_reason = "interrupted";
+        result.stop_reason = StopReason::kInterrupted;
         break;
       }
       bool ran = false;
@@ -160,13 +160,14 @@ struct Simulation::Impl {
       });
       if (engine.events_run() % every == 0) report();
       if (!ran) {
-        if (!c.stopped()) result.stop_reason = stop.virtual_time_s ? "virtual_time" : "no_events";
+        if (!c.stopped())
+          result.stop_reason = stop.virtual_time_s ? StopReason::kVirtualTime : StopReason::kNoEvents;
         break;
       }
     }
     // The clock ends at the time limit when the run reached it.
     SimTime end = engine.now();
-    if (result.stop_reason == "virtual_time") end = limit;
+    if (result.stop_reason == StopReason::kVirtualTime) end = limit;
     finish(end, opt.record_gradients);
     report();
     return std::move(result);

@@ -169,7 +169,7 @@ TEST_CASE("a diverging run ends with status diverged and keeps its results") {
   j["optimizer"]["lr"] = 1e30;
   const RunResult r = run(j);
   CHECK(r.status == RunStatus::kDiverged);
-  CHECK(r.stop_reason == "diverged");
+  CHECK(r.stop_reason == StopReason::kDiverged);
   REQUIRE(r.diverged_worker.has_value());
   REQUIRE(r.last_finite_loss.has_value());
   CHECK(std::isfinite(*r.last_finite_loss));
@@ -185,7 +185,7 @@ TEST_CASE("a target reached with at_target stops the run, and without it the tim
   CHECK(go_on.end_time.seconds() == doctest::Approx(5.0));
   j["stop"]["at_target"] = true;
   const RunResult stop = run(j);
-  CHECK(stop.stop_reason == "target_accuracy");
+  CHECK(stop.stop_reason == StopReason::kTargetAccuracy);
   CHECK(stop.end_time.seconds() == doctest::Approx(*go_on.time_to_target_s));
   CHECK(*stop.time_to_target_s == *go_on.time_to_target_s);
 }
@@ -194,7 +194,7 @@ TEST_CASE("per-worker time adds up to the run's virtual time") {
   auto j = tiny_math_json();
   j["stop"] = {{"virtual_time_s", 0.5}};
   const RunResult r = run(j);
-  CHECK(r.stop_reason == "virtual_time");
+  CHECK(r.stop_reason == StopReason::kVirtualTime);
   for (const auto& w : r.workers) CHECK(w.compute_ns + w.wait_ns + w.communicate_ns == r.end_time.ns());
 }
 

@@ -503,7 +503,7 @@ TEST_CASE(
   CHECK(plan.points[2].error.find("/model/hidden/0: expected an integer in [1, 65536], got 0") !=
         std::string::npos);
   std::vector<RunRecord> records(plan.runs.size());
-  records[1].status = "completed";
+  records[1].status = SweepStatus::kCompleted;
   records[1].wrote = true;
   records[1].cells = std::vector<std::string>(14, "x");
   const std::string csv = sweep_csv(plan, records);
@@ -519,7 +519,7 @@ TEST_CASE(
   CHECK(row2 == "0,1,,failed,,,,,,,,,,,,,,");
   CHECK(plan.points[1].folder.starts_with("hidden=4;3-") == false);  // ';' is not kept in folder names
   CHECK(plan.points[1].folder.starts_with("hidden=4-3-"));
-  CHECK(point_status(plan, records, 2) == "failed");
+  CHECK(point_status(plan, records, 2) == SweepStatus::kFailed);
   CHECK(run_record_from_json(to_json(records[1])) == records[1]);
 }
 

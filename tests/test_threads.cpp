@@ -189,7 +189,7 @@ TEST_CASE(
     for (int threads : {2, 8}) {
       CAPTURE(threads);
       const RunResult r = run_same_as(one, s, data, threads);
-      CHECK(r.stop_reason == "target_accuracy");
+      CHECK(r.stop_reason == StopReason::kTargetAccuracy);
       CHECK(r.server_updates < 400);  // stopped before stop.max_updates
       CHECK(r.pooled_gradients > 0);
       CHECK(r.background_evaluations == 0);

@@ -186,7 +186,7 @@ int real_main(RealCommand c) {
   fmt::print(
       "{}: real run {} ({}) at t={:g} s wall after {} updates ({} timing); wrote {}/ (result_hash {}, not "
       "bit-reproducible)\n",
-      c.scenario.name, to_string(r.status), r.stop_reason, r.end_s, r.server_updates,
+      c.scenario.name, to_string(r.status), to_string(r.stop_reason), r.end_s, r.server_updates,
       c.options.emulated ? "emulated" : "measured", c.options.out, r.result_hash);
   if (r.status == RunStatus::kDeadlock) {
     fmt::print(stderr, "stalesim: deadlock: {}\n", r.detail);
@@ -207,20 +207,19 @@ int cmd_real(const std::vector<std::string>& args) {
       "emulated: pad compute and messages to the scenario's devices and network; measured: no padding")(
       "watchdog-s", po::value<double>()->default_value(60),
       "end the job when a worker the server waits for, or the server a worker waits for, sends nothing "
-      "for this many seconds")("quiet", "no mpirun line on stderr")(
-      "help,h", "show this help");
+      "for this many seconds")("quiet", "no mpirun line on stderr")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
   try {
     const auto p = parse(args, o, pos);
     if (p.help) {
-      std::cout
-          << o
-          << "\nRuns rank 0 as the parameter server and one rank per worker. Under mpirun give it\n"
-             "-n WORKERS+1; alone it starts mpirun itself. Writes summary.json, metrics.csv,\n"
-             "staleness.csv, gradients.csv, timing.csv (wall-clock seconds); see REFERENCE.md \"Real runs\".\n"
-             "Exit codes: 0 success, 2 bad input or a scenario the real mode refuses, 3 a failed run\n"
-             "(a rank died or fell silent), 130 interrupted (SIGINT or SIGTERM).\n";
+      std::cout << o
+                << "\nRuns rank 0 as the parameter server and one rank per worker. Under mpirun give it\n"
+                   "-n WORKERS+1; alone it starts mpirun itself. Writes summary.json, metrics.csv,\n"
+                   "staleness.csv, gradients.csv, timing.csv (wall-clock seconds); see REFERENCE.md \"Real "
+                   "runs\".\n"
+                   "Exit codes: 0 success, 2 bad input or a scenario the real mode refuses, 3 a failed run\n"
+                   "(a rank died or fell silent), 130 interrupted (SIGINT or SIGTERM).\n";
       return kExitOk;
     }
     RealCommand c;

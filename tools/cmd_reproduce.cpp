@@ -50,7 +50,8 @@ int reproduce_sweep(const std::string& dir, int threads) {
     if (rows[r].size() != header.size())
       throw IoError(fmt::format("{}: line {} is malformed", csv_path.string(), r + 1));
     const std::string& f = rows[r][folder_col];
-    if (f.empty() || rows[r][status_col] == "interrupted" || rows[r][status_col] == "not_run") {
+    const std::optional<SweepStatus> status = enum_from_name<SweepStatus>(rows[r][status_col]);
+    if (f.empty() || status == SweepStatus::kInterrupted || status == SweepStatus::kNotRun) {
       not_run.push_back(r);
       continue;
     }
@@ -174,7 +175,8 @@ writes (never into or above the folder reproduced; an occupied DIR only with --f
     if (std::filesystem::is_directory(target, ec) &&
         std::filesystem::is_regular_file(std::filesystem::path(target) / "sweep.json", ec)) {
       if (p.vm.count("out"))
-        throw UsageError(fmt::format("--out: {} is a sweep folder; --out keeps the rerun of a single run", target));
+        throw UsageError(
+            fmt::format("--out: {} is a sweep folder; --out keeps the rerun of a single run", target));
       return reproduce_sweep(target, threads_option(p.vm, 1));
     }
   }
@@ -227,8 +229,8 @@ writes (never into or above the folder reproduced; an occupied DIR only with --f
     fmt::print(stderr, "kept the rerun in {}/\n", keep);
   }
   for (const auto& f : res.renamed)
-    fmt::print(stderr, "note: {} holds the staleness names read until {}; compared under the current ones\n", f,
-               kOldNamesReadUntil);
+    fmt::print(stderr, "note: {} holds the staleness names read until {}; compared under the current ones\n",
+               f, kOldNamesReadUntil);
   if (res.differences.empty()) {
     std::string list;
     for (const auto& f : res.compared) list += (list.empty() ? "" : ", ") + f;

@@ -139,12 +139,12 @@ int cmd_run(const std::vector<std::string>& args) {
       "{}: {} ({}) at t={:g} s after {} updates; test accuracy {}, test loss {}; "
       "time to target {}; missed updates mean {:.3f} p50 {} p99 {} max {}, staleness mean {:.3f} "
       "p50 {} p99 {} max {}; wrote {}/ (result_hash {})\n",
-      sc.name, to_string(r.status), r.stop_reason, r.end_time.seconds(), r.server_updates,
+      sc.name, to_string(r.status), to_string(r.stop_reason), r.end_time.seconds(), r.server_updates,
       last ? fmt_opt(last->test_accuracy) : "n/a", last ? fmt_opt(last->test_loss) : "n/a",
       r.time_to_target_s ? fmt::format("{:g} s", *r.time_to_target_s) : std::string("not reached"),
       r.missed_updates.mean(), r.missed_updates.percentile(0.5), r.missed_updates.percentile(0.99),
-      r.missed_updates.max(), r.staleness.mean(), r.staleness.percentile(0.5),
-      r.staleness.percentile(0.99), r.staleness.max(), out, files.result_hash);
+      r.missed_updates.max(), r.staleness.mean(), r.staleness.percentile(0.5), r.staleness.percentile(0.99),
+      r.staleness.max(), out, files.result_hash);
   if (!r.metric_name.empty())  // mf, lda: the model's own metric
     fmt::print("{}: final {} {}\n", sc.name, r.metric_name, last ? fmt_opt(last->metric) : "n/a");
   if (!quiet) fmt::print(stderr, "wall time {:.2f} s, {} events\n", wall, r.events);

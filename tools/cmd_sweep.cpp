@@ -208,12 +208,13 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
     if (!rec.skipped) ran += run.points.size();
     if (!sweep_status_ok(rec.status)) {
       failed += run.points.size();
-      if (rec.status != "not_run" && rec.status != "interrupted") {
+      if (rec.status != SweepStatus::kNotRun && rec.status != SweepStatus::kInterrupted) {
         const std::string shared =
             run.points.size() > 1 ? fmt::format(" and {} identical point(s)", run.points.size() - 1) : "";
-        report(fmt::format("point {} ({}){}: {}{}", run.points.front(),
-                           describe_point(plan, run.points.front()), shared,
-                           rec.status == "failed" ? "" : rec.status + ": ", rec.message));
+        report(fmt::format(
+            "point {} ({}){}: {}{}", run.points.front(), describe_point(plan, run.points.front()), shared,
+            rec.status == SweepStatus::kFailed ? "" : std::string(enum_name(rec.status)) + ": ",
+            rec.message));
       }
     }
     bar();

@@ -197,7 +197,8 @@ Reproduction prepare_reproduction(const std::string& path) {
   const json::json_pointer scenario_ptr("/manifest/scenario");
   if (!r.summary.is_object() || !r.summary.contains(scenario_ptr))
     throw IoError(fmt::format("{}: not a run's summary.json (it has no manifest.scenario)", r.summary_path));
-  if (r.summary.value("status", "") == "interrupted")
+  const json status = r.summary.value("status", json());
+  if (status.is_string() && enum_from_name<RunStatus>(status.get<std::string>()) == RunStatus::kInterrupted)
     throw IoError(
         fmt::format("{}: the run was interrupted (status \"interrupted\", no done marker); only a "
                     "finished run can be reproduced",

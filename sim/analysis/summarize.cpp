@@ -12,6 +12,7 @@
 #include "base/file_read.hpp"
 #include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
+#include "sim/sweep/sweep_status.hpp"
 #include "sim/text.hpp"
 
 namespace stalesim {
@@ -137,8 +138,8 @@ struct SweepRows {
   }
   // Whether row r has a result to summarize.
   bool ok(size_t r) const {
-    const std::string& s = rows[r][status_col];
-    return (s == "completed" || s == "diverged") && !rows[r][folder_col].empty();
+    const std::optional<SweepStatus> s = enum_from_name<SweepStatus>(rows[r][status_col]);
+    return s && sweep_status_ok(*s) && !rows[r][folder_col].empty();
   }
 };
 

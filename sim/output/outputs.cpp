@@ -95,7 +95,7 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
   json j = {
       {"manifest", manifest},
       {"status", std::string(to_string(r.status))},
-      {"stop_reason", r.stop_reason},
+      {"stop_reason", std::string(to_string(r.stop_reason))},
       {"detail", r.detail},
       {"result_hash", hash},
       {"virtual_time_s", r.end_time.seconds()},

@@ -10,13 +10,39 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.hpp"
 #include "base/sim_time.hpp"
 #include "models/dataset.hpp"
 
 namespace stalesim {
 
+// How a run ended (summary.json's "status").
 enum class RunStatus { kCompleted, kDiverged, kDeadlock, kInterrupted };
-std::string_view to_string(RunStatus s);
+STALESIM_ENUM_NAMES(RunStatus, {RunStatus::kCompleted, "completed"}, {RunStatus::kDiverged, "diverged"},
+                    {RunStatus::kDeadlock, "deadlock"}, {RunStatus::kInterrupted, "interrupted"})
+inline std::string_view to_string(RunStatus s) { return enum_name(s); }
+
+// Why a run stopped (summary.json's "stop_reason"): the stop condition that ended it (stop.*),
+// the event queue running dry, a divergence or deadlock, an interruption; a real run (sim/real/)
+// also stops when a rank falls silent or fails.
+enum class StopReason {
+  kVirtualTime,     // stop.virtual_time_s reached
+  kMaxUpdates,      // stop.max_updates applied
+  kTargetAccuracy,  // stop.at_target and the target reached
+  kNoEvents,        // nothing left to happen (no virtual-time limit)
+  kDiverged,        // a non-finite loss
+  kDeadlock,        // no worker can ever go on
+  kInterrupted,     // SIGINT/SIGTERM
+  kRankSilent,      // real runs: a worker sent nothing for the watchdog's time
+  kRankFailed,      // real runs: an MPI error or a rank's failure
+};
+STALESIM_ENUM_NAMES(StopReason, {StopReason::kVirtualTime, "virtual_time"},
+                    {StopReason::kMaxUpdates, "max_updates"},
+                    {StopReason::kTargetAccuracy, "target_accuracy"}, {StopReason::kNoEvents, "no_events"},
+                    {StopReason::kDiverged, "diverged"}, {StopReason::kDeadlock, "deadlock"},
+                    {StopReason::kInterrupted, "interrupted"}, {StopReason::kRankSilent, "rank_silent"},
+                    {StopReason::kRankFailed, "rank_failed"})
+inline std::string_view to_string(StopReason r) { return enum_name(r); }
 
 struct WorkerStats {
   int32_t id = 0;
@@ -66,9 +92,8 @@ class Histogram {
 
 struct RunResult {
   RunStatus status = RunStatus::kCompleted;
-  std::string stop_reason;  // "virtual_time", "max_updates", "target_accuracy", "diverged",
-                            // "deadlock", "interrupted", "no_events"
-  std::string detail;       // human-readable account of a deadlock or divergence
+  StopReason stop_reason = StopReason::kNoEvents;
+  std::string detail;  // human-readable account of a deadlock or divergence
   SimTime end_time;
   int64_t server_updates = 0;
   std::vector<MetricsRow> metrics;

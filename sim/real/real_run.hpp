@@ -86,7 +86,7 @@ struct RealOptions {
 // What rank 0 reports of a real run.
 struct RealOutcome {
   RunStatus status = RunStatus::kCompleted;
-  std::string stop_reason;
+  StopReason stop_reason = StopReason::kNoEvents;
   double end_s = 0;
   int64_t server_updates = 0;
   std::string result_hash;

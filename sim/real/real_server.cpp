@@ -166,7 +166,7 @@ std::optional<int32_t> RealServer::silent_worker(int64_t now) const {
   return std::nullopt;
 }
 
-void RealServer::fail(const std::string& reason, const std::string& detail, int code) {
+void RealServer::fail(StopReason reason, const std::string& detail, int code) {
   failed_ = true;
   exit_code_ = code;
   c_.result().status = RunStatus::kInterrupted;
@@ -209,7 +209,7 @@ RealOutcome RealServer::run() {
   try {
     while (!c.stopped()) {
       if (const int sig = g_signal.load()) {
-        fail("interrupted", signal_detail(sig), kExitInterrupted);
+        fail(StopReason::kInterrupted, signal_detail(sig), kExitInterrupted);
         break;
       }
       bool worked = receive_pushes(false);
@@ -228,11 +228,11 @@ RealOutcome RealServer::run() {
       if (opt_.fault && opt_.fault->worker < 0 && c.result().server_updates >= opt_.fault->iteration)
         ::raise(opt_.fault->hang ? SIGSTOP : SIGKILL);
       if (now >= limit.ns()) {
-        c.result().stop_reason = "virtual_time";
+        c.result().stop_reason = StopReason::kVirtualTime;
         break;
       }
       if (const auto w = silent_worker(now)) {
-        fail("rank_silent",
+        fail(StopReason::kRankSilent,
              fmt::format("worker {} (rank {}) sent nothing for {:g} s while the server waited for its "
                          "push (the watchdog, --watchdog-s)",
                          *w, *w + 1, opt_.watchdog_s));
@@ -245,7 +245,7 @@ RealOutcome RealServer::run() {
       const Event* next = c.engine().peek();
       backoff.idle(next ? next->time.ns() - now : 1'000'000);
     }
-    end = c.result().stop_reason == "virtual_time" ? limit : SimTime::from_ns(since(epoch_));
+    end = c.result().stop_reason == StopReason::kVirtualTime ? limit : SimTime::from_ns(since(epoch_));
     if (!failed_) {
       // The end: every worker is told (pull modes: each after its push in flight, dropped, is in;
       // cache modes: at once, and its bye says that every push it sent is in).
@@ -253,13 +253,14 @@ RealOutcome RealServer::run() {
         if (cache_ || !slots_[w].busy) send_stop(static_cast<int32_t>(w));
       while (std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.stopped; })) {
         if (const int sig = g_signal.load()) {
-          fail("interrupted", signal_detail(sig), kExitInterrupted);
+          fail(StopReason::kInterrupted, signal_detail(sig), kExitInterrupted);
           break;
         }
         if (receive_pushes(true)) continue;
         if (const auto w = silent_worker(since(epoch_))) {
-          fail("rank_silent", fmt::format("worker {} (rank {}) sent nothing for {:g} s at the end of the run",
-                                          *w, *w + 1, opt_.watchdog_s));
+          fail(StopReason::kRankSilent,
+               fmt::format("worker {} (rank {}) sent nothing for {:g} s at the end of the run", *w, *w + 1,
+                           opt_.watchdog_s));
           break;
         }
         backoff.idle(1'000'000);
@@ -269,7 +270,7 @@ RealOutcome RealServer::run() {
           for (auto& o : s.out) check(MPI_Wait(&o.request, MPI_STATUS_IGNORE), "Wait");
     }
   } catch (const std::runtime_error& e) {  // an MPI error: a rank is gone
-    fail("rank_failed", e.what());
+    fail(StopReason::kRankFailed, e.what());
     end = SimTime::from_ns(since(epoch_));
   }
   if (end < c.engine().now()) end = c.engine().now();
@@ -280,10 +281,10 @@ RealOutcome RealServer::run() {
   if (failed_) {
     if (outcome.kept_finished)
       fmt::print(stderr, "stalesim real: {}: {}; the finished run in {}/ was kept, nothing was written\n",
-                 c.result().stop_reason, c.result().detail, opt_.out);
+                 to_string(c.result().stop_reason), c.result().detail, opt_.out);
     else
       fmt::print(stderr, "stalesim real: {}: {}; partial outputs in {}/ (no done marker)\n",
-                 c.result().stop_reason, c.result().detail, opt_.out);
+                 to_string(c.result().stop_reason), c.result().detail, opt_.out);
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, exit_code_);
   }

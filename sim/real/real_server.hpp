@@ -67,7 +67,7 @@ class RealServer final : public PullProtocol, public DirectDelivery {
   void record_timing(int32_t w, const PushHeader& p, int64_t wait, int64_t comm, int64_t now);
   // The watchdog: a worker the server expects a message from, silent for longer than watchdog_s.
   std::optional<int32_t> silent_worker(int64_t now) const;
-  void fail(const std::string& reason, const std::string& detail, int code = kExitFailed);
+  void fail(StopReason reason, const std::string& detail, int code = kExitFailed);
   void finish(SimTime end);
   RealOutcome write(int ranks);
 

@@ -312,7 +312,7 @@ std::vector<uint64_t> parse_seeds(std::string_view arg) {
 // ---- Records and rows ------------------------------------------------------------------------
 
 json to_json(const RunRecord& r) {
-  return {{"status", r.status},
+  return {{"status", std::string(enum_name(r.status))},
           {"skipped", r.skipped},
           {"wrote", r.wrote},
           {"message", r.message},
@@ -321,15 +321,16 @@ json to_json(const RunRecord& r) {
 
 RunRecord run_record_from_json(const json& j) {
   RunRecord r;
-  r.status = j.at("status").get<std::string>();
+  const std::string status = j.at("status").get<std::string>();
+  const std::optional<SweepStatus> parsed = enum_from_name<SweepStatus>(status);
+  if (!parsed) throw std::invalid_argument("a run record's status '" + status + "' is not a sweep status");
+  r.status = *parsed;
   r.skipped = j.at("skipped").get<bool>();
   r.wrote = j.at("wrote").get<bool>();
   r.message = j.at("message").get<std::string>();
   r.cells = j.at("cells").get<std::vector<std::string>>();
   return r;
 }
-
-bool sweep_status_ok(std::string_view status) { return status == "completed" || status == "diverged"; }
 
 std::vector<std::string> result_cells(const json& summary) {
   // A folder written before the rename (a resumed sweep) is read under the current names.
@@ -383,18 +384,18 @@ uint64_t point_seed(const SweepPlan& plan, const SweepPoint& p) {
 }
 }  // namespace
 
-std::string point_status(const SweepPlan& plan, const std::vector<RunRecord>& records, size_t point) {
+SweepStatus point_status(const SweepPlan& plan, const std::vector<RunRecord>& records, size_t point) {
   const SweepPoint& p = plan.points.at(point);
-  return p.scenario ? records.at(p.run).status : std::string("failed");
+  return p.scenario ? records.at(p.run).status : SweepStatus::kFailed;
 }
 
 SweepTally tally_sweep(const SweepPlan& plan, const std::vector<RunRecord>& records) {
   SweepTally t;
   for (size_t i = 0; i < plan.points.size(); ++i) {
-    const std::string status = point_status(plan, records, i);
-    if (status == "interrupted")
+    const SweepStatus status = point_status(plan, records, i);
+    if (status == SweepStatus::kInterrupted)
       ++t.interrupted;
-    else if (status == "not_run")
+    else if (status == SweepStatus::kNotRun)
       ++t.not_run;
     else if (!sweep_status_ok(status))
       ++t.failed;
@@ -483,7 +484,7 @@ std::string sweep_csv(const SweepPlan& plan, const std::vector<RunRecord>& recor
       for (size_t c = 2; c < kResultColumns.size(); ++c) row += ",";
     } else {
       const RunRecord& r = records.at(p.run);
-      row += "," + (r.wrote ? p.folder : std::string()) + "," + csv_escape(r.status);
+      row += "," + (r.wrote ? p.folder : std::string()) + "," + csv_escape(std::string(enum_name(r.status)));
       for (size_t c = 2; c < kResultColumns.size(); ++c)
         row += "," + (c - 2 < r.cells.size() ? csv_escape(r.cells[c - 2]) : std::string());
     }

@@ -36,6 +36,7 @@
 #include "sim/scenario/overrides.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/sweep/sweep_expr.hpp"
+#include "sim/sweep/sweep_status.hpp"
 
 namespace stalesim {
 
@@ -169,10 +170,10 @@ size_t prune_sweep_dir(const std::string& dir, const SweepPlan& plan);
 
 // What happened to one run (folder).
 struct RunRecord {
-  // The run's status from its summary.json ("completed", "diverged", "deadlock", "interrupted"),
-  // "failed" when it could not run (data error, a scenario that does not fit its data, an
-  // exception), or "not_run" when the sweep was interrupted before it started.
-  std::string status = "not_run";
+  // The run's status from its summary.json (completed, diverged, deadlock, interrupted), failed
+  // when it could not run (data error, a scenario that does not fit its data, an exception), or
+  // not_run when the sweep was interrupted before it started.
+  SweepStatus status = SweepStatus::kNotRun;
   bool skipped = false;            // its folder already held this finished run: read back, not run
   bool wrote = false;              // its folder holds outputs
   std::string message;             // why it failed ("" otherwise)
@@ -181,10 +182,6 @@ struct RunRecord {
 };
 nlohmann::json to_json(const RunRecord& r);
 RunRecord run_record_from_json(const nlohmann::json& j);
-
-// Whether a status counts as success: "completed" or "diverged" (a diverged run is a result, as
-// for `stalesim run`). Everything else makes the sweep exit 3.
-bool sweep_status_ok(std::string_view status);
 
 // The columns of sweep.csv after the key columns and "seed".
 // quality_metric names the model's own quality measure and quality is its final value: the
@@ -251,8 +248,8 @@ std::vector<RunRecord> run_sweep(const SweepPlan& plan, const std::string& dir, 
 // `records` has one entry per run.
 std::string sweep_csv(const SweepPlan& plan, const std::vector<RunRecord>& records);
 
-// The status of a point: its run's status, or "failed" when it does not resolve.
-std::string point_status(const SweepPlan& plan, const std::vector<RunRecord>& records, size_t point);
+// The status of a point: its run's status, or failed when it does not resolve.
+SweepStatus point_status(const SweepPlan& plan, const std::vector<RunRecord>& records, size_t point);
 
 // How the points of a sweep ended, after run_sweep (and gather_records under mpirun): each point
 // counts once, by point_status. The sweep succeeded when every point did (ok()).

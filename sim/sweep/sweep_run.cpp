@@ -94,7 +94,10 @@ class DataCache {
 
 RunRecord record_from_summary(const json& summary, bool skipped) {
   RunRecord r;
-  r.status = summary.at("status").get<std::string>();
+  const std::string status = summary.at("status").get<std::string>();
+  const std::optional<SweepStatus> parsed = enum_from_name<SweepStatus>(status);
+  if (!parsed) throw std::invalid_argument("summary.json's status '" + status + "' is not a run status");
+  r.status = *parsed;
   r.skipped = skipped;
   r.wrote = true;
   if (!sweep_status_ok(r.status) && summary.contains("detail"))
@@ -148,13 +151,13 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
     request.guard = OutputGuard{.home = options.home, .checkpoint = options.checkpoint, .clean_stale = false};
     const RunOutcome outcome = execute_run(sc, request);
     if (outcome.kept_finished) {
-      rec.status = "interrupted";  // a --force rerun stopped: the finished run stays
+      rec.status = SweepStatus::kInterrupted;  // a --force rerun stopped: the finished run stays
       rec.wrote = true;
       return rec;
     }
     return record_from_summary(json::parse(outcome.files.summary_json), /*skipped=*/false);
   } catch (const std::exception& e) {
-    rec.status = "failed";
+    rec.status = SweepStatus::kFailed;
     rec.message = e.what();
     rec.wrote = false;
     return rec;

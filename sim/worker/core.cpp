@@ -389,7 +389,7 @@ bool WorkerCore::applied(Worker& w, const GradientInfo& info, double step, bool 
   if (obs_) obs_->update(engine_.now(), w.id, store_->version(), info.staleness, info.missed_updates());
   if (sc_.stop.max_updates && result_.server_updates >= *sc_.stop.max_updates) {
     if (wait_at_stop) set_state(w, WorkerState::kWaiting);
-    result_.stop_reason = "max_updates";
+    result_.stop_reason = StopReason::kMaxUpdates;
     stop();
   }
   return min_rose;
@@ -419,7 +419,7 @@ void WorkerCore::complete_metrics(MetricsRow& row) {
       *row.test_accuracy >= *sc_.stop.target_accuracy) {
     result_.time_to_target_s = row.time.seconds();
     if (sc_.stop.at_target) {
-      result_.stop_reason = "target_accuracy";
+      result_.stop_reason = StopReason::kTargetAccuracy;
       stop();
     }
   }
@@ -463,7 +463,7 @@ void WorkerCore::finish_result() {
 
 void WorkerCore::diverge(Worker& w, double loss) {
   result_.status = RunStatus::kDiverged;
-  result_.stop_reason = "diverged";
+  result_.stop_reason = StopReason::kDiverged;
   result_.diverged_at_s = engine_.now().seconds();
   result_.diverged_worker = w.id;
   result_.detail = fmt::format("worker {}'s training loss became {} at t={:.6f} s (server version {})", w.id,
@@ -473,7 +473,7 @@ void WorkerCore::diverge(Worker& w, double loss) {
 
 void WorkerCore::deadlock() {
   result_.status = RunStatus::kDeadlock;
-  result_.stop_reason = "deadlock";
+  result_.stop_reason = StopReason::kDeadlock;
   // Who waits for whom: a worker ahead of the minimum clock waits for the slowest worker; a
   // worker at the minimum clock waits for no other worker, only for the policy's leave, which
   // nothing left in the run can change.

@@ -7,6 +7,9 @@
 #     and placement kinds) is parsed into its enum once, in sim/scenario/ (and the CLI's own
 #     --model option via enum_from_name); everything else switches on the enum or reads the traits
 #     (sim/algorithms.hpp, sim/scenario/options.hpp, sim/data/dataset.hpp, models/model.hpp).
+#     So are how a run ended and why (RunStatus, StopReason: sim/output/run_result.hpp) and how a
+#     sweep's run ended (SweepStatus: sim/sweep/sweep_status.hpp), parsed with enum_from_name where
+#     a summary.json, sweep.json or sweep.csv is read.
 #  2. base/ includes nothing from sim/ or models/; models/ includes nothing from sim/.
 #  3. No dynamic_cast to a policy or a learning rule outside their own folders: explain.cpp and the
 #     recorders ask the SyncPolicy interface, the worker protocols (sim/worker/) get the VAP policy
@@ -35,6 +38,9 @@ names='bsp|asp|ssp|essp|dssp|vap|softsync|sgd|sasgd|fasgd|bfasgd|dcasgd|softmax|
 names+='|fashion-mnist|blobs|ratings|corpus|none|iid|shared|label-skew|he|glorot|cpu|cuda|modelled|measured'
 names+='|lognormal|constant|normal|exponential|gamma|trace|absolute|relative|slow|pause|crash|drift|wait|drop'
 names+='|fp32|fp16|bf16|bounded|literal|unbounded|paper|fred|star|racks|graph|host|switch|first|spread|explicit|fill'
+# How runs end (sim/output/run_result.hpp, sim/sweep/sweep_status.hpp).
+names+='|completed|diverged|deadlock|interrupted|failed|not_run'
+names+='|virtual_time|max_updates|target_accuracy|no_events|rank_silent|rank_failed'
 fail=0
 
 # A string literal holding one of the names, next to == or != (either side).

@@ -125,7 +125,7 @@ int child_memory(const Options& opt) {
                     {"workers", opt.memory_workers},
                     {"batch", sc.optimizer.batch_size},
                     {"status", std::string(to_string(r.status))},
-                    {"stop_reason", r.stop_reason},
+                    {"stop_reason", std::string(to_string(r.stop_reason))},
                     {"wall_s", wall},
                     {"cpu_s", cpu}};
   fmt::print("{}\n", out.dump());

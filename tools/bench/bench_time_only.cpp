@@ -92,11 +92,11 @@ void TimeOnlyRunner::measure(const std::vector<CaseKey>& wanted) {
       const auto inner = static_cast<int>(std::clamp<int64_t>(100'000 / updates, 1, 10));
       for (int k = 0; k < inner; ++k) {
         TimedRuns t = time_runs(runs[i].sc, none, 1, [&](const RunResult& r) {
-          if (r.status != RunStatus::kCompleted || r.stop_reason != "max_updates" ||
+          if (r.status != RunStatus::kCompleted || r.stop_reason != StopReason::kMaxUpdates ||
               r.server_updates != updates)
             throw std::runtime_error(fmt::format("{}: ended {} ({}) after {} updates: {}", runs[i].sc.name,
-                                                 to_string(r.status), r.stop_reason, r.server_updates,
-                                                 r.detail));
+                                                 to_string(r.status), to_string(r.stop_reason),
+                                                 r.server_updates, r.detail));
         });
         if (runs[i].cpu.empty()) {
           runs[i].first = std::move(t.result);
