@@ -5,11 +5,14 @@
 // tests when an algorithm name is compared as a string outside the loader.
 //
 // Adding a policy: a value here, its own header in sim/policies/, and its name, traits row and
-// make_policy() case in sim/policies/sync_policy.cpp. Adding a rule: a value here, its own
+// make_policy() case in sim/policies/sync_policy.cpp; a policy with its own data flow adds its
+// worker protocol's file in sim/worker/, which its traits row names (PolicyTraits::own_protocol).
+// Adding a rule: a value here, its own
 // header (and .cpp) in sim/rules/, and its name, traits row and make_rule() case in
 // sim/rules/learning_rule.cpp. CONTRIBUTING.md shows a whole example of each.
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,6 +56,14 @@ enum PolicyField : uint32_t {
   kPolicyN = 1u << 4,           // policy.n
 };
 
+// A policy's own worker protocol (sim/worker/protocol.hpp), for a policy whose workers get or
+// send data in their own way. The policy layer knows it by name only: the factory is declared
+// with the policy (e.g. make_vap_protocol in sim/policies/vap.hpp) and defined with the protocol
+// (sim/worker/vap_protocol.cpp); make_protocol() calls it.
+class WorkerCore;
+class WorkerProtocol;
+using ProtocolFactory = std::unique_ptr<WorkerProtocol> (*)(WorkerCore&);
+
 struct PolicyTraits {
   PolicyType type;
   // The cache mode of the policy; for a policy with kPolicyCache, policy.cache chooses instead.
@@ -69,6 +80,9 @@ struct PolicyTraits {
   double worker_vectors;
   double server_vectors;
   uint32_t fields;  // PolicyField bits: the policy.* fields that apply
+  // The policy's own worker protocol, or null: the flow its cache mode and cluster.order choose
+  // (pull every iteration, the cache modes, uniform order; make_protocol, sim/worker/protocol.cpp).
+  ProtocolFactory own_protocol;
 };
 const PolicyTraits& traits(PolicyType t);  // defined in sim/policies/sync_policy.cpp
 

@@ -30,7 +30,8 @@ struct Simulation::Impl {
   // before them.
   std::unique_ptr<Evaluations> evals;
 
-  Impl(const Scenario& s, const DataSplit& d) : core(s, d, plan_run(s)), protocol(make_protocol(core)) {
+  Impl(const Scenario& s, const DataSplit& d, ProtocolFactory own)
+      : core(s, d, plan_run(s)), protocol(own ? own(core) : make_protocol(core)) {
     if (core.math()) {
       const int64_t m =
           s.eval.test_samples > 0 ? std::min(s.eval.test_samples, d.test.size()) : d.test.size();
@@ -207,8 +208,8 @@ struct Simulation::Impl {
   }
 };
 
-Simulation::Simulation(const Scenario& scenario, const DataSplit& data)
-    : impl_(std::make_unique<Impl>(scenario, data)) {}
+Simulation::Simulation(const Scenario& scenario, const DataSplit& data, ProtocolFactory protocol)
+    : impl_(std::make_unique<Impl>(scenario, data, protocol)) {}
 Simulation::~Simulation() = default;
 RunResult Simulation::run(const RunOptions& options) { return impl_->run(options); }
 

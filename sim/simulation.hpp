@@ -70,7 +70,10 @@ class Simulation {
  public:
   // `data` must outlive the Simulation (unused for the time-only model). Throws ScenarioError
   // when the scenario does not fit the data (e.g. a batch larger than a worker's shard).
-  Simulation(const Scenario& scenario, const DataSplit& data);
+  // `protocol`, when set, builds the worker protocol in place of the one the policy names
+  // (make_protocol, sim/worker/protocol.hpp): for tests of a protocol that is not shipped, such as
+  // CONTRIBUTING.md's worked example.
+  Simulation(const Scenario& scenario, const DataSplit& data, ProtocolFactory protocol = nullptr);
   ~Simulation();
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;

@@ -4,11 +4,16 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "base/rng.hpp"
 #include "sim/output/csv_observers.hpp"
 #include "sim/policies/dssp.hpp"
+#include "sim/worker/pull.hpp"
 #include "tests/sim_test_util.hpp"
 
 using namespace stalesim;
@@ -349,4 +354,90 @@ TEST_CASE("constant-delay (CONTRIBUTING.md's example): d updates of others betwe
       if (n > 1) CHECK(min_gap == bound);
       CHECK((refused > 0) == (bound > 0));  // d = 0 (or one worker) is ASP: never a wait
     }
+}
+
+// ---- The worked example of a policy with its own data flow ------------------------------------
+// tests/contrib/fetch-every.patch adds the toy policy fetch-every(k) and its worker protocol (four
+// source files). The protocol class below is the patch's own, kept in step with it by the CTest
+// contrib_example_patch; the test runs it in place of ASP's pull protocol (Simulation's
+// `protocol` argument), whether or not the patch is applied.
+
+namespace {
+
+class FetchEveryProtocol final : public PullProtocol {
+ public:
+  // REQUIRES: k >= 1.
+  FetchEveryProtocol(WorkerCore& c, int64_t k) : PullProtocol(c), k_(k) {}
+  void on_compute_done(Worker& w) override {
+    // w's clock counts its applied pushes; the push now going asks for the next clock's
+    // parameters only when that clock is a multiple of k.
+    w.skip_fetch = (c_.clocks().clock(w.id) + 1) % k_ != 0;
+    send_push(w);
+  }
+  bool pool_allowed() const override { return false; }  // a worker's copy outlives its grant
+
+ private:
+  int64_t k_;
+};
+
+template <int64_t K>
+std::unique_ptr<WorkerProtocol> fetch_every(WorkerCore& c) {
+  return std::make_unique<FetchEveryProtocol>(c, K);
+}
+
+// Runs the tiny MLP under ASP with `protocol` (null: ASP's own), recording every gradient.
+RunResult run_asp_with(ProtocolFactory protocol) {
+  auto j = tiny_math_json();
+  j["policy"] = {{"type", "asp"}};
+  const Scenario sc = scenario(j);
+  const DataSplit data = load_data(sc);
+  Simulation sim(sc, data, protocol);
+  RunOptions opt;
+  opt.record_gradients = true;
+  opt.defer_gradients = false;  // a deferred gradient lets go of the worker's copy at its grant
+  return sim.run(opt);
+}
+
+}  // namespace
+
+TEST_CASE("fetch-every (CONTRIBUTING.md's data-flow example): a worker reads new parameters every k clocks") {
+  const RunResult asp = run_asp_with(nullptr);
+  SUBCASE("k = 1 is ASP, bit for bit") {
+    const RunResult one = run_asp_with(fetch_every<1>);
+    CHECK(one.final_params == asp.final_params);
+    CHECK(one.metrics == asp.metrics);
+    CHECK(one.skipped_fetch == 0);
+  }
+  SUBCASE("k = 3: the j-th gradient of a worker is computed on what it read at clock j - j % 3") {
+    const RunResult r = run_asp_with(fetch_every<3>);
+    // gradients.csv: virtual_time_s,worker,version_read,version_apply,missed_updates,step
+    std::istringstream in(r.gradients_csv);
+    std::string line;
+    std::getline(in, line);
+    std::map<int, std::vector<int64_t>> read;  // by worker: version_read of its gradients, in order
+    while (std::getline(in, line)) {
+      std::vector<std::string> cell;
+      std::istringstream row(line);
+      for (std::string c; std::getline(row, c, ',');) cell.push_back(c);
+      REQUIRE(cell.size() == 6);
+      read[std::stoi(cell[1])].push_back(std::stoll(cell[2]));
+    }
+    REQUIRE(read.size() == 4);
+    int64_t gradients = 0, changes = 0;
+    for (const auto& [w, v] : read) {
+      CAPTURE(w);
+      for (size_t j = 0; j < v.size(); ++j) {
+        CHECK(v[j] == v[j - j % 3]);
+        if (j % 3 == 0 && j > 0 && v[j] != v[j - 1]) ++changes;
+      }
+      gradients += static_cast<int64_t>(v.size());
+    }
+    CHECK(gradients == r.server_updates);
+    CHECK(changes > 0);  // and it does read newer parameters at those clocks
+    // A fetch at clocks 0, 3, 6, ...: the others are skipped (a "go on" instead of the copy).
+    CHECK(r.skipped_fetch > 0);
+    CHECK(r.messages_pull <= r.server_updates / 3 + 2 * 4);
+    CHECK(r.messages_pull + r.skipped_fetch >= r.server_updates);
+    CHECK(r.final_params != asp.final_params);
+  }
 }

@@ -119,17 +119,22 @@ constexpr auto kPolicyNames = std::to_array<EnumName<PolicyType>>({
 // lists here, and the crash-event check left softsync out while uniform order and bfasgd let it
 // in: crash events now accept softsync as they accept asp.
 constexpr auto kPolicyTraits = std::to_array<PolicyTraits>({
-    // type            cache mode                     pull  averages  worker server  fields
-    {PolicyType::kBsp, CacheMode::kPullEveryIteration, true, false, 0, 0, 0},
-    {PolicyType::kAsp, CacheMode::kPullEveryIteration, true, false, 0, 0, 0},
-    {PolicyType::kSsp, CacheMode::kPullEveryIteration, true, false, 0, 0, kPolicyStaleness | kPolicyCache},
-    {PolicyType::kEssp, CacheMode::kEager, false, false, 0, 0, kPolicyStaleness},
-    {PolicyType::kDssp, CacheMode::kPullEveryIteration, true, false, 0, 0, kPolicyStaleness | kPolicyRange},
-    {PolicyType::kVap, CacheMode::kPullEveryIteration, false, false, 3, 0, kPolicyValueBound},
-    {PolicyType::kSoftsync, CacheMode::kPullEveryIteration, true, true, 0, 1, kPolicyN},
+    // type            cache mode                     pull  averages  worker server  fields, own protocol
+    {PolicyType::kBsp, CacheMode::kPullEveryIteration, true, false, 0, 0, 0, nullptr},
+    {PolicyType::kAsp, CacheMode::kPullEveryIteration, true, false, 0, 0, 0, nullptr},
+    {PolicyType::kSsp, CacheMode::kPullEveryIteration, true, false, 0, 0, kPolicyStaleness | kPolicyCache,
+     nullptr},
+    {PolicyType::kEssp, CacheMode::kEager, false, false, 0, 0, kPolicyStaleness, nullptr},
+    {PolicyType::kDssp, CacheMode::kPullEveryIteration, true, false, 0, 0, kPolicyStaleness | kPolicyRange,
+     nullptr},
+    {PolicyType::kVap, CacheMode::kPullEveryIteration, false, false, 3, 0, kPolicyValueBound,
+     make_vap_protocol},
+    {PolicyType::kSoftsync, CacheMode::kPullEveryIteration, true, true, 0, 1, kPolicyN, nullptr},
     // All-reduce: no server, no fetch (sim/policies/allreduce.hpp); its workers keep a gradient.
-    {PolicyType::kAllreduceRing, CacheMode::kPullEveryIteration, false, false, 0, 0, 0},
-    {PolicyType::kAllreduceHierarchical, CacheMode::kPullEveryIteration, false, false, 0, 0, 0},
+    {PolicyType::kAllreduceRing, CacheMode::kPullEveryIteration, false, false, 0, 0, 0,
+     make_allreduce_protocol},
+    {PolicyType::kAllreduceHierarchical, CacheMode::kPullEveryIteration, false, false, 0, 0, 0,
+     make_allreduce_protocol},
 });
 
 static_assert(in_enum_order(kPolicyTraits));

@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/policies/allreduce.hpp"
 #include "sim/worker/protocol.hpp"
 
 namespace stalesim {
@@ -247,7 +248,7 @@ void AllreduceProtocol::apply_iteration() {
 
 }  // namespace
 
-std::unique_ptr<WorkerProtocol> make_allreduce(WorkerCore& c) {
+std::unique_ptr<WorkerProtocol> make_allreduce_protocol(WorkerCore& c) {
   return std::make_unique<AllreduceProtocol>(c);
 }
 

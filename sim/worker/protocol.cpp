@@ -8,9 +8,7 @@
 namespace stalesim {
 
 std::unique_ptr<WorkerProtocol> make_cache_protocol(WorkerCore& c);  // cache.cpp
-std::unique_ptr<WorkerProtocol> make_vap_protocol(WorkerCore& c);    // vap_protocol.cpp
 std::unique_ptr<WorkerProtocol> make_uniform_order(WorkerCore& c);   // uniform.cpp
-std::unique_ptr<WorkerProtocol> make_allreduce(WorkerCore& c);       // allreduce.cpp
 
 void WorkerProtocol::start() {
   WorkerCore& c = c_;
@@ -19,11 +17,11 @@ void WorkerProtocol::start() {
   c.schedule_crashes();
 }
 
-// The policy says which flow it needs: a collective (all-reduce), a value gate (VAP), a cache
-// mode; else the pull modes.
+// The policy says which flow it needs: its own protocol, named by its traits row (all-reduce,
+// VAP; PolicyTraits::own_protocol in sim/algorithms.hpp), so that a policy with its own data flow
+// adds no case here; else its cache mode; else the pull modes, in the cluster's order.
 std::unique_ptr<WorkerProtocol> make_protocol(WorkerCore& c) {
-  if (c.policy().all_reduce()) return make_allreduce(c);
-  if (c.policy().value_gate()) return make_vap_protocol(c);
+  if (const ProtocolFactory own = traits(c.scenario().policy.type).own_protocol) return own(c);
   if (c.policy().cache_mode() != CacheMode::kPullEveryIteration) return make_cache_protocol(c);
   if (c.scenario().cluster.order == Order::kUniform) return make_uniform_order(c);
   return std::make_unique<PullProtocol>(c);

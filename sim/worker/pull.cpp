@@ -66,7 +66,9 @@ void PullProtocol::on_push_applied(Worker& w) {
   c_.count_in_flight();  // the available parallelism: gradients begun, not yet applied
   const std::optional<double> step = apply_gradient(w, info);
   if (!step) return;
-  if (!(gate_ && w.skip_fetch)) w.params.reset();
+  // A skipped fetch (B-FASGD's gate, or a protocol that fetches less often) keeps w's copy for
+  // its next clock (WorkerCore::grant).
+  if (!w.skip_fetch) w.params.reset();
   const bool min_rose = c_.applied(w, info, *step, /*wait_at_stop=*/true);
   if (!c_.stopped()) c_.next_clock(w, min_rose);
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "sim/policies/vap.hpp"
 #include "sim/worker/pull.hpp"
 
 namespace stalesim {
@@ -162,7 +163,7 @@ void VapProtocol::on_refresh_arrives(Worker& w) {
 
 }  // namespace
 
-// REQUIRES: the policy has a value gate (make_protocol asks it).
+// REQUIRES: the policy has a value gate (VAP's traits row alone names this factory).
 std::unique_ptr<WorkerProtocol> make_vap_protocol(WorkerCore& c) {
   return std::make_unique<VapProtocol>(c, *c.policy().value_gate());
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tests/contrib/check_patch.sh SOURCE_DIR: CONTRIBUTING.md's worked examples are real diffs (issue
-# 17: "a new pull-mode policy touches at most 3 source files and a new learning rule at most 4"):
-#   tests/contrib/constant-delay.patch  a toy pull-mode policy  (at most 3 source files)
-#   tests/contrib/sqrt-staleness.patch  a toy learning rule     (at most 4 source files)
+# 17: "a new pull-mode policy touches at most 3 source files and a new learning rule at most 4";
+# issue 31: "a policy with its own data flow ... touches at most 4 files"):
+#   tests/contrib/constant-delay.patch  a toy pull-mode policy              (at most 3 source files)
+#   tests/contrib/sqrt-staleness.patch  a toy learning rule                 (at most 4 source files)
+#   tests/contrib/fetch-every.patch     a toy policy with its own data flow (at most 4 source files)
 # For each, this checks that
 #  1. the patch still applies to the tree (git apply --check): a change to the files it touches
 #     that breaks it must regenerate it (CONTRIBUTING.md, "The worked example", says how);
@@ -60,4 +62,6 @@ check_example() {
 check_example tests/contrib/constant-delay.patch 3 ConstantDelayPolicy tests/test_policy_properties.cpp \
   "a new pull-mode policy"
 check_example tests/contrib/sqrt-staleness.patch 4 SqrtStalenessRule tests/test_rules.cpp "a new learning rule"
+check_example tests/contrib/fetch-every.patch 4 FetchEveryProtocol tests/test_policy_properties.cpp \
+  "a new policy with its own data flow"
 exit $fail
