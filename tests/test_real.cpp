@@ -354,19 +354,21 @@ TEST_CASE("a server shard rank that dies mid-run: exit 3, no rank left behind") 
   CHECK(processes_naming(out) == 0);
 }
 
-TEST_CASE(
-    "a server shard rank that hangs: the workers' watchdog ends the job (exit 3), what was measured "
-    "written") {
+// The workers wait for the hung shard's slices, and rank 0 for their pushes: rank 0's watchdog, then
+// a gather from every shard, names the shard, and rank 0 writes what it measured before the job ends.
+TEST_CASE("a server shard rank that hangs: the server's watchdog names it and ends the job (exit 3)") {
   Scratch t("shard-hang", "real");
   const std::string out = (t.path / "r").string();
   const Outcome r =
       run_cli("real " + kScenario + " --set cluster.servers=2 --quiet --watchdog-s 1 --out " + out,
               "STALESIM_REAL_INJECT_FAULT=shard:1:5:stop ");
   CHECK(r.code == 3);
-  CHECK(r.err.find("server shard 1 (rank 1) sent nothing for 1 s") != std::string::npos);
+  CHECK(r.err.find("rank_silent: server shard 1 (rank 1) sent nothing for 1 s") != std::string::npos);
   REQUIRE(fs::exists(t.path / "r" / "summary.json"));
   CHECK_FALSE(fs::exists(t.path / "r" / "done"));
-  CHECK(summary_of(t.path / "r")["status"] == "interrupted");
+  const auto s = summary_of(t.path / "r");
+  CHECK(s["status"] == "interrupted");
+  CHECK(s["stop_reason"] == "rank_silent");
   CHECK(processes_naming(out) == 0);
 }
 

@@ -51,15 +51,18 @@
 // ranks would steal the cores the computing ranks need; mpirun started by `stalesim real` also
 // sets OMPI_MCA_mpi_yield_when_idle=1 for what OpenMPI waits on itself (MPI_Send, MPI_Barrier).
 //
-// Failures: a worker that sends nothing for RealOptions::watchdog_s while the server waits for it,
-// a shard rank silent for watchdog_s when rank 0 gathers the parameters, an MPI error, or
+// Failures: a worker that sends nothing for RealOptions::watchdog_s while the server waits for it
+// (with shards rank 0 then gathers from every shard first, so that a silent shard, which a worker
+// waits for, is named instead), a shard rank silent for watchdog_s when rank 0 gathers the
+// parameters, an MPI error, or
 // SIGTERM/SIGINT (mpirun forwards it, and sends it when another rank died, a shard rank as a
 // worker): the server writes what it measured so far (status "interrupted", no done marker; with
 // shards, the parameters of the last gather and no final row of their own) and ends the whole
 // job with MPI_Abort (exit 3; 130 after a signal), so that no rank is left running. A worker that
-// hears nothing from the server (or from a shard whose slice it waits for) for watchdog_s, or a
-// shard rank that waits watchdog_s for the slice of a push it was told to apply, ends the job
-// too, and every rank gets SIGTERM when mpirun dies (PR_SET_PDEATHSIG).
+// hears nothing from the server for watchdog_s (or from a shard whose slice it waits for, 3 x
+// watchdog_s: a backstop, rank 0 judges first), or a shard rank that waits watchdog_s for the
+// slice of a push it was told to apply, ends the job too, and every rank gets SIGTERM when mpirun
+// dies (PR_SET_PDEATHSIG).
 //
 // Outputs (rank 0): the files of a simulated run with wall-clock seconds in place of virtual ones
 // (summary.json, metrics.csv, staleness.csv, gradients.csv, decisions.csv where the policy writes

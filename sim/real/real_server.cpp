@@ -304,6 +304,12 @@ RealOutcome RealServer::run() {
         break;
       }
       if (const auto w = silent_worker(now)) {
+        // With shards the worker may wait for a silent shard's slice: a gather from every shard
+        // (throws SilentRank naming the shard) says which rank is at fault.
+        if (layout_.shards > 1) {
+          gathered_now_ = false;
+          current_params();
+        }
         fail("rank_silent",
              fmt::format("worker {} (rank {}) sent nothing for {:g} s while the server waited for its "
                          "push (the watchdog, --watchdog-s)",
@@ -345,6 +351,9 @@ RealOutcome RealServer::run() {
         }
       }
     }
+  } catch (const SilentRank& e) {  // a shard rank that did not answer a gather
+    fail("rank_silent", e.what());
+    end = SimTime::from_ns(since(epoch_));
   } catch (const std::runtime_error& e) {  // an MPI error: a rank is gone (or a signal in a gather)
     if (const int sig = g_signal.load())
       fail("interrupted", signal_detail(sig), kExitInterrupted);

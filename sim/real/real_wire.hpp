@@ -181,6 +181,11 @@ inline bool try_receive(int source, int tag, std::vector<char>& buf, int& from) 
   return true;
 }
 
+// A rank silent for longer than the watchdog (await_rank).
+struct SilentRank : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // A wait for the next message of `tag` from rank `source`: polls with sleeps; throws when none
 // came for `watchdog_s` (a dead rank, or one stuck on a dead peer) or on a signal, so that the
 // waiting rank ends instead of hanging (the caller ends the job). `who` names the source.
@@ -192,7 +197,7 @@ inline void await_rank(int source, int tag, std::vector<char>& buf, double watch
   while (!try_receive(source, tag, buf, from)) {
     if (const int sig = g_signal.load()) throw std::runtime_error(fmt::format("received signal {}", sig));
     if (std::chrono::duration<double>(Clock::now() - start).count() > watchdog_s)
-      throw std::runtime_error(fmt::format(
+      throw SilentRank(fmt::format(
           "{} sent nothing for {:g} s (the watchdog, --watchdog-s): it died or hangs", who, watchdog_s));
     backoff.idle(1'000'000);
   }
@@ -204,7 +209,10 @@ inline void await_server(std::vector<char>& buf, double watchdog_s) {
 }
 
 // A worker's message of parameters whose rank-0 part (`part`: slice 0) is in: the other shards'
-// parts, each from its rank, assembled into `values` (all the parameters).
+// parts, each from its rank, assembled into `values` (all the parameters). A silent shard is rank
+// 0's to judge (its watchdog on this worker, then a gather from every shard: RealServer), so that
+// rank 0 writes what it measured before the job ends; the worker's own limit here, 3 x
+// watchdog_s, is only a backstop.
 inline void receive_slices(const Layout& l, std::vector<float>& part, std::vector<float>& values,
                            double watchdog_s) {
   if (l.shards == 1) return values.swap(part);
@@ -212,7 +220,7 @@ inline void receive_slices(const Layout& l, std::vector<float>& part, std::vecto
   std::vector<char> buf;
   for (int32_t k = 0; k < l.shards; ++k) {
     if (k > 0) {
-      await_rank(k, kTagParams, buf, watchdog_s, fmt::format("server shard {} (rank {})", k, k));
+      await_rank(k, kTagParams, buf, 3 * watchdog_s, fmt::format("server shard {} (rank {})", k, k));
       unpack<ParamsHeader>(buf, part);
     }
     const Slice s = l.slice(k);
