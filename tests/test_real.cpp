@@ -235,6 +235,18 @@ TEST_CASE("a measured real ESSP run with 2 server shards keeps the bound") {
   CHECK(s["final"]["test_accuracy"].get<double>() > 0.5);
 }
 
+// A model whose simulation defers its gradients (RunPlan::defers_gradients: 100 features, so the
+// factors are smaller than the parameters): the real server hands out the parameters themselves
+// (rank 0 crashed on a released snapshot before).
+TEST_CASE("a real run of a model whose simulation defers its gradients") {
+  Scratch t("deferred", "real");
+  const Outcome real = run_cli("real " + kScenario +
+                               " --set data.blobs.features=100 --set stop.max_updates=20 --quiet --out " +
+                               (t.path / "real").string());
+  REQUIRE_MESSAGE(real.code == 0, real.err);
+  CHECK(summary_of(t.path / "real")["server_updates"] == 20);
+}
+
 TEST_CASE("a real n-softsync run: the pull protocol with the server's averaging") {
   Scratch t("softsync", "real");
   const Outcome real =
