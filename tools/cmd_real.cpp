@@ -190,6 +190,7 @@ int real_main(RealCommand c) {
   }
   if (mpi_launch_size() == 0) return launch(c);
   const RealOutcome r = run_real_rank(c.scenario, c.options);
+  if (r.bad_input) return kExitBadInput;  // rank 0 said why
   if (quiet_rank()) return kExitOk;
   fmt::print(
       "{}: real run {} ({}) at t={:g} s wall after {} updates ({} timing); wrote {}/ (result_hash {}, not "

@@ -132,12 +132,21 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
     throw ScenarioError(fmt::format("the real mode cannot run this scenario: {}", why));
   MpiSession mpi;
   const int32_t shards = s.cluster.servers;
-  if (mpi.size() != real_ranks(s))
-    throw ScenarioError(fmt::format(
+  if (mpi.size() != real_ranks(s)) {
+    const std::string why = fmt::format(
         "a real run of this scenario takes {} MPI ranks ({} + {} workers); mpirun started {}: run 'mpirun "
         "-n {} stalesim real ...', or 'stalesim real ...' alone",
         real_ranks(s), shards == 1 ? std::string("1 server") : fmt::format("{} server shards", shards),
-        s.cluster.worker_count(), mpi.size(), real_ranks(s)));
+        s.cluster.worker_count(), mpi.size(), real_ranks(s));
+    if (mpi.rank() == 0) {
+      fmt::print(stderr, "stalesim: {}\n", why);
+      std::fflush(stderr);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);  // no rank exits before rank 0 has said it
+    RealOutcome refused;
+    refused.bad_input = true;
+    return refused;
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   const DataSplit data = load_data(s);
   WorkerCore core(s, data, plan_run(s));

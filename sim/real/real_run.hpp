@@ -116,13 +116,17 @@ struct RealOutcome {
   std::string detail;
   // The run failed over a finished run in the output folder, which was kept: nothing was written.
   bool kept_finished = false;
+  // Every rank: the job has the wrong number of ranks; rank 0 has said so on stderr (exit 2).
+  bool bad_input = false;
 };
 
 // Runs this process's rank of a real run of `s` inside an MPI job of real_ranks(s) ranks (started
 // by mpirun; MPI is initialized here). Rank 0 writes the run folder and returns its outcome; the
-// other shards and the workers return a default outcome. Throws ScenarioError when the job has the wrong
-// number of ranks or the scenario cannot run for real (every rank throws the same), IoError when rank 0
-// cannot write. A failure during the run ends the whole job (MPI_Abort) with exit code 3, after
+// other shards and the workers return a default outcome. A job with the wrong number of ranks:
+// rank 0 prints why on stderr, and every rank returns `bad_input` once it has (mpirun ends the job
+// at a rank's first non-zero exit, and could drop what rank 0 still had to print). Throws
+// ScenarioError when the scenario cannot run for real (every rank throws the same), IoError when
+// rank 0 cannot write. A failure during the run ends the whole job (MPI_Abort) with exit code 3, after
 // rank 0 wrote the partial outputs. REQUIRES: a build with MPI (mpi_built()).
 RealOutcome run_real_rank(const Scenario& s, const RealOptions& options);
 
