@@ -154,8 +154,9 @@ TEST_CASE("real ESSP and lazy SSP runs keep the bound and agree with their simul
   CHECK(c["updates_rel_error"].get<double>() > -0.5);
 }
 
-// cluster.servers > 1: rank 0 serves both shards, each with its own emulated link. On a slow
-// network (1 Mbit/s, so that the links decide the time) the real run follows the simulation's shards.
+// cluster.servers > 1: a rank per shard (ranks 0 and 1, the workers on ranks 2 and 3), each
+// shard's slice on its own emulated link. On a slow network (1 Mbit/s, so that the links decide
+// the time) the real run follows the simulation's shards.
 TEST_CASE("a real run with 2 server shards follows its simulation on a link-bound network") {
   Scratch t("shards", "real");
   const std::string sets = " --set cluster.servers=2 --set cluster.network.bandwidth_gbps=0.001";
@@ -164,6 +165,9 @@ TEST_CASE("a real run with 2 server shards follows its simulation on a link-boun
   REQUIRE_MESSAGE(sim.code == 0, sim.err);
   const Outcome real = run_cli("real " + kScenario + sets + " --quiet --out " + (t.path / "real").string());
   REQUIRE_MESSAGE(real.code == 0, real.err);
+  const auto s = summary_of(t.path / "real");
+  CHECK(s["manifest"]["real"]["ranks"] == 4);
+  CHECK(s["manifest"]["real"]["server_shards"] == 2);
   const auto c = compare_runs(read_compared_run((t.path / "sim").string()),
                               {read_compared_run((t.path / "real").string())});
   INFO(compare_table(c));
@@ -171,6 +175,76 @@ TEST_CASE("a real run with 2 server shards follows its simulation on a link-boun
   CHECK(c["updates_rel_error"].get<double>() > -0.2);
   CHECK(c["iteration_time_rel_error"].get<double>() > -0.05);
   CHECK(c["iteration_time_rel_error"].get<double>() < 0.2);
+}
+
+// Server shards hold and apply their own slices: with one worker the schedule is deterministic
+// (each gradient reads the parameters after every earlier one), so a run whose 3 shard ranks each
+// apply their slice of every push (83 parameters: slices of 28, 28 and 27, with per-shard momentum
+// state) must end with the parameters, to the bit, of a 1-server real run and of the simulation:
+// the final row's test loss is evaluated on them (gathered from the shards). Measured timing: the
+// real MPI transport, no padding.
+TEST_CASE("a measured real run with 3 server shards: the shard ranks apply their slices, to the bit") {
+  Scratch t("shard-slices", "real");
+  const std::string sets =
+      " --set 'cluster.workers=[{\"profile\":\"gtx1080ti\",\"count\":1,\"iteration_ms\":5}]'"
+      " --set optimizer.momentum=0.9 --set stop.max_updates=30";
+  const Outcome sim = run_cli("run " + kScenario + sets + " --quiet --out " + (t.path / "sim").string());
+  REQUIRE_MESSAGE(sim.code == 0, sim.err);
+  const Outcome one =
+      run_cli("real " + kScenario + sets + " --timing measured --quiet --out " + (t.path / "one").string());
+  REQUIRE_MESSAGE(one.code == 0, one.err);
+  const Outcome three =
+      run_cli("real " + kScenario + sets + " --set cluster.servers=3 --timing measured --quiet --out " +
+              (t.path / "three").string());
+  REQUIRE_MESSAGE(three.code == 0, three.err);
+  const auto a = summary_of(t.path / "sim");
+  const auto b = summary_of(t.path / "one");
+  const auto c = summary_of(t.path / "three");
+  CHECK(c["manifest"]["real"]["ranks"] == 4);
+  CHECK(c["manifest"]["real"]["server_shards"] == 3);
+  CHECK(c["manifest"]["real"]["timing"] == "measured");
+  CHECK(c["server_updates"] == 30);
+  CHECK(b["final"]["test_loss"].get<double>() == a["final"]["test_loss"].get<double>());
+  CHECK(c["final"]["test_loss"].get<double>() == a["final"]["test_loss"].get<double>());
+  CHECK(c["final"]["test_accuracy"] == a["final"]["test_accuracy"]);
+  // The first row (t = 0, gathered from the shards before any update) is the initial model's, and
+  // the 30 updates moved it.
+  const auto first_loss = [](const std::string& csv) {  // test_loss, the third column of row 1
+    size_t at = csv.find('\n') + 1;
+    for (int i = 0; i < 2; ++i) at = csv.find(',', at) + 1;
+    return std::stod(csv.substr(at, csv.find(',', at) - at));
+  };
+  const double initial = first_loss(slurp(t.path / "three" / "metrics.csv"));
+  CHECK(initial == first_loss(slurp(t.path / "sim" / "metrics.csv")));
+  CHECK(initial != c["final"]["test_loss"].get<double>());
+}
+
+// The cache protocol (ESSP: the server's pushes to every worker) with 2 shard ranks, measured.
+TEST_CASE("a measured real ESSP run with 2 server shards keeps the bound") {
+  Scratch t("shard-essp", "real");
+  const Outcome real = run_cli("real " + kScenario +
+                               " --set cluster.servers=2 --set policy.type=essp --set policy.staleness=2 "
+                               "--set stop.max_updates=300 --timing measured --quiet --out " +
+                               (t.path / "real").string());
+  REQUIRE_MESSAGE(real.code == 0, real.err);
+  const auto s = summary_of(t.path / "real");
+  CHECK(s["status"] == "completed");
+  CHECK(s["manifest"]["real"]["ranks"] == 4);
+  CHECK(s["server_updates"] == 300);
+  CHECK(s["staleness"]["max"].get<int64_t>() <= 2);
+  CHECK(s["final"]["test_accuracy"].get<double>() > 0.5);
+}
+
+// A model whose simulation defers its gradients (RunPlan::defers_gradients: 100 features, so the
+// factors are smaller than the parameters): the real server hands out the parameters themselves
+// (rank 0 crashed on a released snapshot before).
+TEST_CASE("a real run of a model whose simulation defers its gradients") {
+  Scratch t("deferred", "real");
+  const Outcome real = run_cli("real " + kScenario +
+                               " --set data.blobs.features=100 --set stop.max_updates=20 --quiet --out " +
+                               (t.path / "real").string());
+  REQUIRE_MESSAGE(real.code == 0, real.err);
+  CHECK(summary_of(t.path / "real")["server_updates"] == 20);
 }
 
 TEST_CASE("a real n-softsync run: the pull protocol with the server's averaging") {
@@ -255,12 +329,13 @@ TEST_CASE("the real mode's errors: wrong rank count, no mpirun, a refused scenar
     CHECK(r.err.find("/model/type: \"mf\": under a cache policy a simulation sends the changed rows") !=
           std::string::npos);
   }
-  SUBCASE("server shards with measured timing") {
+  SUBCASE("wrong rank count with server shards") {
     const Outcome r = run_cli(
-        "real " + kScenario + " --set cluster.servers=2 --timing measured --out " + (t.path / "r").string(),
-        "PATH=/nonexistent ");
+        "real " + kScenario + " --set cluster.servers=2 --out " + (t.path / "r").string(), mpirun_prefix(3));
     CHECK(r.code == 2);
-    CHECK(r.err.find("/cluster/servers: 2 server shards: one rank (0) serves them all") != std::string::npos);
+    CHECK(r.err.find("takes 4 MPI ranks (2 server shards + 2 workers); mpirun started 3") !=
+          std::string::npos);
+    CHECK_FALSE(fs::exists(t.path / "r"));
   }
   SUBCASE("a bad --timing") {
     const Outcome r = run_cli("real " + kScenario + " --timing fast --out " + (t.path / "r").string());
@@ -277,6 +352,35 @@ TEST_CASE("a worker rank that dies mid-run: exit 3, no rank left behind") {
   CHECK(r.code == 3);
   INFO(r.err);
   CHECK_FALSE(fs::exists(t.path / "r" / "done"));
+  CHECK(processes_naming(out) == 0);
+}
+
+TEST_CASE("a server shard rank that dies mid-run: exit 3, no rank left behind") {
+  Scratch t("shard-death", "real");
+  const std::string out = (t.path / "r").string();
+  const Outcome r = run_cli("real " + kScenario + " --set cluster.servers=2 --quiet --out " + out,
+                            "STALESIM_REAL_INJECT_FAULT=shard:1:5:kill ");
+  CHECK(r.code == 3);
+  INFO(r.err);
+  CHECK_FALSE(fs::exists(t.path / "r" / "done"));
+  CHECK(processes_naming(out) == 0);
+}
+
+// The workers wait for the hung shard's slices, and rank 0 for their pushes: rank 0's watchdog, then
+// a gather from every shard, names the shard, and rank 0 writes what it measured before the job ends.
+TEST_CASE("a server shard rank that hangs: the server's watchdog names it and ends the job (exit 3)") {
+  Scratch t("shard-hang", "real");
+  const std::string out = (t.path / "r").string();
+  const Outcome r =
+      run_cli("real " + kScenario + " --set cluster.servers=2 --quiet --watchdog-s 1 --out " + out,
+              "STALESIM_REAL_INJECT_FAULT=shard:1:5:stop ");
+  CHECK(r.code == 3);
+  CHECK(r.err.find("rank_silent: server shard 1 (rank 1) sent nothing for 1 s") != std::string::npos);
+  REQUIRE(fs::exists(t.path / "r" / "summary.json"));
+  CHECK_FALSE(fs::exists(t.path / "r" / "done"));
+  const auto s = summary_of(t.path / "r");
+  CHECK(s["status"] == "interrupted");
+  CHECK(s["stop_reason"] == "rank_silent");
   CHECK(processes_naming(out) == 0);
 }
 

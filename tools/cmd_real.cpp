@@ -156,7 +156,8 @@ int launch(const RealCommand& c) {
 }
 
 // Under mpirun: runs this rank. Alone: checks what can be checked, then starts
-// `mpirun -n N+1 ... stalesim real ARGS` and waits for it. Returns the exit code (README "Real runs").
+// `mpirun -n S+N ... stalesim real ARGS` (S server shards, N workers) and waits for it. Returns the exit code
+// (README "Real runs").
 int real_main(RealCommand c) {
   if (const std::string why = real_refusal(c.scenario, c.options.emulated); !why.empty())
     throw ScenarioError(fmt::format("{}: the real mode cannot run this scenario: {}", c.origin, why));
@@ -169,19 +170,27 @@ int real_main(RealCommand c) {
     char how[8] = "";
     const std::string spec = f;
     const bool server = spec.starts_with("server:");
-    if (server) fault.worker = -1;
-    if ((server ? std::sscanf(f + 7, "%lld:%7s", &it, how) != 2
-                : std::sscanf(f, "%d:%lld:%7s", &fault.worker, &it, how) != 3 || fault.worker < 0) ||
-        it < 0 || (std::string(how) != "kill" && std::string(how) != "stop"))
-      throw ScenarioError(fmt::format(
-          "STALESIM_REAL_INJECT_FAULT='{}': expected WORKER:ITERATION:kill|stop or server:UPDATES:kill|stop",
-          f));
+    const bool shard = spec.starts_with("shard:");
+    if (server || shard) fault.worker = -1;
+    bool parsed = false;
+    if (server)
+      parsed = std::sscanf(f + 7, "%lld:%7s", &it, how) == 2;
+    else if (shard)
+      parsed = std::sscanf(f + 6, "%d:%lld:%7s", &fault.shard, &it, how) == 3 && fault.shard >= 1;
+    else
+      parsed = std::sscanf(f, "%d:%lld:%7s", &fault.worker, &it, how) == 3 && fault.worker >= 0;
+    if (!parsed || it < 0 || (std::string(how) != "kill" && std::string(how) != "stop"))
+      throw ScenarioError(
+          fmt::format("STALESIM_REAL_INJECT_FAULT='{}': expected WORKER:ITERATION:kill|stop, "
+                      "server:UPDATES:kill|stop or shard:K:UPDATES:kill|stop (K >= 1)",
+                      f));
     fault.iteration = it;
     fault.hang = std::string(how) == "stop";
     c.options.fault = fault;
   }
   if (mpi_launch_size() == 0) return launch(c);
   const RealOutcome r = run_real_rank(c.scenario, c.options);
+  if (r.bad_input) return kExitBadInput;  // rank 0 said why
   if (quiet_rank()) return kExitOk;
   fmt::print(
       "{}: real run {} ({}) at t={:g} s wall after {} updates ({} timing); wrote {}/ (result_hash {}, not "
@@ -214,8 +223,9 @@ int cmd_real(const std::vector<std::string>& args) {
     const auto p = parse(args, o, pos);
     if (p.help) {
       std::cout << o
-                << "\nRuns rank 0 as the parameter server and one rank per worker. Under mpirun give it\n"
-                   "-n WORKERS+1; alone it starts mpirun itself. Writes summary.json, metrics.csv,\n"
+                << "\nRuns one rank per server shard (rank 0: the parameter server, and shard 0 of\n"
+                   "cluster.servers) and one rank per worker. Under mpirun give it -n SERVERS+WORKERS;\n"
+                   "alone it starts mpirun itself. Writes summary.json, metrics.csv,\n"
                    "staleness.csv, gradients.csv, timing.csv (wall-clock seconds); see REFERENCE.md \"Real "
                    "runs\".\n"
                    "Exit codes: 0 success, 2 bad input or a scenario the real mode refuses, 3 a failed run\n"

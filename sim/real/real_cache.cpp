@@ -42,7 +42,14 @@ void RealServer::send_copy(Worker& w) {
     h.deliver_at_ns = (sent + c_.latency_of(w) + c_.worker_link(w, bytes)).ns();
   }
   c_.count_pull(bytes);
-  send(w.id, pack(h, copy.values()));
+  send(w.id, pack(h, copy.values()));  // slice 0 with shards
+  if (layout_.shards > 1) {
+    ShardOrder o;
+    o.kind = ShardOrder::kParams;
+    o.worker = w.id;
+    o.params = h;
+    order(o);
+  }
   s.copy_clock = std::max(s.copy_clock, h.clock);
   s.parked = false;
   s.heard_at = now;  // the watchdog counts from the copy that lets it go on
@@ -62,6 +69,7 @@ void RealServer::on_cache_push_applied(Worker& w) {
   GradientInfo info{w.id, p.read_version, c_.store().version(), p.read_staleness};
   if (!c_.check_loss(w, p.loss)) return;
   c_.count_loss(p.loss);
+  order_apply(w.id, info);
   const double step = c_.apply_to_server(w, grad, info, {});
   const bool min_rose = c_.applied(w, info, step, /*wait_at_stop=*/false);
   if (c_.stopped()) return;  // stop.max_updates
@@ -97,10 +105,11 @@ struct Copy {
 
 class CacheWorker {
  public:
-  CacheWorker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch)
+  CacheWorker(WorkerCore& c, int32_t id, const RealOptions& opt, const Layout& l, Clock::time_point epoch)
       : c_(c),
         w_(c.worker(static_cast<size_t>(id))),
         opt_(opt),
+        layout_(l),
         epoch_(epoch),
         bound_(c.policy().clock_bound().value_or(0)),
         eager_(c.policy().cache_mode() == CacheMode::kEager),
@@ -142,11 +151,14 @@ class CacheWorker {
  private:
   // Whether the worker's copy lets it compute its next clock (the cache protocol's bound).
   bool fresh() const { return cache_clock_ >= 0 && cache_clock_ >= sent_ - bound_; }
-  // A message from the server: a copy (kept in arrival order), or the end (false).
+  // A message from the server: a copy (kept in arrival order; with shards, rank 0's part and then
+  // every shard's), or the end (false).
   bool take(const std::vector<char>& buf) {
     Copy m;
-    m.header = unpack<ParamsHeader>(buf, m.values);
+    std::vector<float> part;
+    m.header = unpack<ParamsHeader>(buf, part);
     if (m.header.stop) return false;
+    receive_slices(layout_, part, m.values, opt_.watchdog_s);
     m.received_ns = since(epoch_);
     inbox_.push_back(std::move(m));
     return true;
@@ -199,9 +211,7 @@ class CacheWorker {
     ++sent_;
     // Lazy SSP: blocked after this push, the worker asks for a copy with it.
     p.fetch = !eager_ && !fresh();
-    p.count = static_cast<int64_t>(grad_.size());
-    const auto out = pack(p, grad_);
-    check(MPI_Send(out.data(), static_cast<int>(out.size()), MPI_BYTE, 0, kTagPush, MPI_COMM_WORLD), "Send");
+    send_push(layout_, p, grad_);
     return opt_.emulated ? end : since(epoch_);
   }
   // The answer to the server's stop: the last message, after every push.
@@ -215,6 +225,7 @@ class CacheWorker {
   WorkerCore& c_;
   Worker& w_;
   const RealOptions& opt_;
+  Layout layout_;
   Clock::time_point epoch_;
   int64_t bound_;
   bool eager_;
@@ -231,8 +242,9 @@ class CacheWorker {
 
 }  // namespace
 
-void run_cache_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch) {
-  CacheWorker(c, id, opt, epoch).run();
+void run_cache_worker(WorkerCore& c, int32_t id, const RealOptions& opt, const Layout& l,
+                      Clock::time_point epoch) {
+  CacheWorker(c, id, opt, l, epoch).run();
 }
 
 }  // namespace stalesim::real

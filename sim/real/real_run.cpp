@@ -19,7 +19,7 @@
 
 namespace stalesim {
 
-std::string real_refusal(const Scenario& s, bool emulated) {
+std::string real_refusal(const Scenario& s, bool /*emulated*/) {
   const PolicySpec& p = s.policy;
   if (p.type == PolicyType::kVap)
     return "/policy/type: \"vap\" holds each update on its worker until every other worker has received "
@@ -62,12 +62,6 @@ std::string real_refusal(const Scenario& s, bool emulated) {
     return "/optimizer/rule: \"bfasgd\" cuts pushes and fetches with probabilities that follow the "
            "server's running statistics (its transfer gate); a worker rank does not hold them, and the real "
            "mode does not send them with each grant, so it does not cut messages: use \"fasgd\"";
-  if (s.cluster.servers > 1 && !emulated)
-    return fmt::format(
-        "/cluster/servers: {} server shards: one rank (0) serves them all, which emulated timing can "
-        "present as the shards' own links but measured timing cannot (the real mode does not start a "
-        "rank per shard): use --timing emulated, or cluster.servers 1",
-        s.cluster.servers);
   if (!ClusterSchedule(s.cluster).crashes().empty())
     return "/cluster/schedule: crashes and rejoins are simulated faults; a real run has only real ones";
   if (!s.stop.virtual_time_s && !s.stop.max_updates && !(s.stop.target_accuracy && s.stop.at_target))
@@ -76,7 +70,7 @@ std::string real_refusal(const Scenario& s, bool emulated) {
   return "";
 }
 
-int real_ranks(const Scenario& s) { return s.cluster.worker_count() + 1; }
+int real_ranks(const Scenario& s) { return s.cluster.servers + s.cluster.worker_count(); }
 
 #ifndef STALESIM_HAVE_MPI
 
@@ -91,17 +85,19 @@ namespace real {
 
 extern "C" void on_real_signal(int sig) { g_signal.store(sig); }
 
-// ---- A worker (ranks 1..N) -----------------------------------------------------------------
+// ---- A worker (ranks S..S+N-1) -------------------------------------------------------------
 
-void run_pull_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch) {
+void run_pull_worker(WorkerCore& c, int32_t id, const RealOptions& opt, const Layout& l,
+                     Clock::time_point epoch) {
   Worker& w = c.worker(static_cast<size_t>(id));
   std::vector<float> grad(c.gradient_size());
   std::vector<char> buf;
-  std::vector<float> params;
+  std::vector<float> part, params;
   for (int64_t iteration = 0;; ++iteration) {
     await_server(buf, opt.watchdog_s);
-    const auto h = unpack<ParamsHeader>(buf, params);
+    const auto h = unpack<ParamsHeader>(buf, part);
     if (h.stop) return;
+    receive_slices(l, part, params, opt.watchdog_s);  // every shard's part
     // Emulated: the parameters arrive at the scenario's time (they are here earlier unless the
     // machine is late), and the gradient takes the profile's time from then on. The stamps are
     // those times, not the moments this rank woke up, so a sleep's overshoot does not add up over
@@ -125,9 +121,7 @@ void run_pull_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::t
     }
     if (opt.fault && opt.fault->worker == id && opt.fault->iteration == iteration)
       ::raise(opt.fault->hang ? SIGSTOP : SIGKILL);
-    p.count = static_cast<int64_t>(grad.size());
-    const auto out = pack(p, grad);
-    check(MPI_Send(out.data(), static_cast<int>(out.size()), MPI_BYTE, 0, kTagPush, MPI_COMM_WORLD), "Send");
+    send_push(l, p, grad);
   }
 }
 
@@ -137,14 +131,33 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
   if (const std::string why = real_refusal(s, options.emulated); !why.empty())
     throw ScenarioError(fmt::format("the real mode cannot run this scenario: {}", why));
   MpiSession mpi;
-  if (mpi.size() != real_ranks(s))
-    throw ScenarioError(
-        fmt::format("a real run of this scenario takes {} MPI ranks (1 server + {} workers); mpirun "
-                    "started {}: run 'mpirun -n {} stalesim real ...', or 'stalesim real ...' alone",
-                    real_ranks(s), real_ranks(s) - 1, mpi.size(), real_ranks(s)));
+  const int32_t shards = s.cluster.servers;
+  if (mpi.size() != real_ranks(s)) {
+    const std::string why = fmt::format(
+        "a real run of this scenario takes {} MPI ranks ({} + {} workers); mpirun started {}: run 'mpirun "
+        "-n {} stalesim real ...', or 'stalesim real ...' alone",
+        real_ranks(s), shards == 1 ? std::string("1 server") : fmt::format("{} server shards", shards),
+        s.cluster.worker_count(), mpi.size(), real_ranks(s));
+    if (mpi.rank() == 0) {
+      fmt::print(stderr, "stalesim: {}\n", why);
+      std::fflush(stderr);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);  // no rank exits before rank 0 has said it
+    RealOutcome refused;
+    refused.bad_input = true;
+    return refused;
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   const DataSplit data = load_data(s);
   WorkerCore core(s, data, plan_run(s));
+  // The server computes no gradient (the workers do): grants hand out the parameters themselves.
+  core.set_run_options(std::nullopt, /*defer_gradients=*/false);
+  const real::Layout layout{shards, core.model().parameter_count()};
+  const bool is_shard = mpi.rank() < shards;
+  if (shards > 1 && is_shard) {  // each server rank keeps its own slice
+    const real::Slice slice = layout.slice(mpi.rank());
+    core.keep_slice(slice.begin, slice.count);
+  }
   // Rank 0 checks its output folder; every rank learns the verdict before anything runs.
   int ok = 1;
   std::string refusal;
@@ -166,34 +179,41 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
   if (::getppid() != launcher) ::raise(SIGTERM);
   std::signal(SIGTERM, real::on_real_signal);
   std::signal(SIGINT, real::on_real_signal);
-  // A ping to every worker first: OpenMPI connects pairs of ranks lazily, on their first message,
-  // which would otherwise delay the first grants.
+  // A ping from every server rank to every rank after it first: OpenMPI connects pairs of ranks
+  // lazily, on their first message, which would otherwise delay the first grants. A rank answers
+  // the server ranks before it in rank order, then pings the ranks after it (server ranks only).
   char ping = 0;
-  if (mpi.rank() == 0) {
-    for (int r = 1; r < mpi.size(); ++r)
+  for (int r = 0; r < std::min(mpi.rank(), shards); ++r) {
+    MPI_Recv(&ping, 1, MPI_BYTE, r, real::kTagParams, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Send(&ping, 1, MPI_BYTE, r, real::kTagPush, MPI_COMM_WORLD);
+  }
+  if (is_shard)
+    for (int r = mpi.rank() + 1; r < mpi.size(); ++r)
       MPI_Sendrecv_replace(&ping, 1, MPI_BYTE, r, real::kTagParams, r, real::kTagPush, MPI_COMM_WORLD,
                            MPI_STATUS_IGNORE);
-  } else {
-    MPI_Recv(&ping, 1, MPI_BYTE, 0, real::kTagParams, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    MPI_Send(&ping, 1, MPI_BYTE, 0, real::kTagPush, MPI_COMM_WORLD);
-  }
   // One time base: rank 0's CLOCK_MONOTONIC origin (the ranks share one host's clock).
   MPI_Barrier(MPI_COMM_WORLD);
   int64_t origin = real::Clock::now().time_since_epoch().count();
   MPI_Bcast(&origin, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
   const real::Clock::time_point epoch{real::Clock::duration(origin)};
   if (mpi.rank() == 0) {
-    real::RealServer server(core, options, epoch);
+    real::RealServer server(core, options, layout, epoch);
     return server.run();
   }
   try {
-    if (core.policy().cache_mode() == CacheMode::kPullEveryIteration)
-      real::run_pull_worker(core, mpi.rank() - 1, options, epoch);
+    if (is_shard)
+      real::run_shard(core, mpi.rank(), options, layout);
+    else if (core.policy().cache_mode() == CacheMode::kPullEveryIteration)
+      real::run_pull_worker(core, layout.worker_of(mpi.rank()), options, layout, epoch);
     else
-      real::run_cache_worker(core, mpi.rank() - 1, options, epoch);
+      real::run_cache_worker(core, layout.worker_of(mpi.rank()), options, layout, epoch);
   } catch (const std::runtime_error& e) {  // the watchdog, a signal, an MPI error: end the job
     const int sig = real::g_signal.load();
-    fmt::print(stderr, "stalesim real: worker {} (rank {}): {}\n", mpi.rank() - 1, mpi.rank(), e.what());
+    if (is_shard)
+      fmt::print(stderr, "stalesim real: server shard {} (rank {}): {}\n", mpi.rank(), mpi.rank(), e.what());
+    else
+      fmt::print(stderr, "stalesim real: worker {} (rank {}): {}\n", layout.worker_of(mpi.rank()), mpi.rank(),
+                 e.what());
     std::fflush(stderr);
     if (sig) _exit(128 + sig);  // mpirun ends the job; rank 0 writes what it measured
     MPI_Abort(MPI_COMM_WORLD, real::kExitFailed);

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 
 #include "sim/output/outputs.hpp"
@@ -25,8 +26,13 @@ std::vector<int32_t> evaluation_indices(const Scenario& s, const DataSplit& d) {
 
 }  // namespace
 
-RealServer::RealServer(WorkerCore& c, const RealOptions& o, Clock::time_point epoch)
-    : PullProtocol(c), opt_(o), epoch_(epoch), slots_(c.workers().size()) {
+RealServer::RealServer(WorkerCore& c, const RealOptions& o, const Layout& l, Clock::time_point epoch)
+    : PullProtocol(c),
+      opt_(o),
+      layout_(l),
+      epoch_(epoch),
+      order_out_(static_cast<size_t>(l.shards)),
+      slots_(c.workers().size()) {
   cache_ = c.policy().cache_mode() != CacheMode::kPullEveryIteration;
   eager_ = c.policy().cache_mode() == CacheMode::kEager;
   bound_ = c.policy().clock_bound().value_or(0);
@@ -39,7 +45,14 @@ void RealServer::params_granted(Worker& w, SimTime sent) {
   h.version = w.read_version;
   h.count = static_cast<int64_t>(w.params.values().size());
   if (opt_.emulated) h.deliver_at_ns = (sent + c_.latency_of(w) + c_.worker_link(w, c_.message_bytes())).ns();
-  send(w.id, pack(h, w.params.values()));
+  send(w.id, pack(h, w.params.values()));  // slice 0 with shards
+  if (layout_.shards > 1) {
+    ShardOrder o;
+    o.kind = ShardOrder::kParams;
+    o.worker = w.id;
+    o.params = h;
+    order(o);
+  }
   s.busy = true;
   s.heard_at = s.granted_at;
 }
@@ -54,7 +67,62 @@ std::optional<double> RealServer::apply_gradient(Worker& w, GradientInfo& info) 
   p.params_at_ns = s.granted_at;
   record_timing(w.id, p, wait, comm, now);
   s.applied_at = now;
+  if (std::isfinite(s.push.loss)) order_apply(w.id, info);  // else the run stops as diverged
   return apply_computed(w, info, s.push.loss, s.grad);
+}
+
+void RealServer::order_apply(int32_t w, const GradientInfo& info) {
+  if (layout_.shards == 1) return;
+  ShardOrder o;
+  o.kind = ShardOrder::kApply;
+  o.worker = w;
+  o.version_read = info.version_read;
+  o.version_apply = info.version_apply;
+  o.staleness = info.staleness;
+  order(o);
+  gathered_now_ = false;
+}
+
+void RealServer::order(const ShardOrder& o) {
+  for (int32_t k = 1; k < layout_.shards; ++k)
+    post(order_out_[static_cast<size_t>(k)], k, kTagOrder, pack(o, {}));
+}
+
+void RealServer::await_gather(int32_t k, std::vector<char>& buf) {
+  await_rank(k, kTagGather, buf, opt_.watchdog_s, fmt::format("server shard {} (rank {})", k, k));
+}
+
+std::span<const float> RealServer::current_params() {
+  if (layout_.shards == 1) return c_.store().peek();
+  if (gathered_now_) return gathered_;
+  ShardOrder o;
+  o.kind = ShardOrder::kGather;
+  order(o);
+  std::vector<float> part(c_.store().peek().begin(), c_.store().peek().end());
+  gathered_.resize(static_cast<size_t>(layout_.params));
+  std::vector<char> buf;
+  for (int32_t k = 0; k < layout_.shards; ++k) {
+    if (k > 0) {
+      await_gather(k, buf);
+      unpack<ShardOrder>(buf, part);  // a header with the count, then the slice
+    }
+    const Slice sl = layout_.slice(k);
+    if (static_cast<int64_t>(part.size()) != sl.count)
+      throw std::runtime_error(
+          fmt::format("server shard {} sent {} parameters, its slice has {}", k, part.size(), sl.count));
+    std::copy(part.begin(), part.end(), gathered_.begin() + sl.begin);
+  }
+  gathered_now_ = true;
+  return gathered_;
+}
+
+void RealServer::stop_shards() {
+  if (layout_.shards == 1) return;
+  ShardOrder o;
+  o.kind = ShardOrder::kStop;
+  order(o);
+  for (auto& q : order_out_)
+    for (auto& out : q) check(MPI_Wait(&out.request, MPI_STATUS_IGNORE), "Wait");
 }
 
 void RealServer::record_timing(int32_t w, const PushHeader& p, int64_t wait, int64_t comm, int64_t now) {
@@ -66,19 +134,22 @@ void RealServer::record_timing(int32_t w, const PushHeader& p, int64_t wait, int
   s.comm_ns += comm;
 }
 
-void RealServer::send(int32_t w, std::vector<char> message) {
-  Slot& s = slots_[static_cast<size_t>(w)];
-  while (!s.out.empty()) {  // let go of the sends that are done
+void RealServer::post(std::deque<Outgoing>& q, int rank, int tag, std::vector<char> message) {
+  while (!q.empty()) {  // let go of the sends that are done
     int done = 0;
-    check(MPI_Test(&s.out.front().request, &done, MPI_STATUS_IGNORE), "Test");
+    check(MPI_Test(&q.front().request, &done, MPI_STATUS_IGNORE), "Test");
     if (!done) break;
-    s.out.pop_front();
+    q.pop_front();
   }
-  Outgoing& o = s.out.emplace_back();
+  Outgoing& o = q.emplace_back();
   o.bytes = std::move(message);
-  check(MPI_Isend(o.bytes.data(), static_cast<int>(o.bytes.size()), MPI_BYTE, w + 1, kTagParams,
-                  MPI_COMM_WORLD, &o.request),
+  check(MPI_Isend(o.bytes.data(), static_cast<int>(o.bytes.size()), MPI_BYTE, rank, tag, MPI_COMM_WORLD,
+                  &o.request),
         "Isend");
+}
+
+void RealServer::send(int32_t w, std::vector<char> message) {
+  post(slots_[static_cast<size_t>(w)].out, layout_.worker_rank(w), kTagParams, std::move(message));
 }
 
 void RealServer::send_stop(int32_t w) {
@@ -99,7 +170,7 @@ bool RealServer::receive_pushes(bool stopping) {
   int from = 0;
   while (try_receive(MPI_ANY_SOURCE, kTagPush, buf, from)) {
     any = true;
-    const auto w = static_cast<int32_t>(from - 1);
+    const int32_t w = layout_.worker_of(from);
     Slot& s = slots_[static_cast<size_t>(w)];
     const PushHeader p = unpack<PushHeader>(buf, grad);
     const int64_t now = since(epoch_);
@@ -118,9 +189,9 @@ bool RealServer::receive_pushes(bool stopping) {
     if (stopping) continue;  // a push after the end is dropped
     Worker& wk = c_.worker(static_cast<size_t>(w));
     // Its size on the emulated wire: the scenario's (a cost architecture sizes every message;
-    // else the model's), which the real bytes equal for a dense model.
+    // else the model's), which the real bytes (of every shard's part) equal for a dense model.
     const int64_t bytes =
-        c_.plan().cost ? c_.message_bytes() : static_cast<int64_t>(buf.size() - sizeof(PushHeader));
+        c_.plan().cost ? c_.message_bytes() : layout_.params * static_cast<int64_t>(sizeof(float));
     c_.count_push(bytes);
     if (cache_) {
       ++s.received;
@@ -148,7 +219,7 @@ void RealServer::schedule_push(Worker& w, const Slot& s, int64_t bytes, int64_t 
 void RealServer::evaluate(uint64_t k) {
   MetricsRow row = c_.take_metrics_row(c_.engine().now());
   if (c_.math())
-    evals_->add(std::move(row), c_.store().peek());
+    evals_->add(std::move(row), current_params());
   else
     c_.complete_metrics(row);
   if (!c_.stopped())
@@ -225,17 +296,24 @@ RealOutcome RealServer::run() {
         on_message(e);  // kPullRequestArrives: the pull protocol's grant
       });
       if (c.stopped()) break;
-      if (opt_.fault && opt_.fault->worker < 0 && c.result().server_updates >= opt_.fault->iteration)
+      if (opt_.fault && opt_.fault->worker < 0 && opt_.fault->shard == 0 &&
+          c.result().server_updates >= opt_.fault->iteration)
         ::raise(opt_.fault->hang ? SIGSTOP : SIGKILL);
       if (now >= limit.ns()) {
         c.result().stop_reason = StopReason::kVirtualTime;
         break;
       }
       if (const auto w = silent_worker(now)) {
+        // With shards the worker may wait for a silent shard's slice: a gather from every shard
+        // (throws SilentRank naming the shard) says which rank is at fault.
+        if (layout_.shards > 1) {
+          gathered_now_ = false;
+          current_params();
+        }
         fail(StopReason::kRankSilent,
              fmt::format("worker {} (rank {}) sent nothing for {:g} s while the server waited for its "
                          "push (the watchdog, --watchdog-s)",
-                         *w, *w + 1, opt_.watchdog_s));
+                         *w, layout_.worker_rank(*w), opt_.watchdog_s));
         break;
       }
       if (worked) {
@@ -259,18 +337,29 @@ RealOutcome RealServer::run() {
         if (receive_pushes(true)) continue;
         if (const auto w = silent_worker(since(epoch_))) {
           fail(StopReason::kRankSilent,
-               fmt::format("worker {} (rank {}) sent nothing for {:g} s at the end of the run", *w, *w + 1,
-                           opt_.watchdog_s));
+               fmt::format("worker {} (rank {}) sent nothing for {:g} s at the end of the run", *w,
+                           layout_.worker_rank(*w), opt_.watchdog_s));
           break;
         }
         backoff.idle(1'000'000);
       }
-      if (!failed_)
+      if (!failed_) {
         for (auto& s : slots_)
           for (auto& o : s.out) check(MPI_Wait(&o.request, MPI_STATUS_IGNORE), "Wait");
+        if (layout_.shards > 1) {  // the final parameters, then the shard ranks end
+          current_params();
+          stop_shards();
+        }
+      }
     }
-  } catch (const std::runtime_error& e) {  // an MPI error: a rank is gone
-    fail(StopReason::kRankFailed, e.what());
+  } catch (const SilentRank& e) {  // a shard rank that did not answer a gather
+    fail(StopReason::kRankSilent, e.what());
+    end = SimTime::from_ns(since(epoch_));
+  } catch (const std::runtime_error& e) {  // an MPI error: a rank is gone (or a signal in a gather)
+    if (const int sig = g_signal.load())
+      fail(StopReason::kInterrupted, signal_detail(sig), kExitInterrupted);
+    else
+      fail(StopReason::kRankFailed, e.what());
     end = SimTime::from_ns(since(epoch_));
   }
   if (end < c.engine().now()) end = c.engine().now();
@@ -296,6 +385,10 @@ void RealServer::finish(SimTime end) {
   RunResult& r = c.result();
   observers_.finish(end);
   policy_records_.finish(end);
+  // Server shards: the parameters gathered last; after a failure (a gather may be what failed)
+  // they may be older than the end, and then the run has no final row of its own.
+  const bool whole = layout_.shards == 1 || gathered_now_;
+  const std::span<const float> params = layout_.shards == 1 ? c.store().peek() : gathered_;
   for (size_t i = 0; i < c.workers().size(); ++i) {
     Worker& w = c.worker(i);
     const Slot& s = slots_[i];
@@ -303,16 +396,17 @@ void RealServer::finish(SimTime end) {
     r.workers.push_back(WorkerStats{w.id, c.profile_of(w), w.iterations, s.compute_ns, s.wait_ns, s.comm_ns});
   }
   r.end_time = end;
-  if (c.needs_final_row(end)) {
+  if (whole && c.needs_final_row(end)) {
     MetricsRow row = c.take_metrics_row(end);
     if (c.math()) {
-      evals_->add(std::move(row), c.store().peek());
+      evals_->add(std::move(row), params);
     } else {
       c.complete_metrics(row);
     }
   }
   evals_->finish();
   c.finish_result();
+  if (layout_.shards > 1) r.final_params.assign(params.begin(), params.end());
   r.policy_facts = policy_records_.take_facts();
   r.decisions_csv = policy_records_.take_decisions_csv();
   r.gradients_csv = gradients_.take();
@@ -336,6 +430,7 @@ RealOutcome RealServer::write(int ranks) {
       {"timing", opt_.emulated ? "emulated" : "measured"},
       {"clock", "wall-clock seconds since the start, in place of virtual seconds"},
       {"ranks", ranks},
+      {"server_shards", layout_.shards},
       {"mpi", lib},
       {"host", host},
       {"waiting", "MPI_Iprobe / MPI_Test polls with 50 to 200 us sleeps (no busy-polling)"}};

@@ -1,7 +1,8 @@
 #pragma once
 // The real mode's server, rank 0 (sim/real/real_run.hpp): the simulator's worker core and pull
-// protocol driven by the wall clock, and the cache modes' server side (real_cache.cpp). Internal
-// to sim/real/; built only with MPI.
+// protocol driven by the wall clock, and the cache modes' server side (real_cache.cpp); with
+// server shards it holds shard 0's slice and orders the other shard ranks (real_shard.cpp).
+// Internal to sim/real/; built only with MPI.
 
 #include <deque>
 #include <memory>
@@ -20,7 +21,8 @@ namespace stalesim::real {
 
 class RealServer final : public PullProtocol, public DirectDelivery {
  public:
-  RealServer(WorkerCore& c, const RealOptions& o, Clock::time_point epoch);
+  // `c` keeps shard 0's slice of the parameters when l.shards > 1 (WorkerCore::keep_slice).
+  RealServer(WorkerCore& c, const RealOptions& o, const Layout& l, Clock::time_point epoch);
 
   // Pull modes: a grant (WorkerCore::grant) sends the parameters to the worker's rank
   // (DirectDelivery: `sent`, when they left the server's link, pads the emulated delivery).
@@ -57,7 +59,19 @@ class RealServer final : public PullProtocol, public DirectDelivery {
     bool parked = false;
   };
 
+  // Lets go of q's completed sends, then sends `message` to `rank` (MPI_Isend, kept in q).
+  static void post(std::deque<Outgoing>& q, int rank, int tag, std::vector<char> message);
   void send(int32_t w, std::vector<char> message);
+  // Server shards: `o` to every shard rank (1..S-1), in the order of the policy's decisions.
+  void order(const ShardOrder& o);
+  // Shard k's next reply to a kGather order (watchdog: a silent shard throws).
+  void await_gather(int32_t k, std::vector<char>& buf);
+  // The parameters now, whole: the store's, or with shards every shard's slice (a gather).
+  std::span<const float> current_params();
+  // Server shards, at the end: the orders still in flight, then kStop to every shard rank.
+  void stop_shards();
+  // Applying w's push with `info`: the shard ranks apply their slices of it (in this order).
+  void order_apply(int32_t w, const GradientInfo& info);
   void send_stop(int32_t w);
   // Receives every push that is there; returns whether there was one.
   bool receive_pushes(bool stopping);
@@ -82,7 +96,13 @@ class RealServer final : public PullProtocol, public DirectDelivery {
   bool cache_expects_push(int32_t w) const;
 
   const RealOptions& opt_;
+  Layout layout_;
   Clock::time_point epoch_;
+  // Server shards: the orders not known to be sent, by shard rank; the parameters gathered last
+  // and whether they are those of the current version (no apply ordered since).
+  std::vector<std::deque<Outgoing>> order_out_;
+  std::vector<float> gathered_;
+  bool gathered_now_ = false;
   bool cache_ = false;  // lazy SSP or ESSP: workers compute from their own copies
   bool eager_ = false;  // ESSP
   int64_t bound_ = 0;   // the cache modes' staleness bound
@@ -98,7 +118,12 @@ class RealServer final : public PullProtocol, public DirectDelivery {
 };
 
 // The worker ranks' loops: pull modes (real_run.cpp) and cache modes (real_cache.cpp).
-void run_pull_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch);
-void run_cache_worker(WorkerCore& c, int32_t id, const RealOptions& opt, Clock::time_point epoch);
+void run_pull_worker(WorkerCore& c, int32_t id, const RealOptions& opt, const Layout& l,
+                     Clock::time_point epoch);
+void run_cache_worker(WorkerCore& c, int32_t id, const RealOptions& opt, const Layout& l,
+                      Clock::time_point epoch);
+// A server shard rank 1..S-1 (real_shard.cpp): `c` keeps that shard's slice; runs rank 0's orders
+// until its kStop.
+void run_shard(WorkerCore& c, int32_t shard, const RealOptions& opt, const Layout& l);
 
 }  // namespace stalesim::real

@@ -1,17 +1,28 @@
 #pragma once
-// The real mode's wire (sim/real/real_run.hpp): the messages between the server (rank 0) and the
-// workers (ranks 1..N), one clock for all ranks, and the polling with sleeps. Internal to
-// sim/real/; built only with MPI.
+// The real mode's wire (sim/real/real_run.hpp): the messages between the server shards (ranks
+// 0..S-1; rank 0 also runs the policy) and the workers (ranks S..S+N-1), one clock for all ranks,
+// and the polling with sleeps. Internal to sim/real/; built only with MPI.
 //
-// Messages (MPI point to point, tag per direction; MPI keeps each pair's order):
+// Messages (MPI point to point, tag per direction; MPI keeps each pair's order). Every message of
+// parameters or of a gradient travels in S parts, one per shard: shard k's slice (shard_slice).
 //  - server -> worker (kTagParams): ParamsHeader + parameters. Pull modes: the grant of the
 //    worker's next clock. Cache modes (lazy SSP, ESSP): a copy stamped with the server clock and
 //    the worker's own pushes it includes; the server sends it when asked (lazy) or after every
-//    rise of the server clock (ESSP's eager push). `stop`: the run is over.
+//    rise of the server clock (ESSP's eager push). `stop`: the run is over. Rank 0 sends the
+//    header that counts and slice 0; each shard rank k its slice, on rank 0's order, with a
+//    header whose other fields are rank 0's. The worker takes rank 0's part, then each shard's.
 //  - worker -> server (kTagPush): PushHeader + gradient. `bye` (cache modes): the worker's answer
 //    to `stop`, its last message, so that the server has received every push before it ends.
+//    The slices for shards 1..S-1 go first (their ranks always take pushes in), slice 0 with the
+//    header that counts last: when rank 0 has a push, every shard's slice of it was sent.
+//  - rank 0 -> shard rank (kTagOrder): ShardOrder, what the shard does, in the order rank 0's
+//    policy decided it (send its slice to a worker, apply a worker's oldest slice with the
+//    server's GradientInfo, send its slice to rank 0, stop). A shard's slice changes only on
+//    rank 0's orders, so at each order it holds exactly rank 0's version.
+//  - shard rank -> rank 0 (kTagGather): its slice, for an evaluation or the final parameters.
 
 #include <time.h>
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -30,6 +41,8 @@ namespace stalesim::real {
 using Clock = std::chrono::steady_clock;
 constexpr int kTagParams = 1;
 constexpr int kTagPush = 2;
+constexpr int kTagOrder = 3;
+constexpr int kTagGather = 4;
 constexpr int kExitFailed = 3;
 constexpr int kExitInterrupted = 130;
 
@@ -59,6 +72,41 @@ struct PushHeader {
   int64_t wait_ns = 0;
   int64_t fetch = 0;
   int64_t bye = 0;
+};
+
+// Rank 0 -> a shard rank: one order (count is 0: no floats follow).
+struct ShardOrder {
+  enum Kind : int64_t { kParams = 1, kApply = 2, kGather = 3, kStop = 4 };
+  int64_t kind = 0;
+  int64_t worker = 0;
+  int64_t count = 0;
+  ParamsHeader params;  // kParams: the header of the worker's message (the shard's slice follows it)
+  // kApply: the server's GradientInfo for the worker's oldest push not yet applied.
+  int64_t version_read = 0;
+  int64_t version_apply = 0;
+  int64_t staleness = 0;
+};
+
+// Shard k's slice of `count` parameters: the simulator's split of a message across the shards
+// (sim/worker/network.cpp splits the bytes evenly, the first shards taking the remainder), in
+// floats.
+struct Slice {
+  int64_t begin = 0;
+  int64_t count = 0;
+};
+inline Slice shard_slice(int64_t count, int32_t shards, int32_t k) {
+  const int64_t base = count / shards;
+  const int64_t extra = count % shards;
+  return {k * base + std::min<int64_t>(k, extra), base + (k < extra ? 1 : 0)};
+}
+
+// Who is where: ranks 0..shards-1 the server shards, then the workers; `params` floats in all.
+struct Layout {
+  int32_t shards = 1;
+  int64_t params = 0;
+  int worker_rank(int32_t w) const { return shards + w; }
+  int32_t worker_of(int rank) const { return rank - shards; }
+  Slice slice(int32_t k) const { return shard_slice(params, shards, k); }
 };
 
 // The signal rank 0 (or a worker) received, 0 for none; set by the handlers in real_run.cpp.
@@ -133,20 +181,67 @@ inline bool try_receive(int source, int tag, std::vector<char>& buf, int& from) 
   return true;
 }
 
-// A worker's wait for the server's next message: polls with sleeps; throws when none came for
-// `watchdog_s` (a dead server, or a server stuck on a dead peer) or on a signal, so that the
-// worker ends instead of hanging (the caller ends the job).
-inline void await_server(std::vector<char>& buf, double watchdog_s) {
+// A rank silent for longer than the watchdog (await_rank).
+struct SilentRank : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A wait for the next message of `tag` from rank `source`: polls with sleeps; throws when none
+// came for `watchdog_s` (a dead rank, or one stuck on a dead peer) or on a signal, so that the
+// waiting rank ends instead of hanging (the caller ends the job). `who` names the source.
+inline void await_rank(int source, int tag, std::vector<char>& buf, double watchdog_s,
+                       const std::string& who) {
   Backoff backoff;
   const auto start = Clock::now();
   int from = 0;
-  while (!try_receive(0, kTagParams, buf, from)) {
-    if (const int sig = g_signal.load())
-      throw std::runtime_error(fmt::format("the worker received signal {}", sig));
+  while (!try_receive(source, tag, buf, from)) {
+    if (const int sig = g_signal.load()) throw std::runtime_error(fmt::format("received signal {}", sig));
     if (std::chrono::duration<double>(Clock::now() - start).count() > watchdog_s)
-      throw std::runtime_error(fmt::format(
-          "the server sent nothing for {:g} s (the watchdog, --watchdog-s): it died or hangs", watchdog_s));
+      throw SilentRank(fmt::format(
+          "{} sent nothing for {:g} s (the watchdog, --watchdog-s): it died or hangs", who, watchdog_s));
     backoff.idle(1'000'000);
+  }
+}
+
+// A worker's wait for the server's next message (rank 0's part).
+inline void await_server(std::vector<char>& buf, double watchdog_s) {
+  await_rank(0, kTagParams, buf, watchdog_s, "the server");
+}
+
+// A worker's message of parameters whose rank-0 part (`part`: slice 0) is in: the other shards'
+// parts, each from its rank, assembled into `values` (all the parameters). A silent shard is rank
+// 0's to judge (its watchdog on this worker, then a gather from every shard: RealServer), so that
+// rank 0 writes what it measured before the job ends; the worker's own limit here, 3 x
+// watchdog_s, is only a backstop.
+inline void receive_slices(const Layout& l, std::vector<float>& part, std::vector<float>& values,
+                           double watchdog_s) {
+  if (l.shards == 1) return values.swap(part);
+  values.resize(static_cast<size_t>(l.params));
+  std::vector<char> buf;
+  for (int32_t k = 0; k < l.shards; ++k) {
+    if (k > 0) {
+      await_rank(k, kTagParams, buf, 3 * watchdog_s, fmt::format("server shard {} (rank {})", k, k));
+      unpack<ParamsHeader>(buf, part);
+    }
+    const Slice s = l.slice(k);
+    if (static_cast<int64_t>(part.size()) != s.count)
+      throw std::runtime_error(
+          fmt::format("server shard {} sent {} parameters, its slice has {}", k, part.size(), s.count));
+    std::copy(part.begin(), part.end(), values.begin() + s.begin);
+  }
+}
+
+// A worker's push: the gradient's slices to shards 1..S-1 (a header with the iteration and the
+// count), then `p` with slice 0 to rank 0.
+inline void send_push(const Layout& l, PushHeader p, std::span<const float> grad) {
+  for (int32_t k = l.shards - 1; k >= 0; --k) {
+    const Slice s = l.slice(k);
+    PushHeader h;
+    if (k == 0) h = p;
+    h.iteration = p.iteration;
+    h.count = s.count;
+    const auto out = pack(h, grad.subspan(static_cast<size_t>(s.begin), static_cast<size_t>(s.count)));
+    check(MPI_Send(out.data(), static_cast<int>(out.size()), MPI_BYTE, k, kTagPush, MPI_COMM_WORLD), "Send");
   }
 }
 

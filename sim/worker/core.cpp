@@ -144,6 +144,18 @@ GradientPool* WorkerCore::start_pool(int threads, bool allowed) {
   return pool_.get();
 }
 
+void WorkerCore::keep_slice(int64_t begin, int64_t count) {
+  if (!math_ || begin < 0 || count < 0 || begin + count > store_->size())
+    throw std::logic_error(fmt::format("keep_slice({}, {}) of {} parameters", begin, count, store_->size()));
+  const std::span<const float> all = store_->peek();
+  auto slice = std::make_unique<ParamStore>(count);
+  std::copy_n(all.begin() + begin, count, slice->write().begin());
+  store_ = std::move(slice);
+  opt_ = std::make_unique<ServerOptimizer>(sc_, clocks_.workers(), count, math_, model_->update_kind());
+  defer_ = false;
+  pending_.clear();
+}
+
 // ---- Time accounting ------------------------------------------------------------------------
 
 // Adds the time since w.state_since to the counter of w's current state.

@@ -97,6 +97,12 @@ class WorkerCore {
   // applied, at most 4 x threads at once. Same gradients, same order of application, so the same
   // outputs whatever the thread count. Returns the pool, or null when none was started.
   GradientPool* start_pool(int threads, bool allowed);
+  // The real mode's server shards (sim/real/real_run.hpp): the server keeps only the parameters
+  // [begin, begin + count) of its initial ones, with a ServerOptimizer (the same rule, momentum
+  // and averaging) sized to them; grants read that slice and apply_to_server takes gradients of
+  // that slice. Versions count as before (one per applied gradient). Turns deferred gradients off.
+  // REQUIRES: a model with math, before the run, no snapshot held.
+  void keep_slice(int64_t begin, int64_t count);
 
   // ---- Links and compute ----
   SimTime worker_link(const Worker& w, int64_t bytes) const { return network_.worker_link(w.group, bytes); }
