@@ -42,14 +42,7 @@ void RealServer::send_copy(Worker& w) {
     h.deliver_at_ns = (sent + c_.latency_of(w) + c_.worker_link(w, bytes)).ns();
   }
   c_.count_pull(bytes);
-  send(w.id, pack(h, copy.values()));  // slice 0 with shards
-  if (layout_.shards > 1) {
-    ShardOrder o;
-    o.kind = ShardOrder::kParams;
-    o.worker = w.id;
-    o.params = h;
-    order(o);
-  }
+  send_params(w.id, h, copy.values());
   s.copy_clock = std::max(s.copy_clock, h.clock);
   s.parked = false;
   s.heard_at = now;  // the watchdog counts from the copy that lets it go on

@@ -45,14 +45,7 @@ void RealServer::params_granted(Worker& w, SimTime sent) {
   h.version = w.read_version;
   h.count = static_cast<int64_t>(w.params.values().size());
   if (opt_.emulated) h.deliver_at_ns = (sent + c_.latency_of(w) + c_.worker_link(w, c_.message_bytes())).ns();
-  send(w.id, pack(h, w.params.values()));  // slice 0 with shards
-  if (layout_.shards > 1) {
-    ShardOrder o;
-    o.kind = ShardOrder::kParams;
-    o.worker = w.id;
-    o.params = h;
-    order(o);
-  }
+  send_params(w.id, h, w.params.values());
   s.busy = true;
   s.heard_at = s.granted_at;
 }
@@ -85,7 +78,7 @@ void RealServer::order_apply(int32_t w, const GradientInfo& info) {
 
 void RealServer::order(const ShardOrder& o) {
   for (int32_t k = 1; k < layout_.shards; ++k)
-    post(order_out_[static_cast<size_t>(k)], k, kTagOrder, pack(o, {}));
+    order_out_[static_cast<size_t>(k)].post(k, kTagOrder, pack(o, {}));
 }
 
 void RealServer::await_gather(int32_t k, std::vector<char>& buf) {
@@ -121,8 +114,7 @@ void RealServer::stop_shards() {
   ShardOrder o;
   o.kind = ShardOrder::kStop;
   order(o);
-  for (auto& q : order_out_)
-    for (auto& out : q) check(MPI_Wait(&out.request, MPI_STATUS_IGNORE), "Wait");
+  for (auto& q : order_out_) q.wait_all();
 }
 
 void RealServer::record_timing(int32_t w, const PushHeader& p, int64_t wait, int64_t comm, int64_t now) {
@@ -134,22 +126,18 @@ void RealServer::record_timing(int32_t w, const PushHeader& p, int64_t wait, int
   s.comm_ns += comm;
 }
 
-void RealServer::post(std::deque<Outgoing>& q, int rank, int tag, std::vector<char> message) {
-  while (!q.empty()) {  // let go of the sends that are done
-    int done = 0;
-    check(MPI_Test(&q.front().request, &done, MPI_STATUS_IGNORE), "Test");
-    if (!done) break;
-    q.pop_front();
-  }
-  Outgoing& o = q.emplace_back();
-  o.bytes = std::move(message);
-  check(MPI_Isend(o.bytes.data(), static_cast<int>(o.bytes.size()), MPI_BYTE, rank, tag, MPI_COMM_WORLD,
-                  &o.request),
-        "Isend");
+void RealServer::send(int32_t w, std::vector<char> message) {
+  slots_[static_cast<size_t>(w)].out.post(layout_.worker_rank(w), kTagParams, std::move(message));
 }
 
-void RealServer::send(int32_t w, std::vector<char> message) {
-  post(slots_[static_cast<size_t>(w)].out, layout_.worker_rank(w), kTagParams, std::move(message));
+void RealServer::send_params(int32_t w, const ParamsHeader& h, std::span<const float> values) {
+  send(w, pack(h, values));  // slice 0 with shards
+  if (layout_.shards == 1) return;
+  ShardOrder o;
+  o.kind = ShardOrder::kParams;
+  o.worker = w;
+  o.params = h;
+  order(o);
 }
 
 void RealServer::send_stop(int32_t w) {
@@ -344,8 +332,7 @@ RealOutcome RealServer::run() {
         backoff.idle(1'000'000);
       }
       if (!failed_) {
-        for (auto& s : slots_)
-          for (auto& o : s.out) check(MPI_Wait(&o.request, MPI_STATUS_IGNORE), "Wait");
+        for (auto& s : slots_) s.out.wait_all();
         if (layout_.shards > 1) {  // the final parameters, then the shard ranks end
           current_params();
           stop_shards();

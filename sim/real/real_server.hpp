@@ -39,12 +39,8 @@ class RealServer final : public PullProtocol, public DirectDelivery {
   std::optional<double> apply_gradient(Worker& w, GradientInfo& info) override;
 
  private:
-  struct Outgoing {
-    std::vector<char> bytes;
-    MPI_Request request = MPI_REQUEST_NULL;
-  };
   struct Slot {
-    std::deque<Outgoing> out;  // sends not known to be complete, oldest first
+    SendQueue out;  // sends not known to be complete, oldest first
     std::vector<float> grad;
     PushHeader push;
     int64_t granted_at = -1, applied_at = -1, heard_at = 0;
@@ -59,9 +55,10 @@ class RealServer final : public PullProtocol, public DirectDelivery {
     bool parked = false;
   };
 
-  // Lets go of q's completed sends, then sends `message` to `rank` (MPI_Isend, kept in q).
-  static void post(std::deque<Outgoing>& q, int rank, int tag, std::vector<char> message);
   void send(int32_t w, std::vector<char> message);
+  // Parameters to w: `h` with `values` (with shards: slice 0), and with shards the order to every
+  // other shard to send w its slice.
+  void send_params(int32_t w, const ParamsHeader& h, std::span<const float> values);
   // Server shards: `o` to every shard rank (1..S-1), in the order of the policy's decisions.
   void order(const ShardOrder& o);
   // Shard k's next reply to a kGather order (watchdog: a silent shard throws).
@@ -100,7 +97,7 @@ class RealServer final : public PullProtocol, public DirectDelivery {
   Clock::time_point epoch_;
   // Server shards: the orders not known to be sent, by shard rank; the parameters gathered last
   // and whether they are those of the current version (no apply ordered since).
-  std::vector<std::deque<Outgoing>> order_out_;
+  std::vector<SendQueue> order_out_;
   std::vector<float> gathered_;
   bool gathered_now_ = false;
   bool cache_ = false;  // lazy SSP or ESSP: workers compute from their own copies

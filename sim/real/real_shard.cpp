@@ -103,7 +103,7 @@ class ShardServer {
         ParamsHeader h = o.params;
         h.count = c_.store().size();
         if (keep_read_) read_[w] = c_.store().read();  // DC-ASGD: what this gradient reads
-        post(out_[w], layout_.worker_rank(static_cast<int32_t>(w)), kTagParams, pack(h, c_.store().peek()));
+        out_[w].post(layout_.worker_rank(static_cast<int32_t>(w)), kTagParams, pack(h, c_.store().peek()));
         return true;
       }
       case ShardOrder::kApply: {
@@ -137,27 +137,8 @@ class ShardServer {
   // The end: every slice sent has reached its worker (each worker takes every part of every
   // message before its stop).
   void finish() {
-    for (auto& q : out_)
-      for (auto& o : q) check(MPI_Wait(&o.request, MPI_STATUS_IGNORE), "Wait");
+    for (auto& q : out_) q.wait_all();
     for (auto& r : read_) r.reset();
-  }
-
-  struct Outgoing {
-    std::vector<char> bytes;
-    MPI_Request request = MPI_REQUEST_NULL;
-  };
-  static void post(std::deque<Outgoing>& q, int rank, int tag, std::vector<char> message) {
-    while (!q.empty()) {
-      int done = 0;
-      check(MPI_Test(&q.front().request, &done, MPI_STATUS_IGNORE), "Test");
-      if (!done) break;
-      q.pop_front();
-    }
-    Outgoing& o = q.emplace_back();
-    o.bytes = std::move(message);
-    check(MPI_Isend(o.bytes.data(), static_cast<int>(o.bytes.size()), MPI_BYTE, rank, tag, MPI_COMM_WORLD,
-                    &o.request),
-          "Isend");
   }
 
   WorkerCore& c_;
@@ -168,7 +149,7 @@ class ShardServer {
   Clock::time_point start_ = Clock::now();
   std::vector<std::deque<std::vector<float>>> pushes_;  // by worker: slices received, not applied
   std::vector<Snapshot> read_;                          // by worker: DC-ASGD's read version
-  std::vector<std::deque<Outgoing>> out_;               // by worker: sends not known to be complete
+  std::vector<SendQueue> out_;                          // by worker: sends not known to be complete
   int64_t applied_ = 0;
 };
 

@@ -28,6 +28,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -146,6 +147,37 @@ inline void check(int rc, const char* what) {
   throw std::runtime_error(
       fmt::format("MPI {} failed: {}", what, std::string(text, static_cast<size_t>(len))));
 }
+
+// Sends to one rank that may still be in flight (MPI_Isend), oldest first, each holding its bytes
+// until MPI says the send is complete. The server's and a shard's sends to each worker.
+class SendQueue {
+ public:
+  // Lets go of the completed sends, then sends `message` to `rank` with `tag`.
+  void post(int rank, int tag, std::vector<char> message) {
+    while (!q_.empty()) {
+      int done = 0;
+      check(MPI_Test(&q_.front().request, &done, MPI_STATUS_IGNORE), "Test");
+      if (!done) break;
+      q_.pop_front();
+    }
+    Outgoing& o = q_.emplace_back();
+    o.bytes = std::move(message);
+    check(MPI_Isend(o.bytes.data(), static_cast<int>(o.bytes.size()), MPI_BYTE, rank, tag, MPI_COMM_WORLD,
+                    &o.request),
+          "Isend");
+  }
+  // Waits until every send is complete.
+  void wait_all() {
+    for (auto& o : q_) check(MPI_Wait(&o.request, MPI_STATUS_IGNORE), "Wait");
+  }
+
+ private:
+  struct Outgoing {
+    std::vector<char> bytes;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  std::deque<Outgoing> q_;
+};
 
 template <class Header>
 std::vector<char> pack(const Header& h, std::span<const float> values) {
