@@ -7,8 +7,9 @@ Usage:
       reads the sweeps tools/reproduce-papers wrote to DIR and writes the claims' raw numbers
       (every seed's value) as JSON to FILE (default DIR/claims.json)
   plots/papers_claims.py merge DIR CLAIMS.json --command CMD
-      writes the DSSP baseline's and DSSP speeds' numbers recorded from DIR (tools/reproduce-papers
-      --only dssp-baseline) into CLAIMS.json, keeping the rest, and appends CMD to its command
+      writes the numbers of every experiment DIR holds (a partial run: tools/reproduce-papers --only
+      dssp-baseline, --only essp-lda, ...) into CLAIMS.json, keeping the others' numbers, and appends
+      CMD to its command
   plots/papers_claims.py table CLAIMS.json
       prints the markdown table (means, spreads and verdicts recomputed from the raw numbers)
   plots/papers_claims.py readme CLAIMS.json README.md
@@ -215,7 +216,8 @@ def essp_raw(root, name):
         for series, slot in lda:
             slot["t_target"].append(next(v[0] for v in series if v[2] >= loglik_target))
     return {"metric": metric, "higher_is_better": metric == "loglik_per_token", "by_s": out,
-            "rmse_target": min(targets) if targets else None, "loglik_target": loglik_target}
+            "rmse_target": min(targets) if targets else None, "loglik_target": loglik_target,
+            "every_s": num(sweep, rows[0], "eval.every_s")}
 
 
 def vap_raw(root):
@@ -756,11 +758,13 @@ def essp_claims(raw):
         every_s("mf", "v_target", f"updates to a test RMSE of {target:g}") if target else UNTESTED, "mf",
         "faster per iteration (figure)")
     lda_target = (ess.get("lda") or {}).get("loglik_target")
+    every = (ess.get("lda") or {}).get("every_s")  # a record from before it was kept: unknown
     add("essp-lda-faster-per-second",
         every_s("lda", "t_target", f"virtual seconds to a log-likelihood per token of {lda_target:.4f} (90% "
                 "of the way from the start to the lowest final value of all runs, below every plateau)")
         if lda_target is not None else UNTESTED, "lda", "faster (figure)",
-        "LDA evaluates every 20 ms of virtual time: the times are multiples of it")
+        f"LDA evaluated every {every * 1000:g} ms of virtual time: the times are multiples of it" if every
+        else "the evaluation interval is not in the record: the times are multiples of it")
     add("essp-vap-impractical", vap_vs_essp(raw), "mf-vap", "impractical (qualitative)",
         "an idealized VAP: the simulator knows for free which updates each worker has received")
     return out
@@ -997,15 +1001,30 @@ def main():
             json.dump(record(root, command), f, indent=1, sort_keys=True)
             f.write("\n")
     elif a[0] == "merge" and len(a) == 5 and a[3] == "--command":
-        # One experiment's numbers into an existing record (the DSSP baseline runs apart from the rest).
+        # A partial run's numbers into an existing record: each experiment DIR holds (its sweeps
+        # ran: not None) replaces the record's; DSSP per cluster, ESSP per workload (essp-lda, ...).
         root, dest, command = a[1], a[2], a[4]
         raw = load(dest)
         raw.pop("source", None)
-        raw["dssp_baseline"], raw["dssp_speeds"] = dssp_baseline_raw(root), dssp_speeds_raw(root)
+        new = record(root, command)
+        merged = []
+        for key, value in new.items():
+            if key in ("dssp", "essp"):
+                for w, v in value.items():
+                    if v is not None:
+                        raw.setdefault(key, {})[w] = v
+                        merged.append(f"{key}-{w}")
+            elif key != "command" and value is not None:
+                raw[key] = value
+                merged.append(key)
+        if not merged:
+            print(f"papers_claims.py: merge: {root} holds no experiment's sweeps", file=sys.stderr)
+            sys.exit(2)
         raw["command"] = f"{raw['command']}; {command}"
         with open(dest, "w") as f:
             json.dump(raw, f, indent=1, sort_keys=True)
             f.write("\n")
+        print(f"papers_claims.py: merged into {dest}: {', '.join(merged)}")
     elif a[0] == "table" and len(a) == 2:
         print(table(load(a[1])))
     elif a[0] in ("readme", "check") and len(a) == 3:
