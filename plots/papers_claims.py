@@ -754,6 +754,10 @@ def essp_claims(raw):
     add("essp-mf-fresher", every_s("mf", "stale", "mean staleness (clocks)"), "mf", "lower staleness (histograms)")
     add("essp-mf-paperlike-fresher", every_s("mf-paperlike", "stale", "mean staleness (clocks)"), "mf-paperlike",
         "lower staleness (histograms)")
+    paperlike = (ess.get("mf-paperlike") or {}).get("rmse_target")
+    add("essp-mf-paperlike-faster-per-second",
+        every_s("mf-paperlike", "t_target", f"virtual seconds to a test RMSE of {paperlike:g} (1.5 x the noise)")
+        if paperlike else UNTESTED, "mf-paperlike", "faster (figure)")
     add("essp-mf-faster-per-iteration",
         every_s("mf", "v_target", f"updates to a test RMSE of {target:g}") if target else UNTESTED, "mf",
         "faster per iteration (figure)")
