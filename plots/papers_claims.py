@@ -779,7 +779,8 @@ def resolution_note(res, lda):
     every = lda.get("every_s")  # a record from before it was kept: unknown
     if not every:
         return "the evaluation interval is not in the record: the times are multiples of it"
-    note = f"LDA evaluated every {every * 1000:g} ms of virtual time: each time is a multiple of it, late by less than one"
+    note = (f"LDA evaluated every {every * 1000:g} ms of virtual time: each time is a multiple of it, "
+            "late by less than one")
     ses = [p["se"] for p in res.get("points", []) if p["se"] is not None]
     if ses:
         rel = "under a third of" if every < min(ses) / 3 else "not small next to"
