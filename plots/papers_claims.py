@@ -7,8 +7,9 @@ Usage:
       reads the sweeps tools/reproduce-papers wrote to DIR and writes the claims' raw numbers
       (every seed's value) as JSON to FILE (default DIR/claims.json)
   plots/papers_claims.py merge DIR CLAIMS.json --command CMD
-      writes the DSSP baseline's and DSSP speeds' numbers recorded from DIR (tools/reproduce-papers
-      --only dssp-baseline) into CLAIMS.json, keeping the rest, and appends CMD to its command
+      writes the numbers of every experiment DIR holds (a partial run: tools/reproduce-papers --only
+      dssp-baseline, --only essp-lda, ...) into CLAIMS.json, keeping the others' numbers, and appends
+      CMD to its command
   plots/papers_claims.py table CLAIMS.json
       prints the markdown table (means, spreads and verdicts recomputed from the raw numbers)
   plots/papers_claims.py readme CLAIMS.json README.md
@@ -215,7 +216,8 @@ def essp_raw(root, name):
         for series, slot in lda:
             slot["t_target"].append(next(v[0] for v in series if v[2] >= loglik_target))
     return {"metric": metric, "higher_is_better": metric == "loglik_per_token", "by_s": out,
-            "rmse_target": min(targets) if targets else None, "loglik_target": loglik_target}
+            "rmse_target": min(targets) if targets else None, "loglik_target": loglik_target,
+            "every_s": num(sweep, rows[0], "eval.every_s")}
 
 
 def vap_raw(root):
@@ -752,18 +754,40 @@ def essp_claims(raw):
     add("essp-mf-fresher", every_s("mf", "stale", "mean staleness (clocks)"), "mf", "lower staleness (histograms)")
     add("essp-mf-paperlike-fresher", every_s("mf-paperlike", "stale", "mean staleness (clocks)"), "mf-paperlike",
         "lower staleness (histograms)")
+    paperlike = (ess.get("mf-paperlike") or {}).get("rmse_target")
+    add("essp-mf-paperlike-faster-per-second",
+        every_s("mf-paperlike", "t_target", f"virtual seconds to a test RMSE of {paperlike:g} (1.5 x the noise)")
+        if paperlike else UNTESTED, "mf-paperlike", "faster (figure)")
     add("essp-mf-faster-per-iteration",
         every_s("mf", "v_target", f"updates to a test RMSE of {target:g}") if target else UNTESTED, "mf",
         "faster per iteration (figure)")
     lda_target = (ess.get("lda") or {}).get("loglik_target")
-    add("essp-lda-faster-per-second",
-        every_s("lda", "t_target", f"virtual seconds to a log-likelihood per token of {lda_target:.4f} (90% "
-                "of the way from the start to the lowest final value of all runs, below every plateau)")
-        if lda_target is not None else UNTESTED, "lda", "faster (figure)",
-        "LDA evaluates every 20 ms of virtual time: the times are multiples of it")
+    lda = every_s("lda", "t_target", f"virtual seconds to a log-likelihood per token of {lda_target:.4f} (90% of "
+                  "the way from the start to the lowest final value of all runs, below every plateau)") \
+        if lda_target is not None else UNTESTED
+    add("essp-lda-faster-per-second", lda, "lda", "faster (figure)", resolution_note(lda, (ess.get("lda") or {})))
+    out[-1]["command"] = "tools/reproduce-papers --only essp-lda"
     add("essp-vap-impractical", vap_vs_essp(raw), "mf-vap", "impractical (qualitative)",
         "an idealized VAP: the simulator knows for free which updates each worker has received")
     return out
+
+
+def resolution_note(res, lda):
+    """What the evaluation interval does to the LDA times (issue 29 point 8): each seed's time is the
+    first evaluation at or past the level, so it is late by less than one interval; against the
+    points' standard errors, whether that can decide a verdict."""
+    every = lda.get("every_s")  # a record from before it was kept: unknown
+    if not every:
+        return "the evaluation interval is not in the record: the times are multiples of it"
+    note = (f"LDA evaluated every {every * 1000:g} ms of virtual time: each time is a multiple of it, "
+            "late by less than one")
+    ses = [p["se"] for p in res.get("points", []) if p["se"] is not None]
+    if ses:
+        rel = "under a third of" if every < min(ses) / 3 else "not small next to"
+        note += (f"; the interval is {rel} every point's standard error (the smallest {min(ses) * 1000:.3g} ms)"
+                 + (", so the spread over seeds, not the resolution, decides the verdict" if every < min(ses) / 3
+                    else ", so the resolution may decide the verdict"))
+    return note
 
 
 def vap_vs_essp(raw):
@@ -977,6 +1001,12 @@ def selftest():
         expect(verify(f"{BEGIN}\n{row(bad)}\n{END}", "bad") is not None, f"verify accepted {bad}")
     expect(verify(f"{BEGIN}\n{row(dict(ok, points=[]))}\n{END}", "bad") is not None,
            "verify accepted a verdict without points")
+    # The LDA row's resolution note (issue 29 point 8): an interval small next to every standard
+    # error leaves the verdict to the seeds; one as large as a standard error may decide it.
+    res = {"points": [point("s=1", 0.02, 0.008), point("s=2", 0.01, 0.009)]}
+    expect("not the resolution, decides" in resolution_note(res, {"every_s": 0.002}), "2 ms read as deciding")
+    expect("may decide" in resolution_note(res, {"every_s": 0.02}), "20 ms read as not deciding")
+    expect("not in the record" in resolution_note(res, {}), "a record without its interval")
     for f in failures:
         print(f"papers_claims.py selftest: FAIL: {f}", file=sys.stderr)
     if failures:
@@ -997,15 +1027,30 @@ def main():
             json.dump(record(root, command), f, indent=1, sort_keys=True)
             f.write("\n")
     elif a[0] == "merge" and len(a) == 5 and a[3] == "--command":
-        # One experiment's numbers into an existing record (the DSSP baseline runs apart from the rest).
+        # A partial run's numbers into an existing record: each experiment DIR holds (its sweeps
+        # ran: not None) replaces the record's; DSSP per cluster, ESSP per workload (essp-lda, ...).
         root, dest, command = a[1], a[2], a[4]
         raw = load(dest)
         raw.pop("source", None)
-        raw["dssp_baseline"], raw["dssp_speeds"] = dssp_baseline_raw(root), dssp_speeds_raw(root)
+        new = record(root, command)
+        merged = []
+        for key, value in new.items():
+            if key in ("dssp", "essp"):
+                for w, v in value.items():
+                    if v is not None:
+                        raw.setdefault(key, {})[w] = v
+                        merged.append(f"{key}-{w}")
+            elif key != "command" and value is not None:
+                raw[key] = value
+                merged.append(key)
+        if not merged:
+            print(f"papers_claims.py: merge: {root} holds no experiment's sweeps", file=sys.stderr)
+            sys.exit(2)
         raw["command"] = f"{raw['command']}; {command}"
         with open(dest, "w") as f:
             json.dump(raw, f, indent=1, sort_keys=True)
             f.write("\n")
+        print(f"papers_claims.py: merged into {dest}: {', '.join(merged)}")
     elif a[0] == "table" and len(a) == 2:
         print(table(load(a[1])))
     elif a[0] in ("readme", "check") and len(a) == 3:
