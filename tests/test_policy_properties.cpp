@@ -424,7 +424,8 @@ TEST_CASE("fetch-every (CONTRIBUTING.md's data-flow example): a worker reads new
     }
     REQUIRE(read.size() == 4);
     int64_t gradients = 0, changes = 0;
-    for (const auto& [w, v] : read) {
+    for (const auto& [worker, v] : read) {
+      const int w = worker;  // a copy: clang 14 cannot capture a structured binding (CAPTURE does)
       CAPTURE(w);
       for (size_t j = 0; j < v.size(); ++j) {
         CHECK(v[j] == v[j - j % 3]);
