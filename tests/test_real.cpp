@@ -344,60 +344,54 @@ TEST_CASE("the real mode's errors: wrong rank count, no mpirun, a refused scenar
   }
 }
 
-TEST_CASE("a worker rank that dies mid-run: exit 3, no rank left behind") {
-  Scratch t("death", "real");
+namespace {
+
+// A real run with a fault injected (STALESIM_REAL_INJECT_FAULT=FAULT): exit 3, no `done` marker,
+// and no process left that names the run folder. The caller checks the rest.
+Outcome faulty_real_run(const Scratch& t, const std::string& args, const std::string& fault) {
   const std::string out = (t.path / "r").string();
-  const Outcome r =
-      run_cli("real " + kScenario + " --quiet --out " + out, "STALESIM_REAL_INJECT_FAULT=1:5:kill ");
-  CHECK(r.code == 3);
+  const Outcome r = run_cli("real " + kScenario + args + " --quiet --out " + out,
+                            "STALESIM_REAL_INJECT_FAULT=" + fault + " ");
   INFO(r.err);
+  CHECK(r.code == 3);
   CHECK_FALSE(fs::exists(t.path / "r" / "done"));
   CHECK(processes_naming(out) == 0);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a worker rank that dies mid-run: exit 3, no rank left behind") {
+  Scratch t("death", "real");
+  faulty_real_run(t, "", "1:5:kill");
 }
 
 TEST_CASE("a server shard rank that dies mid-run: exit 3, no rank left behind") {
   Scratch t("shard-death", "real");
-  const std::string out = (t.path / "r").string();
-  const Outcome r = run_cli("real " + kScenario + " --set cluster.servers=2 --quiet --out " + out,
-                            "STALESIM_REAL_INJECT_FAULT=shard:1:5:kill ");
-  CHECK(r.code == 3);
-  INFO(r.err);
-  CHECK_FALSE(fs::exists(t.path / "r" / "done"));
-  CHECK(processes_naming(out) == 0);
+  faulty_real_run(t, " --set cluster.servers=2", "shard:1:5:kill");
 }
 
 // The workers wait for the hung shard's slices, and rank 0 for their pushes: rank 0's watchdog, then
 // a gather from every shard, names the shard, and rank 0 writes what it measured before the job ends.
 TEST_CASE("a server shard rank that hangs: the server's watchdog names it and ends the job (exit 3)") {
   Scratch t("shard-hang", "real");
-  const std::string out = (t.path / "r").string();
-  const Outcome r =
-      run_cli("real " + kScenario + " --set cluster.servers=2 --quiet --watchdog-s 1 --out " + out,
-              "STALESIM_REAL_INJECT_FAULT=shard:1:5:stop ");
-  CHECK(r.code == 3);
+  const Outcome r = faulty_real_run(t, " --set cluster.servers=2 --watchdog-s 1", "shard:1:5:stop");
   CHECK(r.err.find("rank_silent: server shard 1 (rank 1) sent nothing for 1 s") != std::string::npos);
   REQUIRE(fs::exists(t.path / "r" / "summary.json"));
-  CHECK_FALSE(fs::exists(t.path / "r" / "done"));
   const auto s = summary_of(t.path / "r");
   CHECK(s["status"] == "interrupted");
   CHECK(s["stop_reason"] == "rank_silent");
-  CHECK(processes_naming(out) == 0);
 }
 
 TEST_CASE("a worker rank that hangs: the watchdog writes what was measured and ends every rank (exit 3)") {
   Scratch t("hang", "real");
-  const std::string out = (t.path / "r").string();
-  const Outcome r = run_cli("real " + kScenario + " --quiet --watchdog-s 1 --out " + out,
-                            "STALESIM_REAL_INJECT_FAULT=0:5:stop ");
-  CHECK(r.code == 3);
+  const Outcome r = faulty_real_run(t, " --watchdog-s 1", "0:5:stop");
   CHECK(r.err.find("rank_silent: worker 0 (rank 1) sent nothing for 1 s") != std::string::npos);
   REQUIRE(fs::exists(t.path / "r" / "summary.json"));
-  CHECK_FALSE(fs::exists(t.path / "r" / "done"));
   const auto s = summary_of(t.path / "r");
   CHECK(s["status"] == "interrupted");
   CHECK(s["stop_reason"] == "rank_silent");
   CHECK(s["server_updates"].get<int64_t>() >= 5);
-  CHECK(processes_naming(out) == 0);
 }
 
 namespace {
