@@ -107,6 +107,8 @@ def dssp_policies(sweep, rows=None):
         "lr": sweep.cell(rows[0], "optimizer.lr"),
         "length": num(sweep, rows[0], "stop.virtual_time_s"),
         "every_s": num(sweep, rows[0], "eval.every_s"),
+        "updates": [num(sweep, r, "server_updates") for r in rows],
+        "stale": [num(sweep, r, "staleness_mean") for r in rows],
         "hash": [sweep.cell(r, "result_hash") for r in rows],
         "gap": [sweep.summary(r).get("max_clock_gap") for r in rows],
     } for label, rows in out.items()}
@@ -534,8 +536,16 @@ def dssp_claims(raw):
         base_note = ""
 
     readings = hetero_results(het)
+    notes = dict(HETERO_NOTES)
+    b, u = (het or {}).get("dssp(3)"), (het or {}).get("dssp(3) unbounded")
+    if b and u and b.get("updates") and u.get("updates"):  # what the unbounded reading does differently
+        notes["dssp-much-earlier-ssp15"] += (
+            f"; in the run's {u['length']:g} s unbounded applies {mean(u['updates']) / mean(b['updates']):.2f}x "
+            f"bounded's updates (ASP {mean(het['asp']['updates']) / mean(b['updates']):.2f}x), at mean staleness "
+            f"{mean(u['stale']):.1f} against {mean(b['stale']):.1f} (ASP {mean(het['asp']['stale']):.1f})"
+            if "asp" in het and het["asp"].get("updates") else "")
     for cid, paper in HETERO_ROWS:
-        note = "; ".join(x for x in (HETERO_NOTES.get(cid, ""), base_note if cid in TIMED else "") if x)
+        note = "; ".join(x for x in (notes.get(cid, ""), base_note if cid in TIMED else "") if x)
         add(cid, paper, readings.get(cid, UNTESTED), note if cid in readings else "")
     if need(het, "asp", "bsp"):
         a, b = het["asp"]["acc"], het["bsp"]["acc"]
@@ -551,6 +561,10 @@ def dssp_claims(raw):
         _, ours, spread_ = faster("", hom["dssp(3)"], hom["ssp(15)"])
         extra = (f"; the same result hash in every seed, largest clock gap {max(gaps)} < s_L = 3"
                  if same and gaps and max(gaps) < 3 else "")
+        u = hom.get("dssp(3) unbounded")
+        if u:  # the unbounded reading (P11): the same runs again where it picked the same rate
+            extra += ("; unbounded the same runs too (the same result hashes)" if u.get("hash") == hom["ssp(15)"].get("hash")
+                      else f"; unbounded {mean(censored(u)):.1f} s (lr {u['lr']})")
         add("dssp-homo-slightly-better", "slightly better (qualitative)", untestable(ours + extra, spread_))
     else:
         add("dssp-homo-slightly-better", "slightly better (qualitative)", UNTESTED)
