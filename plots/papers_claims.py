@@ -14,9 +14,11 @@ Usage:
       prints the markdown table (means, spreads and verdicts recomputed from the raw numbers)
   plots/papers_claims.py readme CLAIMS.json README.md
       replaces README.md's block between the markers <!-- claims:begin --> and <!-- claims:end -->
-      (and the DSSP speeds table between <!-- dssp-speeds:begin --> and <!-- dssp-speeds:end -->)
+      (and the DSSP speeds table between <!-- dssp-speeds:begin --> and <!-- dssp-speeds:end -->, and
+      the DSSP claim rows at other network speeds between <!-- dssp-claim-speeds:begin --> and
+      <!-- dssp-claim-speeds:end -->)
   plots/papers_claims.py check CLAIMS.json README.md
-      exits 1 (naming the first differing line) when README.md's block is not the table of CLAIMS.json
+      exits 1 (naming the first differing line) when README.md's blocks are not the tables of CLAIMS.json
 
   plots/papers_claims.py verify README.md
       exits 1 when a verdict of README.md's claim table is not the one the rule gives from the
@@ -91,25 +93,47 @@ def open_sweep(root, name):
     return sr.Sweep(path) if os.path.isfile(os.path.join(path, "sweep.csv")) else None
 
 
-def dssp_raw(root, cluster):
-    """{label: {"time": [...], "acc": [...], "lr": str, "length": s}} of the final (test-set) sweep."""
-    sweep = open_sweep(root, f"dssp-{cluster}")
-    if sweep is None:
-        return None
+def dssp_policies(sweep, rows=None):
+    """{label: {"time": [...], "acc": [...], "lr": str, "length": s, ...}} of a sweep of the dssp
+    experiment's policies, one entry per policy (labels of policy_label: 'dssp(3)' is the bounded
+    reading, 'dssp(3) unbounded' the unbounded one, P11)."""
     out = {}
-    for (kind, s), rows in rows_by(sweep, "policy.type", "policy.staleness").items():
-        label = kind + (f"({s})" if kind in ("ssp", "dssp") else "")
-        length = num(sweep, rows[0], "stop.virtual_time_s")
-        times = [num(sweep, r, "time_to_target_s") for r in rows]
-        out[label] = {
-            "time": [t if sr.finite(t) else None for t in times],
-            "acc": [num(sweep, r, "final_test_accuracy") for r in rows],
-            "lr": sweep.cell(rows[0], "optimizer.lr"),
-            "length": length,
-            "hash": [sweep.cell(r, "result_hash") for r in rows],
-            "gap": [sweep.summary(r).get("max_clock_gap") for r in rows],
-        }
-    return out
+    for r in sweep.rows if rows is None else rows:
+        if sweep.ok(r):
+            out.setdefault(policy_label(sweep, r), []).append(r)
+    return {label: {
+        "time": [t if sr.finite(t) else None for t in (num(sweep, r, "time_to_target_s") for r in rows)],
+        "acc": [num(sweep, r, "final_test_accuracy") for r in rows],
+        "lr": sweep.cell(rows[0], "optimizer.lr"),
+        "length": num(sweep, rows[0], "stop.virtual_time_s"),
+        "every_s": num(sweep, rows[0], "eval.every_s"),
+        "updates": [num(sweep, r, "server_updates") for r in rows],
+        "stale": [num(sweep, r, "staleness_mean") for r in rows],
+        "hash": [sweep.cell(r, "result_hash") for r in rows],
+        "gap": [sweep.summary(r).get("max_clock_gap") for r in rows],
+    } for label, rows in out.items()}
+
+
+def dssp_raw(root, cluster):
+    """The final (test-set) sweep dssp-CLUSTER: dssp_policies()."""
+    sweep = open_sweep(root, f"dssp-{cluster}")
+    return None if sweep is None else dssp_policies(sweep)
+
+
+def dssp_hetero_speeds_raw(root):
+    """The heterogeneous cluster's claim runs at other network speeds (P11): {"GBPS": dssp_policies()}
+    of the sweeps dssp-hetero-speeds (25, 100 Gbit/s) and dssp-hetero-speeds-1g (1 Gbit/s)."""
+    out = {}
+    for name in ("dssp-hetero-speeds-1g", "dssp-hetero-speeds"):
+        sweep = open_sweep(root, name)
+        if sweep is None:
+            continue
+        by_bw = {}
+        for r in sweep.rows:
+            by_bw.setdefault(f"{sr.number(sweep.cell(r, 'cluster.network.bandwidth_gbps')):g}", []).append(r)
+        for bw, rows in by_bw.items():
+            out[bw] = dssp_policies(sweep, rows)
+    return out or None
 
 
 def policy_label(sweep, row):
@@ -342,6 +366,7 @@ def record(root, command):
         "dssp": {c: dssp_raw(root, c) for c in ("hetero", "homo")},
         "dssp_baseline": dssp_baseline_raw(root),
         "dssp_speeds": dssp_speeds_raw(root),
+        "dssp_hetero_speeds": dssp_hetero_speeds_raw(root),
         "fasgd_lambda": fasgd_raw(root),
         "fasgd_mu_lambda": mulambda_raw(root),
         "bfasgd": bfasgd_raw(root),
@@ -360,6 +385,9 @@ def record(root, command):
 PROTOCOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "papers-protocol.json")
 VERDICTS = ("reproduced", "contradicted", "inconclusive")
 EVERY, SOME = "every point", "some setting, every part"
+# A claim measured in several readings of a policy (DSSP's grant, P11): the points are labelled
+# 'READING ...', and each reading gets its own verdict over its points, by EVERY.
+PER = "per reading, every point"
 UNTESTED = {"verdict": "untested", "ours": "not run", "spread": "", "points": [], "mode": ""}
 
 
@@ -382,7 +410,13 @@ def point(label, d, se):
 def combine(points, mode=EVERY):
     """EVERY: reproduced when every point is, contradicted when one is. SOME: points labelled
     'SETTING PART'; a setting reproduces when all its parts do and contradicts when one part does;
-    the claim reproduces when some setting does, contradicts when every setting does."""
+    the claim reproduces when some setting does, contradicts when every setting does. PER: points
+    labelled 'READING ...'; one verdict per reading, by EVERY over its points: 'R1: v1; R2: v2'."""
+    if mode == PER:
+        readings = {}
+        for p in points:
+            readings.setdefault(p["label"].split(" ", 1)[0], []).append(p)
+        return "; ".join(f"{r}: {combine(pts)}" for r, pts in readings.items())
     if mode == SOME:
         settings = {}
         for p in points:
@@ -442,6 +476,51 @@ def fnum(x):
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:.4f}"
 
 
+# The heterogeneous cluster's DSSP claim rows: (id, the paper's number). Rows 2, 3, 4 and 6 give a
+# verdict per reading of DSSP's grant (P11): bounded ('dssp(3)') and unbounded ('dssp(3) unbounded').
+HETERO_ROWS = (("dssp-much-earlier-ssp15", "3046.3 s vs 7255.6 s (ratio 0.42)"),
+               ("dssp-earlier-ssp3", "earlier (qualitative)"),
+               ("dssp-much-earlier-bsp", "much earlier (qualitative)"),
+               ("dssp-higher-accuracy", "higher accuracy (qualitative)"))
+TIMED = {"dssp-much-earlier-ssp15": ("ssp(15)", True), "dssp-earlier-ssp3": ("ssp(3)", False),
+         "dssp-much-earlier-bsp": ("bsp", True)}  # id: (the policy DSSP is timed against, 'much')
+READINGS = (("bounded", "dssp(3)"), ("unbounded", "dssp(3) unbounded"))
+HETERO_NOTES = {"dssp-much-earlier-ssp15":
+                "cause: under a steady speed gap bounded DSSP(3, 12) applies the gradients of SSP(15) "
+                "(tests/test_dssp_equivalence.cpp); unbounded, the paper's pseudo-code read literally "
+                "(policy.dssp_grant unbounded, P11), has no cumulative cap and ASP's throughput"}
+
+
+def hetero_results(het):
+    """{row id: result} of rows 2, 3, 4 and 6 on one record of the heterogeneous cluster's policies
+    (the shipped 10 Gbit/s, or another speed: P11), one verdict per reading present (PER)."""
+    if not het:
+        return {}
+    readings = [(name, key) for name, key in READINGS if key in het]
+    out = {}
+    for cid, (other, much) in TIMED.items():
+        if not readings or other not in het:
+            continue
+        pts, ours, spreads = [], [], []
+        for name, key in readings:
+            p, o, s = faster(f"{name} vs {other}", het[key], het[other], much)
+            pts.append(p)
+            ours.append(f"{name}: {o}")
+            spreads.append(f"{name}: {s}")
+        out[cid] = result(pts, "; ".join(ours), "; ".join(spreads), PER)
+    if readings and all(k in het for k in ("ssp(15)", "bsp")):
+        acc = {k: het[k]["acc"] for k in ("ssp(15)", "bsp")}
+        pts = [less(f"{name} vs {k}", acc[k], het[key]["acc"])  # higher: d = dssp - other
+               for name, key in readings for k in ("ssp(15)", "bsp")]
+        mine = [(f"DSSP {name}", het[key]) for name, key in readings]
+        shown = mine + [("SSP(15)", het["ssp(15)"]), ("BSP", het["bsp"])]
+        out["dssp-higher-accuracy"] = result(
+            pts, "final accuracy: " + ", ".join(f"{n} {fnum(mean(v['acc']))}" for n, v in shown) +
+            " (lr " + ", ".join(v["lr"] for _, v in shown) + ")",
+            "sd " + ", ".join(f"{sd(v['acc']):.2g}" for _, v in shown) + f" ({len(het['bsp']['acc'])} seeds)", PER)
+    return out
+
+
 def dssp_claims(raw):
     het, hom = (raw.get("dssp") or {}).get("hetero"), (raw.get("dssp") or {}).get("homo")
     need = lambda d, *k: d is not None and all(x in d for x in k)  # noqa: E731
@@ -456,19 +535,18 @@ def dssp_claims(raw):
     else:
         base_note = ""
 
-    def timed(cid, paper, other, much, note=""):
-        if not need(het, "dssp(3)", other):
-            return add(cid, paper, UNTESTED)
-        note = "; ".join(x for x in (note, base_note) if x)
-        p, ours, spread_ = faster(f"vs {other}", het["dssp(3)"], het[other], much)
-        add(cid, paper, result([p], ours, spread_), note)
-
-    timed("dssp-much-earlier-ssp15", "3046.3 s vs 7255.6 s (ratio 0.42)", "ssp(15)", True,
-          "cause: under a steady speed gap bounded DSSP(3, 12) applies the gradients of SSP(15) "
-          "(tests/test_dssp_equivalence.cpp); the paper's pseudo-code read literally (policy.dssp_grant "
-          "unbounded) reaches ASP's throughput, measured so far without training (the DSSP section below)")
-    timed("dssp-earlier-ssp3", "earlier (qualitative)", "ssp(3)", False)
-    timed("dssp-much-earlier-bsp", "much earlier (qualitative)", "bsp", True)
+    readings = hetero_results(het)
+    notes = dict(HETERO_NOTES)
+    b, u = (het or {}).get("dssp(3)"), (het or {}).get("dssp(3) unbounded")
+    if b and u and b.get("updates") and u.get("updates"):  # what the unbounded reading does differently
+        notes["dssp-much-earlier-ssp15"] += (
+            f"; in the run's {u['length']:g} s unbounded applies {mean(u['updates']) / mean(b['updates']):.2f}x "
+            f"bounded's updates (ASP {mean(het['asp']['updates']) / mean(b['updates']):.2f}x), at mean staleness "
+            f"{mean(u['stale']):.1f} against {mean(b['stale']):.1f} (ASP {mean(het['asp']['stale']):.1f})"
+            if "asp" in het and het["asp"].get("updates") else "")
+    for cid, paper in HETERO_ROWS:
+        note = "; ".join(x for x in (notes.get(cid, ""), base_note if cid in TIMED else "") if x)
+        add(cid, paper, readings.get(cid, UNTESTED), note if cid in readings else "")
     if need(het, "asp", "bsp"):
         a, b = het["asp"]["acc"], het["bsp"]["acc"]
         add("dssp-asp-lower-accuracy", "lower final accuracy (qualitative)",
@@ -476,16 +554,6 @@ def dssp_claims(raw):
                    f"(lr {het['asp']['lr']} vs {het['bsp']['lr']})", f"sd {sd(a):.2g} and {sd(b):.2g} ({len(a)} seeds)"))
     else:
         add("dssp-asp-lower-accuracy", "lower final accuracy (qualitative)", UNTESTED)
-    if need(het, "dssp(3)", "ssp(15)", "bsp"):
-        acc = {k: het[k]["acc"] for k in ("dssp(3)", "ssp(15)", "bsp")}
-        pts = [less(f"vs {k}", acc[k], acc["dssp(3)"]) for k in ("ssp(15)", "bsp")]  # higher: d = dssp - other
-        add("dssp-higher-accuracy", "higher accuracy (qualitative)",
-            result(pts, "final accuracy: DSSP " + fnum(mean(acc["dssp(3)"])) + ", SSP(15) " + fnum(mean(acc["ssp(15)"])) +
-                   ", BSP " + fnum(mean(acc["bsp"])) + f" (lr {het['dssp(3)']['lr']}, {het['ssp(15)']['lr']}, "
-                   f"{het['bsp']['lr']})", "sd " + ", ".join(f"{sd(v):.2g}" for v in acc.values()) +
-                   f" ({len(acc['bsp'])} seeds)"))
-    else:
-        add("dssp-higher-accuracy", "higher accuracy (qualitative)", UNTESTED)
     same = need(hom, "dssp(3)", "ssp(15)") and hom["dssp(3)"].get("hash") and \
         hom["dssp(3)"]["hash"] == hom["ssp(15)"].get("hash")
     gaps = [g for g in (hom or {}).get("dssp(3)", {}).get("gap", []) if g is not None]
@@ -493,6 +561,10 @@ def dssp_claims(raw):
         _, ours, spread_ = faster("", hom["dssp(3)"], hom["ssp(15)"])
         extra = (f"; the same result hash in every seed, largest clock gap {max(gaps)} < s_L = 3"
                  if same and gaps and max(gaps) < 3 else "")
+        u = hom.get("dssp(3) unbounded")
+        if u:  # the unbounded reading (P11): the same runs again where it picked the same rate
+            extra += ("; unbounded the same runs too (the same result hashes)" if u.get("hash") == hom["ssp(15)"].get("hash")
+                      else f"; unbounded {mean(censored(u)):.1f} s (lr {u['lr']})")
         add("dssp-homo-slightly-better", "slightly better (qualitative)", untestable(ours + extra, spread_))
     else:
         add("dssp-homo-slightly-better", "slightly better (qualitative)", UNTESTED)
@@ -567,6 +639,44 @@ def speeds_table(raw):
         lines.append(f"| {g:g} | {b['every_s']:g} s | " + " | ".join(cells) +
                      f" | d {p['d']:+.4g}, SE {show(p['se'])}: {ahead} |")
     lines.append(SPEEDS_END)
+    return "\n".join(lines)
+
+
+CLAIM_SPEEDS_BEGIN, CLAIM_SPEEDS_END = "<!-- dssp-claim-speeds:begin -->", "<!-- dssp-claim-speeds:end -->"
+
+
+def hetero_by_speed(raw):
+    """{Gbit/s: the heterogeneous cluster's policies}: the shipped 10 Gbit/s (raw["dssp"]["hetero"])
+    and the other speeds of P11 (raw["dssp_hetero_speeds"]), slowest first."""
+    out = dict((raw.get("dssp_hetero_speeds") or {}))
+    het = (raw.get("dssp") or {}).get("hetero")
+    if het:
+        out.setdefault("10", het)
+    return dict(sorted(out.items(), key=lambda kv: float(kv[0])))
+
+
+def claim_speeds_table(raw):
+    """The DSSP claim rows 2, 3, 4 and 6 at every network speed run (P11), a verdict per reading,
+    by the rule (README, under the claim table; `verify` re-derives its verdicts too)."""
+    protocol = load_protocol()
+    number = {c["id"]: i for i, c in enumerate(protocol["claims"], 1)}
+    lines = [CLAIM_SPEEDS_BEGIN,
+             "Generated by `plots/papers_claims.py readme` from `" + raw.get("source", "claims.json") + "` "
+             "(`dssp.hetero` at 10 Gbit/s, `dssp_hetero_speeds` at the others: protocol change P11); "
+             "`ctest -R papers_claims` checks it against both and every verdict against the rule.",
+             "",
+             "| # | Gbit/s | run, evaluated every | ours | per point: d, SE, verdict | verdict per reading |",
+             "|---|---|---|---|---|---|"]
+    speeds = {bw: hetero_results(het) for bw, het in hetero_by_speed(raw).items()}
+    for cid, _ in HETERO_ROWS:
+        for bw, results in speeds.items():
+            if cid in results:
+                any_ = next(iter(hetero_by_speed(raw)[bw].values()))
+                run = f"{any_['length']:g} s" + (f", every {any_['every_s']:g} s" if any_.get("every_s") else "")
+                res = results[cid]
+                lines.append(f"| {number[cid]} | {bw} | {run} | {res['ours']} | {points_cell(res)} | "
+                             f"**{res['verdict']}** |")
+    lines.append(CLAIM_SPEEDS_END)
     return "\n".join(lines)
 
 
@@ -889,37 +999,50 @@ POINT = re.compile(r"^(.+): d ([-+]?(?:[0-9.]+(?:e[-+]?[0-9]+)?|nan|inf)), SE (n
 
 
 def verify(text, path):
-    """Re-derives every verdict of the claim table in text from the differences and standard errors
-    it prints, by the rule; returns the first disagreement, or None. Independent of the JSON: the
+    """Re-derives every verdict of the claim table in text (and of the DSSP claim rows at other
+    network speeds, where README holds that block) from the differences and standard errors it
+    prints, by the rule; returns the first disagreement, or None. Independent of the JSON: the
     table must be right by its own numbers."""
     i, j = block_of(text, path)
     rows = [r for r in text[i:j].splitlines() if re.match(r"^\| [0-9]+ \|", r)]
     if not rows:
         return f"{path}: the claim table has no rows"
+    wrong = verify_rows(rows, f"{path}: row", 11, 7, 8)
+    if wrong is None and CLAIM_SPEEDS_BEGIN in text and CLAIM_SPEEDS_END in text:
+        k, m = text.index(CLAIM_SPEEDS_BEGIN), text.index(CLAIM_SPEEDS_END)
+        rows = [r for r in text[k:m].splitlines() if re.match(r"^\| [0-9]+ \|", r)]
+        wrong = verify_rows(rows, f"{path}: DSSP claim rows at other speeds: row", 6, 4, 5) if rows else \
+            f"{path}: the DSSP claim rows at other speeds have no rows"
+    return wrong
+
+
+def verify_rows(rows, where, ncells, ipts, iverdict):
+    """The first row (of ncells cells) whose verdict (cell iverdict) is not the rule's from its
+    points (cell ipts), or None."""
     for r in rows:
         cells = [c.strip() for c in r.strip().strip("|").split(" | ")]
-        if len(cells) != 11:
-            return f"{path}: row {cells[0]}: {len(cells)} cells, expected 11"
-        num, pts_cell, verdict = cells[0], cells[7], cells[8].strip("*")
+        if len(cells) != ncells:
+            return f"{where} {cells[0]}: {len(cells)} cells, expected {ncells}"
+        num, pts_cell, verdict = cells[0], cells[ipts], cells[iverdict].strip("*")
         if pts_cell == "-":
             if verdict not in ("untestable here", "untested"):
-                return f"{path}: row {num}: verdict '{verdict}' without a single measured point"
+                return f"{where} {num}: verdict '{verdict}' without a single measured point"
             continue
-        mode = next((m for m in (EVERY, SOME) if pts_cell.startswith(m + ": ")), None)
+        mode = next((m for m in (EVERY, SOME, PER) if pts_cell.startswith(m + ": ")), None)
         if mode is None:
-            return f"{path}: row {num}: the points do not start with '{EVERY}: ' or '{SOME}: '"
+            return f"{where} {num}: the points do not start with '{EVERY}: ', '{SOME}: ' or '{PER}: '"
         pts = []
         for part in pts_cell[len(mode) + 2:].split("; "):
             m = POINT.match(part)
             if not m:
-                return f"{path}: row {num}: cannot read the point '{part}'"
+                return f"{where} {num}: cannot read the point '{part}'"
             label, d, se, said = m.group(1), float(m.group(2)), m.group(3), m.group(4)
             p = point(label, d, None if se == "n/a" else float(se))
             if p["verdict"] != said:
-                return f"{path}: row {num}: point '{label}' reads {said}, the rule gives {p['verdict']}"
+                return f"{where} {num}: point '{label}' reads {said}, the rule gives {p['verdict']}"
             pts.append(p)
         if combine(pts, mode) != verdict:
-            return f"{path}: row {num}: verdict {verdict}, the rule gives {combine(pts, mode)} ({mode})"
+            return f"{where} {num}: verdict {verdict}, the rule gives {combine(pts, mode)} ({mode})"
     return None
 
 
@@ -991,6 +1114,12 @@ def selftest():
            == "contradicted", "every setting contradicted in a part")
     expect(combine([part("a cut", c), part("a accuracy", r), part("b cut", i), part("b accuracy", r)], SOME)
            == "inconclusive", "one setting contradicted, one inconclusive")
+    # Per reading (DSSP's grant, P11): each reading its own verdict over its own points.
+    per = [dict(r, label="bounded vs a"), dict(r, label="bounded vs b"), dict(c, label="unbounded vs a"),
+           dict(r, label="unbounded vs b")]
+    expect(combine(per, PER) == "bounded: reproduced; unbounded: contradicted", f"per reading: {combine(per, PER)}")
+    expect(combine(per[:2] + [dict(i, label="unbounded vs a")], PER) == "bounded: reproduced; unbounded: inconclusive",
+           "per reading with an inconclusive reading")
     # verify(): a table is right by its own numbers, and a flipped verdict is caught.
     ok = {"verdict": "reproduced", "ours": "x", "spread": "y", "points": [point("s=1", 0.5, 0.1)], "mode": EVERY}
     row = lambda res: (f"| 1 | P | c | w | n | {res['ours']} | {res['spread']} | {points_cell(res)} | "  # noqa: E731
@@ -1001,6 +1130,15 @@ def selftest():
         expect(verify(f"{BEGIN}\n{row(bad)}\n{END}", "bad") is not None, f"verify accepted {bad}")
     expect(verify(f"{BEGIN}\n{row(dict(ok, points=[]))}\n{END}", "bad") is not None,
            "verify accepted a verdict without points")
+    per_ok = {"verdict": combine(per, PER), "ours": "x", "spread": "y", "points": per, "mode": PER}
+    expect(verify(f"{BEGIN}\n{row(per_ok)}\n{END}", "good") is None, "verify rejected a right per-reading row")
+    per_bad = dict(per_ok, verdict="bounded: reproduced; unbounded: inconclusive")
+    expect(verify(f"{BEGIN}\n{row(per_bad)}\n{END}", "bad") is not None, "verify accepted a wrong per-reading verdict")
+    speeds_row = lambda res: (f"| 2 | 25 | 600 s | {res['ours']} | {points_cell(res)} | **{res['verdict']}** |")  # noqa: E731
+    both = lambda res: (f"{BEGIN}\n{row(ok)}\n{END}\n{CLAIM_SPEEDS_BEGIN}\n{speeds_row(res)}\n"  # noqa: E731
+                        f"{CLAIM_SPEEDS_END}")
+    expect(verify(both(per_ok), "good") is None, "verify rejected a right row at another speed")
+    expect(verify(both(per_bad), "bad") is not None, "verify accepted a wrong verdict at another speed")
     # The LDA row's resolution note (issue 29 point 8): an interval small next to every standard
     # error leaves the verdict to the seeds; one as large as a standard error may decide it.
     res = {"points": [point("s=1", 0.02, 0.008), point("s=2", 0.01, 0.009)]}
@@ -1058,17 +1196,21 @@ def main():
         text = open(readme).read()
         i, j = block_of(text, readme)
         want = table(raw)
-        speeds = speeds_table(raw)
+        blocks = [(SPEEDS_BEGIN, SPEEDS_END, speeds_table(raw), "the DSSP speeds table"),
+                  (CLAIM_SPEEDS_BEGIN, CLAIM_SPEEDS_END, claim_speeds_table(raw),
+                   "the DSSP claim rows at other speeds")]
+        stale = next((what for b, e, block, what in blocks
+                      if b in text and e in text and text[text.index(b):text.index(e) + len(e)] != block), None)
         if a[0] == "readme":
             text = text[:i] + want + text[j:]
-            if SPEEDS_BEGIN in text and SPEEDS_END in text:
-                k, m = text.index(SPEEDS_BEGIN), text.index(SPEEDS_END) + len(SPEEDS_END)
-                text = text[:k] + speeds + text[m:]
+            for b, e, block, _ in blocks:
+                if b in text and e in text:
+                    k, m = text.index(b), text.index(e) + len(e)
+                    text = text[:k] + block + text[m:]
             with open(readme, "w") as f:
                 f.write(text)
-        elif SPEEDS_BEGIN in text and text[text.index(SPEEDS_BEGIN):text.index(SPEEDS_END) + len(SPEEDS_END)] != speeds:
-            print(f"papers_claims.py: {readme}: the DSSP speeds table is not the table of {a[1]} (rerun readme)",
-                  file=sys.stderr)
+        elif stale is not None:
+            print(f"papers_claims.py: {readme}: {stale} is not the table of {a[1]} (rerun readme)", file=sys.stderr)
             sys.exit(1)
         elif (wrong := verify(text, readme)) is not None:
             print(f"papers_claims.py: {wrong}", file=sys.stderr)

@@ -41,17 +41,22 @@ def num(sweep, row, col):
 
 def dssp(path, name):
     sweep = sr.Sweep(path)
+    # DSSP's grant reading (P11) and the network's speed (the speed sweeps) keep their points apart
     by = groups(sweep, lambda r: (sweep.cell(r, "policy.type"), sweep.cell(r, "policy.staleness") or "",
-                                  sweep.cell(r, "optimizer.lr")))
+                                  sweep.cell(r, "policy.dssp_grant") or "",
+                                  sweep.cell(r, "cluster.network.bandwidth_gbps") if "cluster.network.bandwidth_gbps" in
+                                  sweep.columns else "", sweep.cell(r, "optimizer.lr")))
     print(f"### {name}\n")
     print("| policy | learning rate | seeds | reached target | mean time to target of those that reached it (s) | mean final accuracy | "
           "mean staleness (clocks) |")
     print("|---|---|---|---|---|---|---|")
     times = {}
-    for (policy, s, _), rows in by.items():
+    for (policy, s, grant, bw, _), rows in by.items():
         t = [num(sweep, r, "time_to_target_s") for r in rows]
         reached = [x for x in t if sr.finite(x)]
         label = policy + (f"(s={s})" if s and policy in ("ssp", "essp", "dssp") else "")
+        label += f" {grant}" if grant not in ("", "bounded") else ""
+        label += f" at {bw} Gbit/s" if bw else ""
         times.setdefault(label, mean(reached) if len(reached) == len(t) else None)
         lrs = "/".join(dict.fromkeys(str(sweep.cell(r, "optimizer.lr")) for r in rows))
         print(f"| {label} | {lrs} | {len(rows)} | {len(reached)}/{len(t)} | {fmt(mean(reached), '.1f')} | "

@@ -46,7 +46,9 @@ def collect(sweep, x_col, group_col):
         if not sweep.ok(row):
             skipped += 1
             continue
-        group = str(sweep.cell(row, group_col)) if group_col else "all"
+        # comma-separated columns: one line per combination, named by the values a point has
+        group = " ".join(str(v) for v in (sweep.cell(row, c) for c in group_col.split(",")) if v not in (None, "")) \
+            if group_col else "all"
         x = sweep.cell(row, x_col)  # a CSV string or a JSON value from the run folder: one kind of key
         x = x if x is None else sr.number(x) if sr.number(x) is not None else str(x)
         runs = cells.setdefault(group, {}).setdefault(x, {})
@@ -75,7 +77,8 @@ def main():
     p.add_argument("--x", default="policy.staleness", metavar="COLUMN",
                    help="the x axis: a column of sweep.csv or a scenario field (default: policy.staleness)")
     p.add_argument("--group", default="policy.type", metavar="COLUMN",
-                   help="one line per value of this column; '' for one line (default: policy.type)")
+                   help="one line per value of this column (comma-separated columns: per combination, e.g. "
+                        "policy.type,policy.dssp_grant); '' for one line (default: policy.type)")
     p.add_argument("--band", choices=sr.BANDS, default="minmax",
                    help="the bars over seeds: min-max (minmax, default), mean +- 1 sd (std), or the 95%% "
                         "confidence interval of the mean (ci95)")
@@ -91,7 +94,7 @@ def main():
         sr.fail(f"{args.sweep}: no point holds results")
     if all(x is None for g in cells.values() for x in g):
         sr.fail(f"{args.sweep}: no point has '{args.x}' (columns: {', '.join(sweep.columns)})")
-    others = [c for c in key_columns(sweep) if c not in (args.x, args.group)]
+    others = [c for c in key_columns(sweep) if c != args.x and c not in args.group.split(",")]
     if others:
         sr.warn(f"points that differ only in {', '.join(others)} (and seed) are pooled")
     unit = "runs" if others else "seeds"  # what the runs at one x differ in
