@@ -264,12 +264,28 @@ def rate_grids(sweep, *by):
 
 
 def fasgd_raw(root):
-    """Per lambda and rule (and FASGD form): every rate's per-seed held-out losses, and the rate
-    with the lowest mean (a rate where a seed diverged is never picked)."""
+    """Per lambda and rule (and FASGD form). Tuned per lambda (protocol change P14; the sweeps
+    fasgd-lambda-tune-LAMBDA ran): "loss" and "hash", the reported seeds' test losses and result
+    hashes at the picked rate "lr", and "grid", every tuned rate's validation losses on the
+    "tuning_seeds". From runs before P14 (change P4): "grid", every rate's per-seed held-out losses
+    on the reported seeds, and the rate with the lowest mean (a rate where a seed diverged is never
+    picked)."""
     sweep = open_sweep(root, "fasgd-lambda")
     if sweep is None:
         return None
-    return {str(lam): rules for (lam,), rules in rate_grids(sweep, "cluster.workers.0.count").items()}
+    out = {str(lam): rules for (lam,), rules in rate_grids(sweep, "cluster.workers.0.count").items()}
+    for lam, rules in out.items():
+        tune = open_sweep(root, f"fasgd-lambda-tune-{lam}")
+        if tune is None:
+            continue
+        seeds = sorted({tune.cell(r, "seed") for r in tune.rows if tune.ok(r)}, key=int)
+        grids = rate_grids(tune).get((), {})
+        for key, slot in rules.items():
+            rows = [r for r in sweep.rows if sweep.ok(r) and sweep.cell(r, "cluster.workers.0.count") == lam and
+                    rule_key(sweep.cell(r, "optimizer.rule"), sweep.cell(r, "optimizer.variant")) == key]
+            slot.update(hash=[sweep.cell(r, "result_hash") for r in rows],
+                        grid=grids.get(key, {}).get("grid", {}), tuning_seeds=seeds)
+    return out
 
 
 def pick_best(slot):
@@ -626,16 +642,30 @@ def fasgd_claims(raw):
         paper = {k: seeds_of(lam[k].get("fasgd-paper", {}).get("loss", [math.nan])) for k in keys}
         lower_, steps = margin_points(keys, sas, fred)
         n = len(sas[keys[0]])
-        ours = "; ".join(f"lambda {k}: SASGD {mean(sas[k]):.4f} (lr {lam[k]['sasgd']['lr']}) vs FASGD "
-                         f"{mean(fred[k]):.4f} (lr {lam[k]['fasgd-fred']['lr']})" for k in keys)
+        # Tuned per lambda on tuning seeds (P14): each rate flagged where it is the smallest or
+        # largest of its grid; before P14 (P4) the rate was the best mean of the reported seeds.
+        tuned = all("tuning_seeds" in lam[k][r] for k in keys for r in ("sasgd", "fasgd-fred"))
+        lr = lambda k, r: f"lr {lam[k][r]['lr']}" + (", grid edge" if tuned and edge(lam[k][r]) else "")  # noqa: E731
+        ours = "; ".join(f"lambda {k}: SASGD {mean(sas[k]):.4f} ({lr(k, 'sasgd')}) vs FASGD "
+                         f"{mean(fred[k]):.4f} ({lr(k, 'fasgd-fred')})" for k in keys)
+        if tuned:
+            seeds = lam[keys[0]]["sasgd"]["tuning_seeds"]
+            how = (", each rule's and form's rate per lambda the lowest mean validation loss of its grid on "
+                   f"seed{'s' if len(seeds) > 1 else ''} {seeds[0]}" + (f"-{seeds[-1]}" if len(seeds) > 1 else ""))
+        else:
+            how = ", each rule's rate the best mean of its grid"
         spread_ = "; ".join(f"sd {sd(sas[k]):.2g} and {sd(fred[k]):.2g}" for k in keys) + \
-            f" ({n} seed{'s' if n > 1 else ''}), each rule's rate the best mean of its grid"
+            f" ({n} seed{'s' if n > 1 else ''})" + how
+        paper_lr = (lambda k: f" ({lr(k, 'fasgd-paper')})" if "lr" in lam[k].get("fasgd-paper", {}) else "")  # noqa: E731
         add("fasgd-lower-every-lambda", "lower at every lambda (figure)", result(lower_, ours, spread_),
-            "the form of the paper's text: margins " + ", ".join(f"{mean(sas[k]) - mean(paper[k]):+.3f}" for k in keys))
+            "the form of the paper's text: margins " + ", ".join(f"{mean(sas[k]) - mean(paper[k]):+.3f}" +
+                                                                (paper_lr(k) if tuned else "") for k in keys))
         add("fasgd-margin-grows", "grows (figure)",
             result(steps, "margins " + ", ".join(f"{p['d']:+.4f}" for p in lower_) + " at lambda " + ", ".join(keys),
                    "standard errors " + ", ".join("n/a" if p["se"] is None else f"{p['se']:.2g}" for p in lower_) +
                    f" ({n} seed{'s' if n > 1 else ''})"))
+        if tuned:  # tuned per lambda (P14): its own part
+            out[-2]["command"] = out[-1]["command"] = "tools/reproduce-papers --only fasgd-lambda"
     else:
         add("fasgd-lower-every-lambda", "lower at every lambda (figure)", UNTESTED)
         add("fasgd-margin-grows", "grows (figure)", UNTESTED)
@@ -649,6 +679,12 @@ def fasgd_claims(raw):
     bf = raw.get("bfasgd")
     add("bfasgd-total-5x", "5x total, little impact", bfasgd_cut(bf) if no_cut(bf) else UNTESTED)
     return out + fasgd_long_claims(raw)
+
+
+def edge(slot):
+    """Whether a tuned slot's rate is the smallest or largest of its tuning grid."""
+    grid = sorted(slot.get("grid", {}), key=float)
+    return bool(grid) and slot["lr"] in (grid[0], grid[-1])
 
 
 PAPER_SASGD_LR = "0.04"  # SASGD's rate in the paper, as issue 29 gives it (protocol change P13)
@@ -1082,6 +1118,23 @@ def selftest():
     expect("at 1 of 1 points: (1,128)" in note and "seeds 101-102" in res["spread"], f"issue 29's check: {note}")
     res, note = mulambda_result({"(1, 128)": {"sasgd": [1.0, 1.2], "fasgd": [2.0, 2.2]}})
     expect(res["verdict"] == "contradicted" and note == "" and "lr" not in res["ours"], f"a P7 record: {res}")
+    # The lambda rows (P14): tuned slots flag a rate at its grid's edge, name the tuning seeds and
+    # the part that runs them; a record from before P14 (P4: the grid on the reported seeds) does not.
+    lam_slot = lambda lr, grid, loss: {"lr": lr, "grid": grid, "loss": loss, "hash": ["h"] * len(loss),  # noqa: E731
+                                       "tuning_seeds": ["101", "102"]}
+    g = {"0.1": [1.0, 1.0], "0.2": [0.9, 0.9], "0.4": [0.8, 0.8]}
+    lam = {k: {"sasgd": lam_slot("0.4", g, [1.0, 1.1, 1.2]), "fasgd-paper": lam_slot("0.2", g, [1.0, 1.0, 1.1]),
+               "fasgd-fred": lam_slot("0.2", g, [0.5, 0.6, 0.7])} for k in ("250", "500")}
+    rows = fasgd_claims({"fasgd_lambda": lam})
+    ours, spread_ = rows[0]["result"]["ours"], rows[0]["result"]["spread"]
+    expect("SASGD 1.1000 (lr 0.4, grid edge) vs FASGD 0.6000 (lr 0.2)" in ours and "seeds 101-102" in spread_ and
+           rows[0]["command"] == rows[1]["command"] == "tools/reproduce-papers --only fasgd-lambda",
+           f"the tuned lambda rows: {rows[:2]}")
+    old = {k: {r: {"lr": s["lr"], "grid": {s["lr"]: s["loss"]}, "loss": s["loss"]} for r, s in v.items()}
+           for k, v in lam.items()}
+    rows = fasgd_claims({"fasgd_lambda": old})
+    expect("grid edge" not in rows[0]["result"]["ours"] and "best mean of its grid" in rows[0]["result"]["spread"]
+           and "command" not in rows[0], f"a P4 record of the lambda rows: {rows[:2]}")
     for f in failures:
         print(f"papers_claims.py selftest: FAIL: {f}", file=sys.stderr)
     if failures:
