@@ -288,12 +288,28 @@ def rate_grids(sweep, *by):
 
 
 def fasgd_raw(root):
-    """Per lambda and rule (and FASGD form): every rate's per-seed held-out losses, and the rate
-    with the lowest mean (a rate where a seed diverged is never picked)."""
+    """Per lambda and rule (and FASGD form). Tuned per lambda (protocol change P14; the sweeps
+    fasgd-lambda-tune-LAMBDA ran): "loss" and "hash", the reported seeds' test losses and result
+    hashes at the picked rate "lr", and "grid", every tuned rate's validation losses on the
+    "tuning_seeds". From runs before P14 (change P4): "grid", every rate's per-seed held-out losses
+    on the reported seeds, and the rate with the lowest mean (a rate where a seed diverged is never
+    picked)."""
     sweep = open_sweep(root, "fasgd-lambda")
     if sweep is None:
         return None
-    return {str(lam): rules for (lam,), rules in rate_grids(sweep, "cluster.workers.0.count").items()}
+    out = {str(lam): rules for (lam,), rules in rate_grids(sweep, "cluster.workers.0.count").items()}
+    for lam, rules in out.items():
+        tune = open_sweep(root, f"fasgd-lambda-tune-{lam}")
+        if tune is None:
+            continue
+        seeds = sorted({tune.cell(r, "seed") for r in tune.rows if tune.ok(r)}, key=int)
+        grids = rate_grids(tune).get((), {})
+        for key, slot in rules.items():
+            rows = [r for r in sweep.rows if sweep.ok(r) and sweep.cell(r, "cluster.workers.0.count") == lam and
+                    rule_key(sweep.cell(r, "optimizer.rule"), sweep.cell(r, "optimizer.variant")) == key]
+            slot.update(hash=[sweep.cell(r, "result_hash") for r in rows],
+                        grid=grids.get(key, {}).get("grid", {}), tuning_seeds=seeds)
+    return out
 
 
 def pick_best(slot):
@@ -335,6 +351,29 @@ def fasgd_long_raw(root):
 
 
 def mulambda_raw(root):
+    """Per (mu, lambda) point and rule: the reported seeds' test losses at the rate the point's own
+    tuning sweep picked (protocol change P13: "loss", "lr", "hash", and "grid", every tuned rate's
+    validation losses on the tuning seeds); from runs before P13 (one rate per rule for every point,
+    change P7: the sweeps fasgd-mu-lambda-sasgd and -fasgd), a list of losses per rule."""
+    sweep = open_sweep(root, "fasgd-mu-lambda")
+    if sweep is None:
+        return mulambda_raw_p7(root)
+    out = {}
+    for (mu, lam, rule, lr), rows in rows_by(sweep, "optimizer.batch_size", "cluster.workers.0.count",
+                                              "optimizer.rule", "optimizer.lr").items():
+        slot = {"loss": [num(sweep, r, "final_test_loss") for r in rows], "lr": lr,
+                "hash": [sweep.cell(r, "result_hash") for r in rows], "grid": {}}
+        tune = open_sweep(root, f"fasgd-mu-lambda-tune-{mu}-{lam}")
+        if tune is not None:
+            for (rule_, lr_), trows in rows_by(tune, "optimizer.rule", "optimizer.lr").items():
+                if rule_ == rule:
+                    slot["grid"][lr_] = [num(tune, r, "final_test_loss") for r in trows]
+            slot["tuning_seeds"] = sorted({tune.cell(r, "seed") for r in tune.rows if tune.ok(r)}, key=int)
+        out.setdefault(f"({mu}, {lam})", {})[rule] = slot
+    return out
+
+
+def mulambda_raw_p7(root):
     out = {}
     for rule in ("sasgd", "fasgd"):
         sweep = open_sweep(root, f"fasgd-mu-lambda-{rule}")
@@ -713,35 +752,94 @@ def fasgd_claims(raw):
         paper = {k: seeds_of(lam[k].get("fasgd-paper", {}).get("loss", [math.nan])) for k in keys}
         lower_, steps = margin_points(keys, sas, fred)
         n = len(sas[keys[0]])
-        ours = "; ".join(f"lambda {k}: SASGD {mean(sas[k]):.4f} (lr {lam[k]['sasgd']['lr']}) vs FASGD "
-                         f"{mean(fred[k]):.4f} (lr {lam[k]['fasgd-fred']['lr']})" for k in keys)
+        # Tuned per lambda on tuning seeds (P14): each rate flagged where it is the smallest or
+        # largest of its grid; before P14 (P4) the rate was the best mean of the reported seeds.
+        tuned = all("tuning_seeds" in lam[k][r] for k in keys for r in ("sasgd", "fasgd-fred"))
+        lr = lambda k, r: f"lr {lam[k][r]['lr']}" + (", grid edge" if tuned and edge(lam[k][r]) else "")  # noqa: E731
+        ours = "; ".join(f"lambda {k}: SASGD {mean(sas[k]):.4f} ({lr(k, 'sasgd')}) vs FASGD "
+                         f"{mean(fred[k]):.4f} ({lr(k, 'fasgd-fred')})" for k in keys)
+        if tuned:
+            seeds = lam[keys[0]]["sasgd"]["tuning_seeds"]
+            how = (", each rule's and form's rate per lambda the lowest mean validation loss of its grid on "
+                   f"seed{'s' if len(seeds) > 1 else ''} {seeds[0]}" + (f"-{seeds[-1]}" if len(seeds) > 1 else ""))
+        else:
+            how = ", each rule's rate the best mean of its grid"
         spread_ = "; ".join(f"sd {sd(sas[k]):.2g} and {sd(fred[k]):.2g}" for k in keys) + \
-            f" ({n} seed{'s' if n > 1 else ''}), each rule's rate the best mean of its grid"
+            f" ({n} seed{'s' if n > 1 else ''})" + how
+        paper_lr = (lambda k: f" ({lr(k, 'fasgd-paper')})" if "lr" in lam[k].get("fasgd-paper", {}) else "")  # noqa: E731
         add("fasgd-lower-every-lambda", "lower at every lambda (figure)", result(lower_, ours, spread_),
-            "the form of the paper's text: margins " + ", ".join(f"{mean(sas[k]) - mean(paper[k]):+.3f}" for k in keys))
+            "the form of the paper's text: margins " + ", ".join(f"{mean(sas[k]) - mean(paper[k]):+.3f}" +
+                                                                (paper_lr(k) if tuned else "") for k in keys))
         add("fasgd-margin-grows", "grows (figure)",
             result(steps, "margins " + ", ".join(f"{p['d']:+.4f}" for p in lower_) + " at lambda " + ", ".join(keys),
                    "standard errors " + ", ".join("n/a" if p["se"] is None else f"{p['se']:.2g}" for p in lower_) +
                    f" ({n} seed{'s' if n > 1 else ''})"))
+        if tuned:  # tuned per lambda (P14): its own part
+            out[-2]["command"] = out[-1]["command"] = "tools/reproduce-papers --only fasgd-lambda"
     else:
         add("fasgd-lower-every-lambda", "lower at every lambda (figure)", UNTESTED)
         add("fasgd-margin-grows", "grows (figure)", UNTESTED)
     ml = raw.get("fasgd_mu_lambda")
     if ml and all("sasgd" in v and "fasgd" in v for v in ml.values()):
-        order = sorted(ml, key=lambda k: int(k.strip("()").split(",")[0]))
-        sas = {k: seeds_of(ml[k]["sasgd"]) for k in order}
-        fas = {k: seeds_of(ml[k]["fasgd"]) for k in order}
-        n = len(sas[order[0]])
-        add("fasgd-mu-lambda", "ahead everywhere (table)",
-            result([less(k.replace(" ", ""), fas[k], sas[k]) for k in order],
-                   "; ".join(f"{k}: SASGD {mean(sas[k]):.4f} vs FASGD {mean(fas[k]):.4f}" for k in order),
-                   "; ".join(f"sd {sd(sas[k]):.2g} and {sd(fas[k]):.2g}" for k in order) +
-                   f" ({n} seed{'s' if n > 1 else ''})"))
+        add("fasgd-mu-lambda", "ahead everywhere (table)", *mulambda_result(ml))
+        if isinstance(next(iter(ml.values()))["sasgd"], dict):  # tuned per point (P13): its own part
+            out[-1]["command"] = "tools/reproduce-papers --only fasgd-mu-lambda"
     else:
         add("fasgd-mu-lambda", "ahead everywhere (table)", UNTESTED)
     bf = raw.get("bfasgd")
     add("bfasgd-total-5x", "5x total, little impact", bfasgd_cut(bf) if no_cut(bf) else UNTESTED)
     return out + fasgd_long_claims(raw)
+
+
+def edge(slot):
+    """Whether a tuned slot's rate is the smallest or largest of its tuning grid."""
+    grid = sorted(slot.get("grid", {}), key=float)
+    return bool(grid) and slot["lr"] in (grid[0], grid[-1])
+
+
+PAPER_SASGD_LR = "0.04"  # SASGD's rate in the paper, as issue 29 gives it (protocol change P13)
+P7_FASGD_LR = "0.001"  # FASGD's one rate for every point before P13 (protocol change P7)
+
+
+def mulambda_result(ml):
+    """(result, note) of 'FASGD lower at every (mu, lambda)': per point d = SASGD's mean loss -
+    FASGD's. Each rule at its own rate per point where the record has tuning grids (P13; the rate is
+    flagged where it is the smallest or largest of its grid), else one rate per rule (P7)."""
+    order = sorted(ml, key=lambda k: int(k.strip("()").split(",")[0]))
+    tuned = all(isinstance(ml[k][r], dict) for k in order for r in ("sasgd", "fasgd"))
+    loss = lambda k, r: seeds_of(ml[k][r]["loss"] if tuned else ml[k][r])  # noqa: E731
+    sas = {k: loss(k, "sasgd") for k in order}
+    fas = {k: loss(k, "fasgd") for k in order}
+    n = len(sas[order[0]])
+    pts = [less(k.replace(" ", ""), fas[k], sas[k]) for k in order]
+    spread_ = ("; ".join(f"sd {sd(sas[k]):.2g} and {sd(fas[k]):.2g}" for k in order) +
+               f" ({n} seed{'s' if n > 1 else ''})")
+    if not tuned:
+        return result(pts, "; ".join(f"{k}: SASGD {mean(sas[k]):.4f} vs FASGD {mean(fas[k]):.4f}" for k in order),
+                      spread_), ""
+
+    def lr(k, r):
+        slot = ml[k][r]
+        grid = sorted(slot.get("grid", {}), key=float)
+        return f"lr {slot['lr']}" + (", grid edge" if grid and slot["lr"] in (grid[0], grid[-1]) else "")
+
+    ours = "; ".join(f"{k}: SASGD {mean(sas[k]):.4f} ({lr(k, 'sasgd')}) vs FASGD {mean(fas[k]):.4f} ({lr(k, 'fasgd')})"
+                     for k in order)
+    seeds = ml[order[0]]["sasgd"].get("tuning_seeds") or []
+    spread_ += (", each rule's rate per point the lowest mean validation loss of its grid" +
+                (f" on seed{'s' if len(seeds) > 1 else ''} {seeds[0]}" + (f"-{seeds[-1]}" if len(seeds) > 1 else "")
+                 if seeds else ""))
+    # Issue 29's report (at SASGD's paper rate SASGD wins two of the four points, against FASGD at
+    # P7's one rate), read off the tuning grids: validation split, tuning seeds, not the reported runs.
+    note = ""
+    if all(PAPER_SASGD_LR in ml[k]["sasgd"].get("grid", {}) and P7_FASGD_LR in ml[k]["fasgd"].get("grid", {})
+           for k in order):
+        wins = [k.replace(" ", "") for k in order
+                if mean(ml[k]["sasgd"]["grid"][PAPER_SASGD_LR]) < mean(ml[k]["fasgd"]["grid"][P7_FASGD_LR])]
+        note = (f"issue 29's report checked on the tuning runs (validation split): SASGD at the paper's rate "
+                f"{PAPER_SASGD_LR} ends lower than FASGD at P7's {P7_FASGD_LR} at {len(wins)} of {len(order)} points"
+                + (": " + ", ".join(wins) if wins else ""))
+    return result(pts, ours, spread_), note
 
 
 def no_cut(bf):
@@ -989,7 +1087,8 @@ def table(raw):
     lines += ["", "Protocol changes (`plots/papers-protocol.json`, \"changes\"; a row lists those that touch it):", ""]
     for ch in protocol["changes"]:
         seen = "after the results were seen" if ch["after_results"] else "before the results were seen"
-        lines.append(f"- **{ch['id']}** ({ch['date']}, {seen}): {ch['what']}. Why: {ch['why']}.")
+        gone = f" Superseded by {ch['superseded_by']}." if ch.get("superseded_by") else ""
+        lines.append(f"- **{ch['id']}** ({ch['date']}, {seen}): {ch['what']}. Why: {ch['why']}.{gone}")
     lines.append(END)
     return "\n".join(lines)
 
@@ -1145,6 +1244,35 @@ def selftest():
     expect("not the resolution, decides" in resolution_note(res, {"every_s": 0.002}), "2 ms read as deciding")
     expect("may decide" in resolution_note(res, {"every_s": 0.02}), "20 ms read as not deciding")
     expect("not in the record" in resolution_note(res, {}), "a record without its interval")
+    # The mu x lambda row (P13): a rate at its grid's edge is flagged, issue 29's check counts the
+    # points where SASGD at the paper's rate beats FASGD at P7's, and a record from before P13 (one
+    # list of losses per rule) still reads as one rate per rule.
+    slot = lambda lr, grid, loss: {"lr": lr, "grid": grid, "loss": loss, "tuning_seeds": ["101", "102"]}  # noqa: E731
+    ml = {"(1, 128)": {"sasgd": slot("0.04", {"0.02": [2.0, 2.0], "0.04": [1.0, 1.1]}, [1.0, 1.2, 1.1]),
+                       "fasgd": slot("0.001", {"0.0005": [1.5, 1.5], "0.001": [1.2, 1.3], "0.002": [2.0, 2.0]},
+                                     [1.3, 1.4, 1.2])}}
+    res, note = mulambda_result(ml)
+    expect("SASGD 1.1000 (lr 0.04, grid edge) vs FASGD 1.3000 (lr 0.001)" in res["ours"], f"edge flag: {res['ours']}")
+    expect("at 1 of 1 points: (1,128)" in note and "seeds 101-102" in res["spread"], f"issue 29's check: {note}")
+    res, note = mulambda_result({"(1, 128)": {"sasgd": [1.0, 1.2], "fasgd": [2.0, 2.2]}})
+    expect(res["verdict"] == "contradicted" and note == "" and "lr" not in res["ours"], f"a P7 record: {res}")
+    # The lambda rows (P14): tuned slots flag a rate at its grid's edge, name the tuning seeds and
+    # the part that runs them; a record from before P14 (P4: the grid on the reported seeds) does not.
+    lam_slot = lambda lr, grid, loss: {"lr": lr, "grid": grid, "loss": loss, "hash": ["h"] * len(loss),  # noqa: E731
+                                       "tuning_seeds": ["101", "102"]}
+    g = {"0.1": [1.0, 1.0], "0.2": [0.9, 0.9], "0.4": [0.8, 0.8]}
+    lam = {k: {"sasgd": lam_slot("0.4", g, [1.0, 1.1, 1.2]), "fasgd-paper": lam_slot("0.2", g, [1.0, 1.0, 1.1]),
+               "fasgd-fred": lam_slot("0.2", g, [0.5, 0.6, 0.7])} for k in ("250", "500")}
+    rows = fasgd_claims({"fasgd_lambda": lam})
+    ours, spread_ = rows[0]["result"]["ours"], rows[0]["result"]["spread"]
+    expect("SASGD 1.1000 (lr 0.4, grid edge) vs FASGD 0.6000 (lr 0.2)" in ours and "seeds 101-102" in spread_ and
+           rows[0]["command"] == rows[1]["command"] == "tools/reproduce-papers --only fasgd-lambda",
+           f"the tuned lambda rows: {rows[:2]}")
+    old = {k: {r: {"lr": s["lr"], "grid": {s["lr"]: s["loss"]}, "loss": s["loss"]} for r, s in v.items()}
+           for k, v in lam.items()}
+    rows = fasgd_claims({"fasgd_lambda": old})
+    expect("grid edge" not in rows[0]["result"]["ours"] and "best mean of its grid" in rows[0]["result"]["spread"]
+           and "command" not in rows[0], f"a P4 record of the lambda rows: {rows[:2]}")
     for f in failures:
         print(f"papers_claims.py selftest: FAIL: {f}", file=sys.stderr)
     if failures:
