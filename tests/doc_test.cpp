@@ -29,7 +29,8 @@
 // - A number in the prose followed by a comment <!--= SOURCE --> is checked against a file the
 //   commands wrote, once every command of the file has run: the text's number must equal the
 //   value rounded to as many decimals as the text shows (thousands separators allowed). SOURCE:
-//     json FILE /json/pointer [xSCALE]
+//     json FILE /json/pointer [mean] [xSCALE]   (mean: the pointer names an array of numbers, and
+//                                               the value is their mean, summed in array order)
 //     csv FILE COLUMN [KEY=VALUE]... [xSCALE] (the first row where every column KEY holds
 //                                               VALUE; with no KEY=VALUE, the last row)
 //   FILE is relative to DIR; xSCALE multiplies the value (x100 for a fraction quoted in %). A
@@ -201,6 +202,8 @@ void check_number(Context& ctx, const NumberCheck& n) {
     scale = std::stod(words.back().substr(1));
     words.pop_back();
   }
+  const bool mean = words.size() == 4 && words[0] == "json" && words.back() == "mean";
+  if (mean) words.pop_back();
   std::optional<double> value;
   std::string error;
   try {
@@ -215,8 +218,18 @@ void check_number(Context& ctx, const NumberCheck& n) {
         }
         return;
       }
-      if (!v.is_number()) throw std::runtime_error(words[2] + " is not a number: " + v.dump());
-      value = v.get<double>();
+      if (mean) {
+        if (!v.is_array() || v.empty()) throw std::runtime_error(words[2] + " is not an array of numbers: " + v.dump());
+        double sum = 0;
+        for (const auto& x : v) {
+          if (!x.is_number()) throw std::runtime_error(words[2] + " holds a value that is not a number: " + x.dump());
+          sum += x.get<double>();
+        }
+        value = sum / static_cast<double>(v.size());
+      } else {
+        if (!v.is_number()) throw std::runtime_error(words[2] + " is not a number: " + v.dump());
+        value = v.get<double>();
+      }
     } else if (words.size() >= 3 && words[0] == "csv") {
       const auto rows = split_lines(slurp(ctx.work / words[1]));
       if (rows.empty()) throw std::runtime_error(words[1] + " is empty or missing");
@@ -262,7 +275,7 @@ void check_number(Context& ctx, const NumberCheck& n) {
       }
       value = std::stod(cell);
     } else {
-      throw std::runtime_error("expected 'json FILE POINTER [xS]' or 'csv FILE COLUMN [KEY=VALUE]... [xS]'");
+      throw std::runtime_error("expected 'json FILE POINTER [mean] [xS]' or 'csv FILE COLUMN [KEY=VALUE]... [xS]'");
     }
   } catch (const std::exception& e) {
     error = e.what();
