@@ -394,7 +394,8 @@ def mulambda_raw_p7(root):
 
 
 def bfasgd_raw(root, name="bfasgd"):
-    """Per (c_fetch, c_push): every seed's bytes fetched and pushed and final accuracy."""
+    """Per (c_fetch, c_push): every seed's bytes fetched and pushed, final accuracy and mean missed
+    updates (the server version a gradient is applied at minus the one it was computed on)."""
     sweep = open_sweep(root, name)
     if sweep is None:
         return None
@@ -404,7 +405,8 @@ def bfasgd_raw(root, name="bfasgd"):
         out.append({"c_fetch": num(sweep, r0, "optimizer.c_fetch"), "c_push": num(sweep, r0, "optimizer.c_push"),
                     "pull": [num(sweep, r, "bytes_pull") for r in rows],
                     "push": [num(sweep, r, "bytes_push") for r in rows],
-                    "acc": [num(sweep, r, "final_test_accuracy") for r in rows]})
+                    "acc": [num(sweep, r, "final_test_accuracy") for r in rows],
+                    "missed": [num(sweep, r, "missed_updates_mean") for r in rows]})
     return out
 
 
@@ -1101,6 +1103,7 @@ def table(raw):
     for ch in protocol["changes"]:
         seen = "after the results were seen" if ch["after_results"] else "before the results were seen"
         gone = f" Superseded by {ch['superseded_by']}." if ch.get("superseded_by") else ""
+        gone += f" Narrowed by {ch['narrowed_by']}." if ch.get("narrowed_by") else ""
         lines.append(f"- **{ch['id']}** ({ch['date']}, {seen}): {ch['what']}. Why: {ch['why']}.{gone}")
     lines.append(END)
     return "\n".join(lines)
