@@ -198,19 +198,28 @@ void check_number(Context& ctx, const NumberCheck& n) {
   std::vector<std::string> words;
   for (std::string w; in >> w;) words.push_back(w);
   double scale = 1;
-  if (!words.empty() && words.back().size() > 1 && words.back()[0] == 'x') {
-    scale = std::stod(words.back().substr(1));
-    words.pop_back();
-  }
-  const bool mean = words.size() == 4 && words[0] == "json" && words.back() == "mean";
-  if (mean) words.pop_back();
+  bool mean = false;
   std::optional<double> value;
   std::string error;
   try {
+    if (!words.empty() && words.back().size() > 1 && words.back()[0] == 'x' && words.back().find('=') == std::string::npos) {
+      std::size_t used = 0;
+      const std::string factor = words.back().substr(1);
+      try {
+        scale = std::stod(factor, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != factor.size())
+        throw std::runtime_error("bad scale '" + words.back() + "' (expected xNUMBER)");
+      words.pop_back();
+    }
+    mean = words.size() == 4 && words[0] == "json" && words.back() == "mean";
+    if (mean) words.pop_back();
     if (words.size() == 3 && words[0] == "json") {
       const auto j = nlohmann::json::parse(slurp(ctx.work / words[1]));
       const auto& v = j.at(nlohmann::json::json_pointer(words[2]));
-      if (v.is_string()) {  // a hash or a name: the text must show it exactly
+      if (v.is_string() && !mean) {  // a hash or a name: the text must show it exactly
         if (v.get<std::string>() == n.number) {
           std::cout << "  ok " << n.where << ": " << n.number << " = " << n.source << "\n";
         } else {
