@@ -263,12 +263,12 @@ if "$py" "$here/papers_claims.py" record "$papers" --command test --out "$tmp/cl
    "$py" "$here/papers_claims.py" table "$tmp/claims.json" >"$tmp/claims.md"; then
   row=$(grep "held-out loss at every lambda, 100,000 updates" "$tmp/claims.md")
   # lambda 250: seeds 0.40, 0.42, 0.44 against 0.35, 0.37, 0.39: margin 0.05, sd 0.02 each, SE
-  # 0.01633: beyond two SEs, reproduced; lambdas 1000 and 10000 one seed a side: no SE,
+  # 0.01633 at 4 Welch degrees of freedom: 3.06 SEs, beyond the t level, reproduced; lambdas 1000 and 10000 one seed a side: no SE,
   # inconclusive; so the claim is inconclusive. The paper form's rate flagged at its edge; the
   # unfinished point counted (a diverged run finished: 7 of 8).
   for want in "lambda 250: SASGD 0.4200 (lr 0.2) vs FASGD 0.3700 (lr 0.008)" "-0.020 (lr 0.001, grid edge)" \
               "lambda 250: sd 0.02 and 0.02 (3 seeds)" "lambda 1000: sd 0 and 0 (1 seeds)" "7 of 8 grid points finished" \
-              "lambda 250: d +0.05, SE 0.01633: reproduced" "lambda 1000: d +0.05, SE n/a: inconclusive" \
+              "lambda 250: d +0.05, SE 0.01633, df 4: reproduced" "lambda 1000: d +0.05, SE n/a, df n/a: inconclusive" \
               "**inconclusive**"; do
     [[ $row == *"$want"* ]] || fail "papers_claims.py: the paper-length row lacks '$want': $row"
   done
