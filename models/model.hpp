@@ -147,13 +147,18 @@ enum class WeightInit {
 };
 STALESIM_ENUM_NAMES(WeightInit, {WeightInit::kHe, "he"}, {WeightInit::kGlorot, "glorot"})
 
+// model.cost's one value that is not a cost architecture's name (models/cost_arch.hpp).
+inline constexpr std::string_view kDerivedCost = "derived";
+
 struct ModelSpec {
   ModelType type = ModelType::kMlp;   // softmax | mlp | cnn (models/cnn.hpp) | mf | lda | lstsq | time-only
   std::vector<int64_t> hidden{200};   // mlp: hidden layer widths
   WeightInit init = WeightInit::kHe;  // he | glorot: weight initialization
   // "derived" (time and size from this model) or a cost architecture (models/cost_arch.hpp)
   // whose FLOPs and parameter count time every iteration and size every message instead.
-  std::string cost = "derived";
+  std::string cost{kDerivedCost};
+  // Whether `cost` is "derived": the math model times and sizes itself (no cost architecture).
+  bool cost_derived() const { return cost == kDerivedCost; }
   int64_t parameters = 0;         // time-only: declared parameter count
   double flops_per_sample = 0.0;  // time-only: declared forward+backward FLOPs per sample
   int32_t rank = 5;               // mf: factor rank

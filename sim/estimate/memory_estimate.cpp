@@ -154,8 +154,8 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan, const Run
 
   double server = 1;  // the update buffer
   server += policy.server_vectors;
-  if (s.optimizer.momentum > 0 || s.optimizer.momentum_step == "per_clock") server += 1;  // velocity
-  if (s.optimizer.momentum_step == "per_clock") server += 2;  // the clock's sum and start
+  if (s.optimizer.momentum > 0 || s.optimizer.momentum_step == MomentumStep::kPerClock) server += 1;  // velocity
+  if (s.optimizer.momentum_step == MomentumStep::kPerClock) server += 2;  // the clock's sum and start
   // DC-ASGD's backups per worker (server_vectors_per_worker) are the versions the workers hold,
   // counted in the snapshots, not copies.
   server += rule.server_vectors;

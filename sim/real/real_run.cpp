@@ -32,7 +32,7 @@ std::string real_refusal(const Scenario& s, bool /*emulated*/) {
         "only (bsp, asp, ssp with either cache, dssp, essp, softsync)",
         to_string(p.type));
   if (!p.pulls_every_clock()) {  // lazy SSP and ESSP: the workers' own copies (sim/real/real_cache.cpp)
-    if (s.model.cost == "derived" && (s.model.type == ModelType::kMf || s.model.type == ModelType::kLda))
+    if (s.model.cost_derived() && (s.model.type == ModelType::kMf || s.model.type == ModelType::kLda))
       return fmt::format(
           "/model/type: \"{}\": under a cache policy a simulation sends the changed rows of a row model "
           "(policy \"{}\"); the real mode sends whole copies: use model.cost or a pull-every-iteration "

@@ -10,7 +10,7 @@ ServerOptimizer::ServerOptimizer(const Scenario& s, int32_t workers, int64_t par
       math_(math),
       kind_(kind),
       momentum_(static_cast<float>(s.optimizer.momentum)),
-      per_clock_(s.optimizer.momentum_step == "per_clock" && kind == UpdateKind::kGradient) {
+      per_clock_(s.optimizer.momentum_step == MomentumStep::kPerClock && kind == UpdateKind::kGradient) {
   if (traits(s.policy.type).averages_pushes) c_ = std::max<int64_t>(1, workers / s.policy.n);
   const auto n = static_cast<size_t>(math ? parameters : 0);
   update_.resize(n);

@@ -191,7 +191,7 @@ void check_cross_fields(const Scenario& s) {
     fail("/compute/timing", fmt::format("\"measured\" times iterations on the GPU and needs compute.backend "
                                         "\"cuda\" (compute.backend is \"{}\")",
                                         enum_name(s.compute.backend)));
-  if (s.compute.timing == Timing::kMeasured && s.model.cost != "derived")
+  if (s.compute.timing == Timing::kMeasured && !s.model.cost_derived())
     fail("/compute/timing", fmt::format("\"measured\" times the math model on the GPU, and model.cost \"{}\" "
                                         "times it as another architecture: use one or the other",
                                         s.model.cost));

@@ -63,8 +63,8 @@ std::vector<FieldInfo> optimizer_common_fields(const Scenario& d) {
        .get = get_m<&Scenario::optimizer, &OptimizerSpec::momentum>},
       {.path = "/optimizer/momentum_step",
        .type = F::kString,
-       .allowed = {"per_push", "per_clock"},
-       .default_value = d.optimizer.momentum_step,
+       .allowed = enum_name_list<MomentumStep>(),
+       .default_value = to_json_value(d.optimizer.momentum_step),
        .applies_to = "lockstep policies that fetch every clock (bsp; ssp and dssp with no slack) with "
                      "momentum > 0",
        .applies_key = "/policy/type",

@@ -46,6 +46,10 @@ STALESIM_ENUM_NAMES(OnCrash, {OnCrash::kWait, "wait"}, {OnCrash::kDrop, "drop"})
 enum class Backend { kCpu, kCuda };
 STALESIM_ENUM_NAMES(Backend, {Backend::kCpu, "cpu"}, {Backend::kCuda, "cuda"})
 
+// optimizer.momentum_step: when the server takes its momentum step (sim/rules/server_optimizer.hpp).
+enum class MomentumStep { kPerPush, kPerClock };
+STALESIM_ENUM_NAMES(MomentumStep, {MomentumStep::kPerPush, "per_push"}, {MomentumStep::kPerClock, "per_clock"})
+
 // compute.timing: what times an iteration.
 enum class Timing { kModelled, kMeasured };
 STALESIM_ENUM_NAMES(Timing, {Timing::kModelled, "modelled"}, {Timing::kMeasured, "measured"})

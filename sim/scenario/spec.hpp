@@ -50,7 +50,7 @@ struct OptimizerSpec {
   double ms_decay = 0.95;                       // dcasgd: decay of the moving average MS of g^2
   // When the server takes its momentum step (sim/rules/server_optimizer.hpp): "per_push" (every
   // gradient) | "per_clock" (once per clock on the clock's summed update; lockstep policies only).
-  std::string momentum_step = "per_push";
+  MomentumStep momentum_step = MomentumStep::kPerPush;
   bool operator==(const OptimizerSpec&) const = default;
 };
 

@@ -41,6 +41,13 @@ names+='|fp32|fp16|bf16|bounded|literal|unbounded|paper|fred|star|racks|graph|ho
 # How runs end (sim/output/run_result.hpp, sim/sweep/sweep_status.hpp).
 names+='|completed|diverged|deadlock|interrupted|failed|not_run'
 names+='|virtual_time|max_updates|target_accuracy|no_events|rank_silent|rank_failed'
+# And every name of every enum's names table (STALESIM_ENUM_NAMES in base/, sim/, models/), so an
+# option that becomes an enum is covered without editing the lists above; "derived" is model.cost's
+# one value that is not a table's (ModelSpec::cost_derived()).
+enum_names=$(grep -rhoE --include='*.hpp' --include='*.cpp' '\{[A-Za-z_:]+::k[A-Za-z0-9_]+, "[A-Za-z0-9_.-]+"\}' base sim models |
+  sed -E 's/.*"([^"]+)"\}$/\1/; s/\./\\./g' | sort -u | tr '\n' '|')
+[[ -n $enum_names ]] || { echo "check_layers: found no STALESIM_ENUM_NAMES table to read the names from"; exit 1; }
+names+="|${enum_names%|}|derived"
 fail=0
 
 # A string literal holding one of the names, next to == or != (either side).

@@ -205,7 +205,7 @@ int run(int argc, char** argv) {
   auto refuse = [&](const std::string& why) {
     throw stalesim::ScenarioError(fmt::format("{}: {}", scenario, why));
   };
-  if (s.model.type != stalesim::ModelType::kTimeOnly || s.model.cost != "derived")
+  if (s.model.type != stalesim::ModelType::kTimeOnly || !s.model.cost_derived())
     refuse("/model: the check runs time-only models with their declared parameters");
   if (s.cluster.network.topology == stalesim::TopologyKind::kStar)
     refuse(
