@@ -96,6 +96,27 @@ out=$("$net" exec "$id" 0 timeout 5 bash -c 'echo >/dev/tcp/192.0.2.2/9' 2>&1)
 "$net" down "$id" --state "$tmp/$id.state" || fail "racks down: exit $?"
 [[ -z $(ours "$id") && $(links_of "$id") -eq 0 ]] || fail "racks down left: $(ours "$id")"
 
+# Per-host rates and explicit racks: host 1 at 300 Mbit/s, the others at 100; host 0 in rack 1
+"$net" up "$id" --hosts 3 --host-mbit 100,300,100 --racks 2 --uplink-mbit 1000 --rack-of 1,1,0 \
+  --state "$tmp/$id.state" >/dev/null || fail "up with per-host rates and --rack-of: exit $?"
+"$net" exec "$id" 1 tc class show dev eth0 | grep -q "rate 300Mbit" || fail "host 1's own rate not applied"
+"$net" switch "$id" tc class show dev "ss${id}p0" | grep -q "rate 100Mbit" || fail "host 0's rate not applied"
+"$net" switch "$id" bridge link | grep "ss${id}p0" | grep -q "master tor1" || fail "--rack-of: host 0 is not in rack 1"
+"$net" down "$id" --state "$tmp/$id.state" >/dev/null
+"$net" up "$id" --hosts 3 --host-mbit 100,300 --state "$tmp/$id.state" 2>/dev/null
+[[ $? -eq 2 && -z $(ours "$id") ]] || fail "two rates for three hosts were accepted"
+
+# The owner's guard: a network whose owner dies (SIGKILL) is removed by the guard; down with
+# another up's token leaves a network alone.
+sleep 60 &
+owner=$!
+"$net" up "$id" --hosts 2 --host-mbit 100 --owner "$owner" --state "$tmp/$id.state" >/dev/null || fail "up --owner: exit $?"
+"$net" down "$id" --state "$tmp/$id.state" --token 0000 >/dev/null
+[[ -n $(ours "$id") ]] || fail "down with another up's token removed the network"
+kill -9 "$owner"; wait "$owner" 2>/dev/null
+for _ in $(seq 1 20); do [[ -z $(ours "$id") ]] && break; sleep 0.25; done
+[[ -z $(ours "$id") && ! -e $tmp/$id.state ]] || fail "the guard did not remove the network of a killed owner"
+
 # Killed halfway: what up had made is in its state file, and down removes it all.
 "$net" up "$id" --hosts 60 --host-mbit 100 --racks 4 --uplink-mbit 100 --state "$tmp/$id.state" >/dev/null 2>&1 &
 pid=$!
