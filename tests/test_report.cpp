@@ -124,3 +124,18 @@ TEST_CASE("default output folders go under --results, else $STALESIM_RESULTS, el
   CHECK(fs::is_regular_file(dir / "env" / "golden-tiny-sweep" / "sweep.csv"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("a sweep with a report folder inside resumes: its points are skipped, the report is kept") {
+  const fs::path dir = fresh("resume");
+  const std::string sweep = fmt::format("sweep tests/golden/tiny/scenario.json --seeds 1,2 --quiet --out {}",
+                                        q((dir / "sweep").string()));
+  REQUIRE(run_cli(sweep).code == 0);
+  fs::create_directories(dir / "sweep" / "report");
+  write(dir / "sweep" / "report" / "report.json", R"({"stalesim_report": "0.1.0", "files": ["report.html"]})");
+  write(dir / "sweep" / "report" / "report.html", "<html></html>");
+  const auto again = run_cli(sweep);
+  CHECK(again.code == 0);
+  CHECK(has(again.out + again.err, "2 skipped (done before)"));
+  CHECK(fs::is_regular_file(dir / "sweep" / "report" / "report.html"));
+  fs::remove_all(dir);
+}
