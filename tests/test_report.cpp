@@ -75,6 +75,14 @@ TEST_CASE("report refuses a folder that is not a run or a sweep, and an output f
   CHECK(foreign.code == 2);
   CHECK(has(foreign.err, "exists and is not a report folder"));
   CHECK(fs::exists(dir / "notes" / "notes.txt"));
+  // An earlier report is replaced only with --force.
+  fs::create_directories(dir / "old");
+  write(dir / "old" / "report.json", R"({"stalesim_report": "0.1.0", "files": ["report.html"]})");
+  write(dir / "old" / "report.html", "<html>old</html>");
+  const auto again = run_cli(fmt::format("report {} --out {}", q((dir / "run").string()), q((dir / "old").string())));
+  CHECK(again.code == 2);
+  CHECK(has(again.err, "a report folder exists there (use --force to replace it)"));
+  CHECK(slurp(dir / "old" / "report.html") == "<html>old</html>");
   fs::remove_all(dir);
 }
 
