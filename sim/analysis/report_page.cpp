@@ -109,15 +109,14 @@ std::string scenario_in_words(const json& s) {
     if (const json* b = at(*o, "/batch_size")) rule += fmt::format(", batch {}", text_of(*b));
     if (const json* m = at(*o, "/momentum"); m && m->is_number() && m->get<double>() != 0)
       rule += fmt::format(", momentum {}", text_of(*m));
-    if (const json* a = at(*o, "/aggregate")) rule += text_of(*a) == "mean" ? ", gradients averaged" : ", gradients summed";
+    if (const json* a = at(*o, "/aggregate")) rule += fmt::format(", aggregate {}", text_of(*a));
     parts.push_back(rule);
   }
   if (const json* d = at(s, "/data/dataset")) parts.push_back(fmt::format("data {}", text_of(*d)));
   if (const json* m = at(s, "/model/type")) {
     std::string model = fmt::format("model {}", text_of(*m));
     if (const json* h = at(s, "/model/hidden")) model += fmt::format(" {}", h->dump());
-    if (const json* c = at(s, "/model/cost"); c && c->is_string() && c->get<std::string>() != "derived")
-      model += fmt::format(", timed as {}", c->get<std::string>());
+    if (const json* c = at(s, "/model/cost")) model += fmt::format(", cost {}", text_of(*c));
     parts.push_back(model);
   }
   std::vector<std::string> stops;
