@@ -67,7 +67,8 @@ std::string find_python(const fs::path& plots) {
   return out;
 }
 
-// Runs argv (no shell), its output on ours; returns its exit status (-1: killed or not started).
+// Runs argv (no shell; argv[0] looked up on PATH when it has no slash), its output on ours;
+// returns its exit status (-1: killed or not started; 127: could not be started).
 int run_child(const std::vector<std::string>& argv) {
   std::vector<char*> cargv;
   std::vector<std::string> copy = argv;
@@ -77,7 +78,7 @@ int run_child(const std::vector<std::string>& argv) {
   const pid_t child = ::fork();
   if (child < 0) return -1;
   if (child == 0) {
-    ::execv(cargv[0], cargv.data());
+    ::execvp(cargv[0], cargv.data());  // $PYTHON may name a program on PATH
     _exit(127);
   }
   int status = 0;
