@@ -185,6 +185,25 @@ else
   fail "sweep file or summarize: $(cat "$tmp/bands.log")"
 fi
 
+# stalesim report's figures: a traced run beside an untraced one, and a sweep over seeds; every
+# figure figures.json names is a non-empty PNG, with a timeline, the staleness and accuracy bands.
+if [ -f "$tmp/bands/sweep.csv" ] &&
+  "$py" "$here/report_figures.py" "$tmp/report" "$runs/traced" "$runs/ssp" "$tmp/bands" >"$tmp/report.log" 2>&1; then
+  "$py" - "$tmp/report" <<'PY' || fail "report_figures.py: $(cat "$tmp/report.log")"
+import json, os, sys
+out = sys.argv[1]
+sections = json.load(open(os.path.join(out, "figures.json")))["sections"]
+kinds = {f["kind"] for s in sections for f in s["figures"]}
+for s in sections:
+    for f in s["figures"]:
+        assert os.path.getsize(os.path.join(out, f["file"])) > 0, f["file"]
+assert {"timeline", "staleness", "staleness-time", "staleness-time-log", "accuracy"} <= kinds, kinds
+assert any("min-max band" in f["caption"] for s in sections for f in s["figures"]), "no band over seeds"
+PY
+else
+  fail "report_figures.py failed: $(cat "$tmp/report.log" 2>/dev/null)"
+fi
+
 # A python3 without matplotlib (a stand-in package that fails to import): every script names
 # /usr/bin/python3 and exits 3, without a traceback.
 mkdir -p "$tmp/nompl/matplotlib"

@@ -33,6 +33,9 @@
 //                                               the value is their mean, summed in array order)
 //     csv FILE COLUMN [KEY=VALUE]... [xSCALE] (the first row where every column KEY holds
 //                                               VALUE; with no KEY=VALUE, the last row)
+//     count FILE REGEX                          (the number of FILE's lines that match the
+//                                               ECMAScript REGEX: counts the docs state about
+//                                               themselves, such as their lessons)
 //   FILE is relative to DIR; xSCALE multiplies the value (x100 for a fraction quoted in %). A
 //   32-digit hex hash (a result_hash) before the comment must equal the value exactly.
 //
@@ -202,7 +205,8 @@ void check_number(Context& ctx, const NumberCheck& n) {
   std::optional<double> value;
   std::string error;
   try {
-    if (!words.empty() && words.back().size() > 1 && words.back()[0] == 'x' && words.back().find('=') == std::string::npos) {
+    if (!words.empty() && words[0] != "count" && words.back().size() > 1 && words.back()[0] == 'x' &&
+        words.back().find('=') == std::string::npos) {
       std::size_t used = 0;
       const std::string factor = words.back().substr(1);
       try {
@@ -283,8 +287,22 @@ void check_number(Context& ctx, const NumberCheck& n) {
         return;
       }
       value = std::stod(cell);
+    } else if (words.size() >= 3 && words[0] == "count") {
+      // The lines of FILE (in DIR, which links the checkout's folders) that match REGEX: a count
+      // the text states about the docs themselves ("6 lessons").
+      std::string pattern;
+      const auto start = n.source.find(words[1]) + words[1].size();
+      pattern = n.source.substr(n.source.find_first_not_of(' ', start));
+      while (!pattern.empty() && pattern.back() == ' ') pattern.pop_back();
+      const std::regex re(pattern);
+      const auto lines = split_lines(slurp(ctx.work / words[1]));
+      if (lines.empty()) throw std::runtime_error(words[1] + " is empty or missing");
+      std::size_t count = 0;
+      for (const auto& line : lines) count += std::regex_search(line, re) ? 1 : 0;
+      value = static_cast<double>(count);
     } else {
-      throw std::runtime_error("expected 'json FILE POINTER [mean] [xS]' or 'csv FILE COLUMN [KEY=VALUE]... [xS]'");
+      throw std::runtime_error(
+          "expected 'json FILE POINTER [mean] [xS]', 'csv FILE COLUMN [KEY=VALUE]... [xS]' or 'count FILE REGEX'");
     }
   } catch (const std::exception& e) {
     error = e.what();

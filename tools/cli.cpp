@@ -23,6 +23,31 @@ std::string env(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
+std::string results_root(const po::variables_map& vm) {
+  if (vm.count("results")) return vm["results"].as<std::string>();
+  if (std::string e = env("STALESIM_RESULTS"); !e.empty()) return e;
+  return "results";
+}
+
+CompareOption parse_compare(const std::string& spec) {
+  const size_t eq = spec.find('='), comma = spec.find(',', eq == std::string::npos ? 0 : eq);
+  if (eq == std::string::npos || eq == 0 || comma == std::string::npos || comma == eq + 1 ||
+      comma + 1 == spec.size() || spec.find(',', comma + 1) != std::string::npos)
+    throw UsageError(fmt::format("--compare '{}': expected KEY=A,B (two values of one column of sweep.csv, "
+                                 "e.g. policy.type=asp,ssp)",
+                                 spec));
+  return {spec.substr(0, eq), spec.substr(eq + 1, comma - eq - 1), spec.substr(comma + 1)};
+}
+
+void add_results_option(po::options_description& o) {
+  o.add_options()("results", po::value<std::string>(),
+                  "the folder default output folders go in (default: $STALESIM_RESULTS, else results)");
+}
+
+std::string default_output(const po::variables_map& vm, const std::string& name) {
+  return (std::filesystem::path(results_root(vm)) / name).string();
+}
+
 int mpi_launch_size() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
     const std::string v = env(name);

@@ -42,6 +42,17 @@ std::string env(const char* name);
 // else PMI_SIZE or PMIX_SIZE), or 0 when it was not started by mpirun.
 int mpi_launch_size();
 
+// The folder default output folders go in (results/NAME): --results DIR when `vm` has it, else
+// $STALESIM_RESULTS, else "results" (relative to the working directory). Lets the docs be
+// followed from a read-only or shared checkout.
+std::string results_root(const po::variables_map& vm);
+
+// The option --results DIR (results_root) of the commands that write output folders.
+void add_results_option(po::options_description& o);
+
+// RESULTS/name: where a command's output folder goes when --out is not given.
+std::string default_output(const po::variables_map& vm, const std::string& name);
+
 // ---- Signals ---------------------------------------------------------------------------------
 
 // Set by SIGINT, SIGTERM and SIGHUP once catch_signals() was called: runs stop, outputs are
@@ -76,6 +87,12 @@ int threads_option(const po::variables_map& vm, int share);
 // (REFERENCE.md "Safety and errors").
 OutputGuard output_guard(const std::string& scenario_path);
 
+// --compare KEY=A,B (summarize, report): two values of one column of sweep.csv. Throws UsageError.
+struct CompareOption {
+  std::string key, a, b;
+};
+CompareOption parse_compare(const std::string& spec);
+
 // ---- Text --------------------------------------------------------------------------------------
 
 // `dir` as the user wrote it, without trailing separators ("out/" -> "out"), for messages.
@@ -103,6 +120,7 @@ int cmd_reproduce(const std::vector<std::string>& args);
 int cmd_summarize(const std::vector<std::string>& args);
 int cmd_calibrate(const std::vector<std::string>& args);
 int cmd_timeline(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
 
 // ---- MPI jobs this program starts on itself (tools/cmd_real.cpp) ----------------------------
 

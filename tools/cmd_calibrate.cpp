@@ -61,12 +61,13 @@ int cmd_calibrate_cpu(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim calibrate --cpu SCENARIO [options]\n\nOptions");
   add_scenario_options(o);
   o.add_options()("cpu", "time this machine's CPU and MPI transport")(
-      "out", po::value<std::string>(), "folder for profile.json and network.json (default: results/calibrate-cpu)")(
+      "out", po::value<std::string>(), "folder for profile.json and network.json (default: RESULTS/calibrate-cpu, RESULTS: --results)")(
       "name", po::value<std::string>(), "profile name (default: cpu-<host name>)")(
       "repeats", po::value<int32_t>()->default_value(200), "timed gradients and round trips per size")(
       "warmup", po::value<int32_t>()->default_value(20), "untimed ones before each measurement")(
       "force", "replace profile.json and network.json")("quiet", "no mpirun line on stderr")(
       "help,h", "show this help");
+  add_results_option(o);
   po::positional_options_description pos;
   pos.add("scenario", 1);
   try {
@@ -90,7 +91,7 @@ Exit codes: 0 written, 2 bad input (or a build without MPI), 3 the MPI job faile
     c.scenario = load(p.vm);
     c.origin = p.vm["scenario"].as<std::string>();
     c.args = args;
-    c.out = p.vm.count("out") ? p.vm["out"].as<std::string>() : "results/calibrate-cpu";
+    c.out = p.vm.count("out") ? p.vm["out"].as<std::string>() : default_output(p.vm, "calibrate-cpu");
     if (p.vm.count("name")) c.name = p.vm["name"].as<std::string>();
     c.repeats = p.vm["repeats"].as<int32_t>();
     c.warmup = p.vm["warmup"].as<int32_t>();

@@ -210,13 +210,14 @@ int real_main(RealCommand c) {
 int cmd_real(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim real SCENARIO [options]\n\nOptions");
   add_scenario_options(o);
-  o.add_options()("out", po::value<std::string>(), "output folder (default: results/<scenario name>-real)")(
+  o.add_options()("out", po::value<std::string>(), "output folder (default: RESULTS/<scenario name>-real, RESULTS: --results)")(
       "force", "replace the output folder when it holds a stalesim run")(
       "timing", po::value<std::string>()->default_value("emulated"),
       "emulated: pad compute and messages to the scenario's devices and network; measured: no padding")(
       "watchdog-s", po::value<double>()->default_value(60),
       "end the job when a worker the server waits for, or the server a worker waits for, sends nothing "
       "for this many seconds")("quiet", "no mpirun line on stderr")("help,h", "show this help");
+  add_results_option(o);
   po::positional_options_description pos;
   pos.add("scenario", 1);
   try {
@@ -245,7 +246,7 @@ int cmd_real(const std::vector<std::string>& args) {
       throw UsageError(
           fmt::format("--watchdog-s: expected a number in (0, 86400], got {}", c.options.watchdog_s));
     c.options.out = display_path(p.vm.count("out") ? p.vm["out"].as<std::string>()
-                                                   : "results/" + c.scenario.name + "-real");
+                                                   : default_output(p.vm, c.scenario.name + "-real"));
     c.options.force = p.vm.count("force") > 0;
     c.options.guard = output_guard(c.origin);
     c.quiet = p.vm.count("quiet") > 0;

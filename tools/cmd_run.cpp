@@ -20,7 +20,7 @@ namespace stalesim::cli {
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim run SCENARIO [options]\n\nOptions");
   add_scenario_options(o);
-  o.add_options()("out", po::value<std::string>(), "output folder (default: results/<scenario name>)")(
+  o.add_options()("out", po::value<std::string>(), "output folder (default: RESULTS/<scenario name>, RESULTS: --results)")(
       "force",
       "replace the output folder when it holds a stalesim run (never anything else; REFERENCE.md \"Safety "
       "and errors\")")("quiet", "no progress line and no closing summary on stderr")(
@@ -36,6 +36,7 @@ int cmd_run(const std::vector<std::string>& args) {
       "threads", po::value<int>(),
       "threads computing gradients (default: STALESIM_THREADS, else the machine's cores); outputs are the "
       "same for every count")("help,h", "show this help");
+  add_results_option(o);
   po::positional_options_description pos;
   pos.add("scenario", 1);
   const auto p = parse(args, o, pos);
@@ -67,7 +68,7 @@ int cmd_run(const std::vector<std::string>& args) {
     throw UsageError("--trace-window and --trace-max-mb need --trace");
   const Scenario sc = load(p.vm);
   const std::string out =
-      display_path(p.vm.count("out") ? p.vm["out"].as<std::string>() : "results/" + sc.name);
+      display_path(p.vm.count("out") ? p.vm["out"].as<std::string>() : default_output(p.vm, sc.name));
   const bool quiet = p.vm.count("quiet") > 0;
   const bool force = p.vm.count("force") > 0;
   // Refuse an occupied or unwritable output folder, and a scenario too big for this machine,

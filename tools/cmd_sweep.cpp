@@ -50,12 +50,13 @@ int sweep_body(const std::vector<std::string>& args, const MpiSession* mpi) {
       "threads", po::value<int>(),
       "threads computing each point's gradients (default: STALESIM_THREADS, else the machine's cores, "
       "divided by --jobs)")("out", po::value<std::string>(),
-                            "sweep folder (default: results/<scenario name>-sweep)")(
+                            "sweep folder (default: RESULTS/<scenario name>-sweep, RESULTS: --results)")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override a field of every point, e.g. --set stop.max_updates=1000 (repeatable)")(
       "force",
       "rerun every point, each replacing its own folder when its new run is written (nothing is deleted "
       "first)")("quiet", "no progress bar, notes or wall time on stderr")("help,h", "show this help");
+  add_results_option(o);
   po::positional_options_description pos;
   pos.add("scenario", 1);
   const auto p = parse(args, o, pos);
@@ -125,7 +126,7 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
   }
   const std::string dir = display_path(p.vm.count("out")   ? p.vm["out"].as<std::string>()
                                        : !file_out.empty() ? file_out
-                                                           : default_sweep_dir(plan));
+                                                           : default_sweep_dir(plan, results_root(p.vm)));
 
   // Rank 0 checks that every point fits in memory (the limit `run` checks), then prepares the
   // folder; every rank follows its verdict. A refused sweep runs and writes nothing.

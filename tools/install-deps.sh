@@ -2,7 +2,7 @@
 # Installs every Debian package stalesim needs, and nothing else.
 # Idempotent and non-interactive: packages already present are skipped, `apt-get update`
 # runs at most once, and nothing is downloaded from outside Debian's archive.
-# Usage: tools/install-deps.sh [--with-mpi] [--with-plots] [--with-fuzz] [--with-simgrid] [--all]
+# Usage: tools/install-deps.sh [--with-mpi] [--with-plots] [--with-fuzz] [--with-simgrid] [--with-browser] [--all]
 set -euo pipefail
 
 core=(build-essential cmake pkg-config zlib1g-dev libeigen3-dev libboost-program-options-dev
@@ -11,6 +11,7 @@ mpi=(libopenmpi-dev openmpi-bin)
 plots=(python3 python3-matplotlib)
 fuzz=(clang libclang-rt-dev)  # tools/fuzz and tools/check's sanitizer pass (libFuzzer, ASan, UBSan)
 simgrid=(libsimgrid-dev)      # tools/validate-network only (about 13 MB from Debian main, with ns-3)
+browser=(chromium-headless-shell)  # the report's browser test (tests/browser/report_browser_test.py)
 
 want=("${core[@]}")
 for arg in "$@"; do
@@ -19,9 +20,10 @@ for arg in "$@"; do
     --with-plots) want+=("${plots[@]}") ;;
     --with-fuzz) want+=("${fuzz[@]}") ;;
     --with-simgrid) want+=("${simgrid[@]}") ;;
-    --all) want+=("${mpi[@]}" "${plots[@]}" "${fuzz[@]}" "${simgrid[@]}") ;;
+    --with-browser) want+=("${browser[@]}") ;;
+    --all) want+=("${mpi[@]}" "${plots[@]}" "${fuzz[@]}" "${simgrid[@]}" "${browser[@]}") ;;
     -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
-    *) echo "install-deps.sh: unknown option '$arg' (allowed: --with-mpi --with-plots --with-fuzz --with-simgrid --all)" >&2; exit 2 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (allowed: --with-mpi --with-plots --with-fuzz --with-simgrid --with-browser --all)" >&2; exit 2 ;;
   esac
 done
 

@@ -38,6 +38,7 @@ Commands:
   reproduce DIR      rerun every point of a sweep folder and compare, point by point
   summarize DIR      mean and spread over seeds per sweep point, seed-averaged curves with bands
   timeline SCENARIO  draw the first seconds of a run in the terminal, a row per worker
+  report RUN_OR_SWEEP...  one HTML page on runs and sweeps: timelines, staleness, accuracy, comparison
   real SCENARIO      run a scenario for real: a parameter server and workers over MPI (wall clock)
   compare A B [B..]  compare run folders (a simulation and real runs): errors, KS distance, spread
   profiles [FILE]    list the built-in device profiles (or check profile files) and how to add yours
@@ -75,6 +76,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "reproduce") return cmd_reproduce(args);
   if (cmd == "summarize") return cmd_summarize(args);
   if (cmd == "timeline") return cmd_timeline(args);
+  if (cmd == "report") return cmd_report(args);
   if (cmd == "real") return cmd_real(args);
   if (cmd == "compare") return cmd_compare(args);
   if (cmd == "version" || cmd == "--version") {
@@ -83,7 +85,7 @@ int dispatch(int argc, char** argv) {
   }
   throw UsageError(
       fmt::format("unknown command '{}' (commands: run, validate, profiles, costs, fields, schema, sweep, "
-                  "reproduce, summarize, timeline, real, compare, calibrate, version)",
+                  "reproduce, summarize, timeline, report, real, compare, calibrate, version)",
                   cmd));
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_read.hpp"
+#include "sim/analysis/seed_difference.hpp"
 #include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
 #include "sim/sweep/sweep_status.hpp"
@@ -395,6 +396,166 @@ SweepSummary summarize_sweep(const std::string& dir) {
   auto group_stats = write_summary_csv(t, targets, out);
   write_curves_csv(root, t, out);
   write_table(t, group_stats, targets, out);
+  return out;
+}
+
+namespace {
+
+// One side of a comparison in one context: the values per metric over its seeds with a result.
+struct Side {
+  std::vector<double> time, updates, accuracy;
+  size_t runs = 0, missed = 0;
+  bool target = false;
+};
+
+Side side_of(const fs::path& root, const SweepRows& t, const std::vector<size_t>& members) {
+  const size_t time_col = t.col("time_to_target_s"), end_col = t.col("virtual_time_s"),
+               updates_col = t.col("server_updates"), acc_col = t.col("final_test_accuracy");
+  Side s;
+  for (size_t r : members) {
+    if (!t.ok(r)) continue;
+    ++s.runs;
+    if (auto x = number(t.rows[r][updates_col])) s.updates.push_back(*x);
+    if (auto x = number(t.rows[r][acc_col])) s.accuracy.push_back(*x);
+    if (!target_of(root / t.rows[r][t.folder_col])) continue;
+    s.target = true;
+    if (auto when = number(t.rows[r][time_col])) {
+      s.time.push_back(*when);
+    } else if (auto end = number(t.rows[r][end_col])) {
+      s.time.push_back(*end);  // a miss, counted at its run's end
+      ++s.missed;
+    }
+  }
+  return s;
+}
+
+std::string number_text(double x) { return fmt::format("{:.4g}", x); }
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+}  // namespace
+
+SweepComparison compare_sweep(const std::string& dir, const std::string& key, const std::string& a,
+                              const std::string& b) {
+  const fs::path root(dir);
+  const SweepRows t = read_sweep_rows(dir, root);
+  const std::vector<std::string> group_columns(t.rows[0].begin(), t.rows[0].begin() + static_cast<long>(t.seed_col));
+  const auto kc = std::find(group_columns.begin(), group_columns.end(), key);
+  if (kc == group_columns.end())
+    throw IoError(fmt::format("{}: --compare {}={},{}: no column '{}' to compare by (the sweep's columns: {})",
+                              t.csv_path.string(), key, a, b, key,
+                              group_columns.empty() ? std::string("none") : join(group_columns, ", ")));
+  const size_t k = static_cast<size_t>(kc - group_columns.begin());
+  std::vector<std::string> values;
+  for (const auto& g : t.keys)
+    if (std::find(values.begin(), values.end(), g[k]) == values.end()) values.push_back(g[k]);
+  for (const auto& v : {a, b})
+    if (std::find(values.begin(), values.end(), v) == values.end())
+      throw IoError(fmt::format("{}: --compare {}={},{}: '{}' is not a value of {} (its values: {})",
+                                t.csv_path.string(), key, a, b, v, key, join(values, ", ")));
+  // Contexts: the other group columns' values, in order of first appearance.
+  std::vector<std::vector<std::string>> contexts;
+  std::map<std::vector<std::string>, std::pair<std::vector<size_t>, std::vector<size_t>>> sides;
+  for (size_t g = 0; g < t.keys.size(); ++g) {
+    const std::string& v = t.keys[g][k];
+    if (v != a && v != b) continue;
+    std::vector<std::string> ctx = t.keys[g];
+    ctx.erase(ctx.begin() + static_cast<long>(k));
+    if (!sides.contains(ctx)) contexts.push_back(ctx);
+    auto& slot = v == a ? sides[ctx].first : sides[ctx].second;
+    slot.insert(slot.end(), t.members[g].begin(), t.members[g].end());
+  }
+  SweepComparison out;
+  out.json = {{"key", key}, {"a", a}, {"b", b}, {"contexts", nlohmann::json::array()}};
+  std::vector<std::vector<std::string>> table{
+      {"metric", fmt::format("{} (n)", a), fmt::format("{} (n)", b), "A - B", "SE", "verdict"}};
+  size_t compared = 0;
+  for (const auto& ctx : contexts) {
+    const auto& [ma, mb] = sides[ctx];
+    if (ma.empty() || mb.empty()) continue;
+    ++compared;
+    nlohmann::json context = nlohmann::json::object();
+    std::vector<std::string> words;
+    for (size_t c = 0, i = 0; c < group_columns.size(); ++c) {
+      if (c == k) continue;
+      context[group_columns[c]] = ctx[i];
+      words.push_back(fmt::format("{}={}", group_columns[c], ctx[i]));
+      ++i;
+    }
+    nlohmann::json metrics = nlohmann::json::array();
+    const Side sa = side_of(root, t, ma), sb = side_of(root, t, mb);
+    table.push_back({words.empty() ? std::string("(all points)") : join(words, " "), "", "", "", "", ""});
+    const auto add = [&](const char* metric, const std::vector<double>& va, const std::vector<double>& vb,
+                         bool time) {
+      nlohmann::json m{{"metric", metric}, {"n_a", va.size()}, {"n_b", vb.size()}};
+      if (time) {
+        m["missed_a"] = sa.missed;
+        m["missed_b"] = sb.missed;
+      }
+      const auto cell = [&](const std::vector<double>& v, size_t missed) {
+        if (v.empty()) return std::string("- (0)");
+        std::string c = fmt::format("{} ({}", number_text(stats_of(v).mean), v.size());
+        if (time) c += fmt::format("; {} missed", missed);
+        return c + ")";
+      };
+      if (va.empty() || vb.empty()) {
+        m["verdict"] = nullptr;
+        table.push_back({metric, cell(va, sa.missed), cell(vb, sb.missed), "-", "-", "no values on one side"});
+      } else {
+        const SeedDifference d = seed_difference(va, vb);
+        m["mean_a"] = d.mean_a;
+        m["mean_b"] = d.mean_b;
+        m["d"] = d.d;
+        m["se"] = d.se ? nlohmann::json(*d.se) : nlohmann::json(nullptr);
+        m["verdict"] = d.verdict;
+        std::string verdict = d.verdict == "A higher"  ? fmt::format("{} higher (beyond 2 SE)", a)
+                              : d.verdict == "A lower" ? fmt::format("{} lower (beyond 2 SE)", a)
+                              : d.se                   ? std::string("within 2 SE")
+                                                       : std::string("no SE (a side has < 2 seeds)");
+        table.push_back({metric, cell(va, sa.missed), cell(vb, sb.missed), fmt::format("{:+.4g}", d.d),
+                         d.se ? number_text(*d.se) : std::string("-"), verdict});
+      }
+      metrics.push_back(m);
+    };
+    if (sa.target || sb.target) add("time_to_target_s", sa.time, sb.time, true);
+    add("server_updates", sa.updates, sb.updates, false);
+    add("final_test_accuracy", sa.accuracy, sb.accuracy, false);
+    out.json["contexts"].push_back({{"context", context}, {"metrics", metrics}});
+  }
+  if (compared == 0)
+    throw IoError(fmt::format("{}: --compare {}={},{}: no points of {} and {} agree in every other column ({})",
+                              t.csv_path.string(), key, a, b, a, b,
+                              join(group_columns, ", ")));
+  std::vector<size_t> width(6, 0);
+  const auto display = [](const std::string& s) {
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  for (const auto& line : table)
+    if (!line[1].empty() || line[0] == "metric")
+      for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], display(line[c]));
+  out.table = fmt::format("{} = {} (A) against {} (B), over seeds:\n", key, a, b);
+  for (const auto& line : table) {
+    if (line[1].empty() && line[0] != "metric") {
+      out.table += line[0] + "\n";
+      continue;
+    }
+    std::string text = "  ";
+    for (size_t c = 0; c < line.size(); ++c) {
+      text += line[c];
+      if (c + 1 < line.size()) text += std::string(width[c] - display(line[c]) + 2, ' ');
+    }
+    out.table += text + "\n";
+  }
+  out.table +=
+      "A - B: the difference of the means over seeds; SE: its standard error (unpaired); verdict: beyond 2 SE "
+      "either way\nor within (the paper claims' rule, sim/analysis/seed_difference.hpp). time_to_target_s "
+      "counts each miss at its run's end.\n";
   return out;
 }
 

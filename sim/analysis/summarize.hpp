@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace stalesim {
 
 struct SweepSummary {
@@ -32,6 +34,23 @@ struct SweepSummary {
 // Reads DIR/sweep.csv and the metrics.csv of each point with a result. Throws IoError naming the
 // file when sweep.csv is missing or malformed, or a point's metrics.csv cannot be read.
 SweepSummary summarize_sweep(const std::string& dir);
+
+// `summarize SWEEP --compare KEY=A,B`: the groups whose column KEY is A against those where it is B
+// with every other group column equal (a context), per metric: time to target (each miss counted
+// at its run's end, as the paper claims count it, and the misses counted and shown), server
+// updates and final test accuracy; the difference of the means over seeds, its standard error and
+// the verdict of sim/analysis/seed_difference.hpp. `json`: {"key", "a", "b", "contexts": [{"context":
+// {column: value}, "metrics": [{"metric", "n_a", "n_b", "mean_a", "mean_b", "d", "se" (null: a side
+// with fewer than 2 seeds), "verdict", "missed_a", "missed_b" (time to target only)}]}]}.
+struct SweepComparison {
+  std::string table;  // for the terminal
+  nlohmann::json json;
+};
+
+// Throws IoError naming DIR/sweep.csv when KEY is not a group column (the message lists them), A or
+// B is not one of its values, or no context holds both.
+SweepComparison compare_sweep(const std::string& dir, const std::string& key, const std::string& a,
+                              const std::string& b);
 
 // RFC 4180 CSV text as rows of cells (quotes removed, "" read as ").
 std::vector<std::vector<std::string>> parse_csv(const std::string& text);

@@ -166,6 +166,11 @@ void check_target(const std::string& dir, const fs::path& target, bool force, co
           "{}: is a sweep folder; a run's --force replaces only a run folder (or an empty one); nothing was "
           "deleted",
           dir));
+    case FolderKind::kReport:
+      throw IoError(fmt::format(
+          "{}: is a report folder (stalesim report); a run's --force replaces only a run folder (or an empty "
+          "one); nothing was deleted",
+          dir));
     case FolderKind::kOther:
       if (c.why == "exists and is not a folder")
         throw IoError(fmt::format("{}: output path exists and is not a folder", dir));

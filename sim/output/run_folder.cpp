@@ -107,12 +107,39 @@ std::vector<std::string> recorded_plots(const fs::path& dir);
 
 }  // namespace
 
+namespace {
+
+// Whether `path` is a report folder (kReportManifest): its manifest names stalesim_report and
+// every other entry is a regular file the manifest lists.
+bool is_report_folder(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(path / kReportManifest, ec))) return false;
+  const auto j = read_manifest(path / kReportManifest);
+  if (!j || !j->is_object() || !j->contains("stalesim_report") || !j->contains("files") ||
+      !(*j)["files"].is_array())
+    return false;
+  std::vector<std::string> files;
+  for (const auto& f : (*j)["files"])
+    if (f.is_string()) files.push_back(f.get<std::string>());
+  for (fs::directory_iterator it(path, ec), end; it != end; it.increment(ec)) {
+    if (ec) return false;
+    const std::string name = it->path().filename().string();
+    if (name == kReportManifest || our_temporary(it->path())) continue;
+    if (it->symlink_status(ec).type() != fs::file_type::regular) return false;
+    if (std::find(files.begin(), files.end(), name) == files.end()) return false;
+  }
+  return !ec;
+}
+
+}  // namespace
+
 FolderCheck inspect_folder(const fs::path& path) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(path, ec);
   if (ec || st.type() == fs::file_type::not_found) return {FolderKind::kAbsent, ""};
   if (st.type() == fs::file_type::symlink) return {FolderKind::kOther, "is a symbolic link"};
   if (st.type() != fs::file_type::directory) return {FolderKind::kOther, "exists and is not a folder"};
+  if (is_report_folder(path)) return {FolderKind::kReport, ""};
   bool any = false, run_files = false, summary = false, sweep_manifest = false, sweep_items = false;
   const std::vector<std::string> plots = recorded_plots(path);  // figures our plot scripts wrote here
   for (fs::directory_iterator it(path, ec), end; it != end; it.increment(ec)) {
@@ -134,9 +161,9 @@ FolderCheck inspect_folder(const fs::path& path) {
       continue;
     }
     if (es.type() == fs::file_type::directory) {
-      // A sweep's point folder: a run folder, or empty.
+      // A sweep's point folder: a run folder, or empty; or a report on the sweep.
       const FolderCheck sub = inspect_folder(it->path());
-      if (sub.kind == FolderKind::kRun || sub.kind == FolderKind::kEmpty) {
+      if (sub.kind == FolderKind::kRun || sub.kind == FolderKind::kEmpty || sub.kind == FolderKind::kReport) {
         sweep_items = true;
         continue;
       }
@@ -391,7 +418,7 @@ namespace {
 // an empty one, as check_target found it before the run.
 bool replaceable(const fs::path& moved) {
   const FolderKind k = inspect_folder(moved).kind;
-  return k == FolderKind::kRun || k == FolderKind::kEmpty;
+  return k == FolderKind::kRun || k == FolderKind::kEmpty || k == FolderKind::kReport;
 }
 
 }  // namespace

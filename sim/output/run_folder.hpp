@@ -30,11 +30,17 @@ inline constexpr std::array<std::string_view, 11> kRunFiles = {
     "summary.json", "metrics.csv", "staleness.csv", "decisions.csv", "gradients.csv", "trace.json",
     "explain.txt",  "timing.csv",  "links.csv",     "done",          "plots.list"};
 
+// A report folder (`stalesim report`) holds kReportManifest, a JSON object with "stalesim_report"
+// (the version) and "files" (every other file it holds, report.html and the figures), and only
+// those files. It may stand inside a sweep folder without breaking the sweep's resume.
+inline constexpr std::string_view kReportManifest = "report.json";
+
 enum class FolderKind {
   kAbsent,  // nothing at the path
   kEmpty,   // an empty folder
   kRun,     // a stalesim run folder (finished or not)
   kSweep,   // a stalesim sweep folder
+  kReport,  // a `stalesim report` folder: report.json (naming stalesim_report and its files) and those files
   kOther,   // anything else: a file, a link to a non-folder, a folder holding other things
 };
 

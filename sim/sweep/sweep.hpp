@@ -151,8 +151,8 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, siz
 // Nothing is checked when `limit` is nullopt.
 void check_sweep_memory(const SweepPlan& plan, const std::optional<MemoryLimit>& limit);
 
-// "results/<base name>-sweep".
-std::string default_sweep_dir(const SweepPlan& plan);
+// "ROOT/<base name>-sweep" (ROOT: the results root, tools/cli.hpp results_root).
+std::string default_sweep_dir(const SweepPlan& plan, const std::string& root = "results");
 
 // Makes `dir` ready: creates it, or checks that it holds a sweep of the same base scenario (its
 // sweep.json has the same "base"), then writes sweep.json (atomically). With `force` the base may

@@ -414,6 +414,8 @@ void check_sweep_memory(const SweepPlan& plan, const std::optional<MemoryLimit>&
       over > 3 ? fmt::format("\n  and {} more folder(s)", over - 3) : std::string(), kMemoryAdvice));
 }
 
-std::string default_sweep_dir(const SweepPlan& plan) { return "results/" + plan.base.name + "-sweep"; }
+std::string default_sweep_dir(const SweepPlan& plan, const std::string& root) {
+  return root + "/" + plan.base.name + "-sweep";
+}
 
 }  // namespace stalesim

@@ -205,6 +205,8 @@ void prepare_sweep_dir(const std::string& dir, const SweepPlan& plan, bool force
   }
   if (c.kind == FolderKind::kRun)
     throw IoError(fmt::format("{}: is a run folder, not a sweep folder; choose another --out", dir));
+  if (c.kind == FolderKind::kReport)
+    throw IoError(fmt::format("{}: is a report folder, not a sweep folder; choose another --out", dir));
   if (c.kind == FolderKind::kSweep) {
     if (force) {
       // Nothing is deleted here: every point runs again and replaces its own folder when its new
