@@ -89,8 +89,10 @@ int real_ranks(const Scenario& s);
 // `stalesim real` alone starts every rank on this machine, with --oversubscribe (the ranks sleep
 // between polls): at most kRealRanksPerCpu ranks per logical CPU this process may use.
 inline constexpr int kRealRanksPerCpu = 16;
-// What one rank holds besides its simulator core (OpenMPI's library and shared-memory buffers).
-inline constexpr double kRealRankMpiBytes = 24.0 * 1024 * 1024;
+// What one rank holds besides its simulator core (OpenMPI's library and shared-memory buffers):
+// measured, 18 MiB peak per rank of scenarios/real/two-workers.json against 9 MiB for its
+// simulation (OpenMPI 4.1, issue 46).
+inline constexpr double kRealRankMpiBytes = 10.0 * 1024 * 1024;
 // The memory of one rank of a real run of `s`: each rank loads the data and builds the simulator's
 // worker core (estimate_memory, one thread, sim/estimate/memory_estimate.hpp) plus its MPI share.
 double real_rank_bytes(const Scenario& s);
