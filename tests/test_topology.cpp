@@ -69,6 +69,16 @@ nlohmann::json graph_json() {
   return j;
 }
 
+// racks_json(workers) on the graph `graph` (JSON text of graph.nodes and graph.links).
+nlohmann::json graph_of(int workers, const char* graph) {
+  auto j = racks_json(workers);
+  auto& n = j["cluster"]["network"];
+  n["topology"] = "graph";
+  n.erase("racks");
+  n["graph"] = nlohmann::json::parse(graph);
+  return j;
+}
+
 void check_error(const nlohmann::json& j, const std::string& message) {
   CHECK_THROWS_WITH_AS(scenario(j), message.c_str(), ScenarioError);
 }
@@ -187,11 +197,7 @@ TEST_CASE("on a tree a route walks its one path: the search's routes, and none t
     CHECK(walked_routes(t) == searched_routes(t));
   }
   SUBCASE("a graph tree whose host h sits between two switches, and a host with no link") {
-    auto j = racks_json(2);
-    auto& n = j["cluster"]["network"];
-    n["topology"] = "graph";
-    n.erase("racks");
-    n["graph"] = nlohmann::json::parse(R"({
+    auto j = graph_of(2, R"({
       "nodes": [ { "name": "ps" }, { "name": "a" }, { "name": "b" }, { "name": "h" }, { "name": "alone" },
                  { "name": "c" }, { "name": "s1", "kind": "switch" }, { "name": "s2", "kind": "switch" } ],
       "links": [ { "from": "s1", "to": "ps", "bandwidth_gbps": 8 }, { "from": "a", "to": "s1", "bandwidth_gbps": 8 },
@@ -205,11 +211,7 @@ TEST_CASE("on a tree a route walks its one path: the search's routes, and none t
     CHECK(walked[4 * 6 + 0] == std::vector<int32_t>{-1});  // alone has no link
   }
   SUBCASE("two paths between a pair: not a forest, the search decides") {
-    auto j = racks_json(1);
-    auto& n = j["cluster"]["network"];
-    n["topology"] = "graph";
-    n.erase("racks");
-    n["graph"] = nlohmann::json::parse(R"({
+    auto j = graph_of(1, R"({
       "nodes": [ { "name": "ps" }, { "name": "a" }, { "name": "s", "kind": "switch" } ],
       "links": [ { "from": "a", "to": "s", "bandwidth_gbps": 8 }, { "from": "ps", "to": "s", "bandwidth_gbps": 8 },
                  { "from": "s", "to": "ps", "bandwidth_gbps": 4 } ] })");
@@ -222,20 +224,16 @@ TEST_CASE("on a tree a route walks its one path: the search's routes, and none t
 TEST_CASE("reaching every shard: a worker on two switches, each with some of the shards") {
   // Shard 0 behind s1, shard 1 behind s2; worker a on both switches reaches both, worker b on s1
   // only cannot reach shard 1: the first pair out of reach by shard, then worker.
-  auto j = racks_json(2);
-  j["cluster"]["servers"] = 2;
-  auto& n = j["cluster"]["network"];
-  n["topology"] = "graph";
-  n.erase("racks");
-  n["graph"] = nlohmann::json::parse(R"({
+  auto j = graph_of(2, R"({
     "nodes": [ { "name": "p0" }, { "name": "p1" }, { "name": "a" }, { "name": "b" },
                { "name": "s1", "kind": "switch" }, { "name": "s2", "kind": "switch" } ],
     "links": [ { "from": "p0", "to": "s1", "bandwidth_gbps": 8 }, { "from": "p1", "to": "s2", "bandwidth_gbps": 8 },
                { "from": "a", "to": "s1", "bandwidth_gbps": 8 }, { "from": "a", "to": "s2", "bandwidth_gbps": 8 },
                { "from": "b", "to": "s1", "bandwidth_gbps": 8 } ] })");
+  j["cluster"]["servers"] = 2;
   check_error(j, "test.json: /cluster/network/graph/nodes/3: worker 1 cannot reach shard 1: no route of links "
                  "from host 'b' to host 'p1'");
-  n["graph"]["links"].push_back({{"from", "b"}, {"to", "p1"}, {"bandwidth_gbps", 8}});  // a direct link
+  j["cluster"]["network"]["graph"]["links"].push_back({{"from", "b"}, {"to", "p1"}, {"bandwidth_gbps", 8}});
   CHECK_NOTHROW(scenario(j));
 }
 
