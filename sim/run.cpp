@@ -53,8 +53,10 @@ RunOutcome execute_run(const Scenario& s, const RunRequest& request) {
     if (explainer) outcome.files.explain_txt = explainer->text();
   }
   if (request.out.empty()) return outcome;
+  if (request.before_write) request.before_write();
   const bool done = outcome.result.status != RunStatus::kInterrupted;
-  if (!done && holds_finished_run(request.out)) {
+  const bool interrupted = !done || (request.options.interrupt && request.options.interrupt->load());
+  if (interrupted && holds_finished_run(request.out)) {
     outcome.kept_finished = true;  // Ctrl-C during a --force rerun: the finished run stays
     return outcome;
   }

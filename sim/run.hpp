@@ -9,6 +9,7 @@
 // run (output folder, memory), progress display, and what a finished run's files are compared with or
 // summarised into.
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -39,6 +40,9 @@ struct RunRequest {
   std::string out;
   bool force = false;  // replace `out` when it holds a stalesim run
   OutputGuard guard;
+  // Fault injection for tests: called after the run, before its folder is written (the CLI's
+  // STALESIM_INJECT_INTERRUPT_BEFORE_WRITE raises SIGINT there).
+  std::function<void()> before_write;
 };
 
 struct RunOutcome {
@@ -52,7 +56,8 @@ struct RunOutcome {
 
 // Runs `s` as `request` says and writes its folder when `request.out` is set: with its done
 // marker when the run was not interrupted; an interrupted run's partial files go to `out` unless
-// `out` holds a finished run (kept_finished). Throws ScenarioError (naming `origin`) when the
+// `out` holds a finished run (kept_finished), which is also kept when the interrupt comes after the
+// run ended but before its folder is written. Throws ScenarioError (naming `origin`) when the
 // scenario does not fit its data or leaves the simulator's time range, DataError when its data
 // cannot be loaded, IoError when the folder cannot be written.
 RunOutcome execute_run(const Scenario& s, const RunRequest& request);

@@ -69,6 +69,16 @@ nlohmann::json graph_json() {
   return j;
 }
 
+// racks_json(workers) on the graph `graph` (JSON text of graph.nodes and graph.links).
+nlohmann::json graph_of(int workers, const char* graph) {
+  auto j = racks_json(workers);
+  auto& n = j["cluster"]["network"];
+  n["topology"] = "graph";
+  n.erase("racks");
+  n["graph"] = nlohmann::json::parse(graph);
+  return j;
+}
+
 void check_error(const nlohmann::json& j, const std::string& message) {
   CHECK_THROWS_WITH_AS(scenario(j), message.c_str(), ScenarioError);
 }
@@ -151,6 +161,82 @@ TEST_CASE("racks: hosts, switches, routes through the spine and the derived over
   CHECK(t.channel_gbps(across[1]) == 4.0);
 }
 
+// Every host-to-host route of `t`, or {-1} where there is none.
+std::vector<std::vector<int32_t>> all_routes(const Topology& t) {
+  std::vector<std::vector<int32_t>> all;
+  for (int32_t a = 0; a < static_cast<int32_t>(t.hosts.size()); ++a)
+    for (int32_t b = 0; b < static_cast<int32_t>(t.hosts.size()); ++b) {
+      try {
+        all.push_back(t.route(a, b));
+      } catch (const TopologyError&) {
+        all.push_back({-1});
+      }
+    }
+  return all;
+}
+
+// The routes the breadth-first search finds (route() without the forest's parent channels).
+std::vector<std::vector<int32_t>> searched_routes(Topology t) {
+  t.parent_channel.clear();
+  t.depth.clear();
+  return all_routes(t);
+}
+
+// The routes walked up the forest.
+std::vector<std::vector<int32_t>> walked_routes(const Topology& t) {
+  REQUIRE(t.parent_channel.size() == t.nodes.size());  // index() found a forest
+  return all_routes(t);
+}
+
+TEST_CASE("on a tree a route walks its one path: the search's routes, and none through a host") {
+  SUBCASE("racks") {
+    auto j = racks_json(9);
+    j["cluster"]["servers"] = 3;
+    j["cluster"]["network"]["placement"] = {{"shards", "spread"}};
+    const Topology t = build_topology(scenario(j));
+    CHECK(walked_routes(t) == searched_routes(t));
+  }
+  SUBCASE("a graph tree whose host h sits between two switches, and a host with no link") {
+    auto j = graph_of(2, R"({
+      "nodes": [ { "name": "ps" }, { "name": "a" }, { "name": "b" }, { "name": "h" }, { "name": "alone" },
+                 { "name": "c" }, { "name": "s1", "kind": "switch" }, { "name": "s2", "kind": "switch" } ],
+      "links": [ { "from": "s1", "to": "ps", "bandwidth_gbps": 8 }, { "from": "a", "to": "s1", "bandwidth_gbps": 8 },
+                 { "from": "s1", "to": "h", "bandwidth_gbps": 8 }, { "from": "h", "to": "s2", "bandwidth_gbps": 8 },
+                 { "from": "b", "to": "s1", "bandwidth_gbps": 8 }, { "from": "c", "to": "s2", "bandwidth_gbps": 8 } ] })");
+    const Topology t = build_topology(scenario(j));
+    const auto walked = walked_routes(t);
+    CHECK(walked == searched_routes(t));
+    CHECK(walked[1 * 6 + 3].size() == 2);                   // a to h: through s1
+    CHECK(walked[1 * 6 + 5] == std::vector<int32_t>{-1});  // a to c: only through h, a host
+    CHECK(walked[4 * 6 + 0] == std::vector<int32_t>{-1});  // alone has no link
+  }
+  SUBCASE("two paths between a pair: not a forest, the search decides") {
+    auto j = graph_of(1, R"({
+      "nodes": [ { "name": "ps" }, { "name": "a" }, { "name": "s", "kind": "switch" } ],
+      "links": [ { "from": "a", "to": "s", "bandwidth_gbps": 8 }, { "from": "ps", "to": "s", "bandwidth_gbps": 8 },
+                 { "from": "s", "to": "ps", "bandwidth_gbps": 4 } ] })");
+    const Topology t = build_topology(scenario(j));
+    CHECK(t.parent_channel.empty());
+    CHECK(t.route(0, 1) == std::vector<int32_t>{2, 1});  // ps -> s over link 1, the first listed
+  }
+}
+
+TEST_CASE("reaching every shard: a worker on two switches, each with some of the shards") {
+  // Shard 0 behind s1, shard 1 behind s2; worker a on both switches reaches both, worker b on s1
+  // only cannot reach shard 1: the first pair out of reach by shard, then worker.
+  auto j = graph_of(2, R"({
+    "nodes": [ { "name": "p0" }, { "name": "p1" }, { "name": "a" }, { "name": "b" },
+               { "name": "s1", "kind": "switch" }, { "name": "s2", "kind": "switch" } ],
+    "links": [ { "from": "p0", "to": "s1", "bandwidth_gbps": 8 }, { "from": "p1", "to": "s2", "bandwidth_gbps": 8 },
+               { "from": "a", "to": "s1", "bandwidth_gbps": 8 }, { "from": "a", "to": "s2", "bandwidth_gbps": 8 },
+               { "from": "b", "to": "s1", "bandwidth_gbps": 8 } ] })");
+  j["cluster"]["servers"] = 2;
+  check_error(j, "test.json: /cluster/network/graph/nodes/3: worker 1 cannot reach shard 1: no route of links "
+                 "from host 'b' to host 'p1'");
+  j["cluster"]["network"]["graph"]["links"].push_back({{"from", "b"}, {"to", "p1"}, {"bandwidth_gbps", 8}});
+  CHECK_NOTHROW(scenario(j));
+}
+
 TEST_CASE("a shard's link shared by two pulls: both arrive together, unlike the star's FIFO") {
   // One rack: the shard's host link carries both pulls at 4 bit/ns: 2 ms; compute 1 ms; both
   // pushes share the link back: 2 ms more. The star's FIFO serves one after the other: 6 ms.
@@ -220,6 +306,18 @@ TEST_CASE("bad topologies are rejected with the element and its JSON path") {
     j["cluster"]["network"]["racks"]["count"] = 2;
     check_error(j, "test.json: /cluster/network/racks/count: 8 workers and 1 server shards need 9 hosts, the "
                    "topology has 8");
+  }
+  SUBCASE("racks.count x hosts_per_rack past 1,000,000 hosts, and just enough racks past it") {
+    auto j = racks_json(2);
+    j["cluster"]["network"]["racks"]["count"] = 1000;
+    j["cluster"]["network"]["racks"]["hosts_per_rack"] = 1000000;
+    check_error(j, "test.json: /cluster/network/racks/count: 1000 racks x hosts_per_rack 1000000 is "
+                   "1000000000 hosts; at most 1000000");
+    j["cluster"]["network"]["racks"].erase("count");
+    j["cluster"]["workers"][0]["count"] = 1000000;
+    j["cluster"]["network"]["racks"]["hosts_per_rack"] = 1000;
+    check_error(j, "test.json: /cluster/network/racks/hosts_per_rack: 1001 racks (just enough for the workers "
+                   "and shards) x hosts_per_rack 1000 is 1001000 hosts; at most 1000000");
   }
   SUBCASE("zero bandwidth") {
     auto j = graph_json();

@@ -22,8 +22,9 @@ namespace po = boost::program_options;
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitBadInput = 2;
-inline constexpr int kExitFailed =
-    3;  // a failed simulation (deadlock), a reproduction mismatch, an internal error
+// A failed simulation (deadlock), a reproduction mismatch, a write that failed (a full disk), an
+// internal error.
+inline constexpr int kExitFailed = 3;
 inline constexpr int kExitOutOfMemory = 4;
 inline constexpr int kExitInterrupted = 130;
 

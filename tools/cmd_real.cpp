@@ -2,6 +2,7 @@
 // MPI, on the wall clock. Alone, it checks what it can and starts mpirun on itself; under mpirun,
 // each process runs its rank.
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "models/dataset.hpp"
+#include "sim/estimate/memory_estimate.hpp"
 #include "sim/real/real_run.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
 #include "tools/cli.hpp"
@@ -149,6 +151,16 @@ namespace {
 
 // Alone: checks the output folder, then starts one rank per process of the real run.
 int launch(const RealCommand& c) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int cpu_count =
+      ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  const auto limit = memory_limit(env("STALESIM_MEMORY_LIMIT"));
+  if (const std::string why = real_local_refusal(c.scenario, cpu_count,
+                                                 limit ? std::optional(limit->bytes) : std::nullopt,
+                                                 limit ? limit->source : std::string());
+      !why.empty())
+    throw ScenarioError(fmt::format("{}: the real mode cannot start this scenario here: {}", c.origin, why));
   require_mpirun();
   check_output_dir(c.options.out, c.options.force, c.options.guard);
   return launch_ranks(real_ranks(c.scenario), "real", c.args, c.quiet,

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -103,6 +104,8 @@ int cmd_run(const std::vector<std::string>& args) {
       throw UsageError(fmt::format("STALESIM_INJECT_DEADLOCK_AT_CLOCK='{}': expected an integer >= 0", f));
     ro.refuse_from_clock = c;  // fault injection: tests the deadlock path (REFERENCE.md "Safety and errors")
   }
+  if (env("STALESIM_INJECT_INTERRUPT_BEFORE_WRITE") == "1")
+    request.before_write = [] { std::raise(SIGINT); };  // fault injection: tests a late Ctrl-C
   auto last_print = wall0;
   if (tty) {
     ro.on_progress = [&](const Progress& pr) {
@@ -157,6 +160,10 @@ int cmd_run(const std::vector<std::string>& args) {
   if (r.status == RunStatus::kInterrupted) {
     fmt::print(stderr, "stalesim: interrupted at t={:g} s; partial outputs in {}/ (no done marker)\n",
                r.end_time.seconds(), out);
+    return kExitInterrupted;
+  }
+  if (g_interrupt.load()) {  // the signal came after the run ended: its folder is whole
+    fmt::print(stderr, "stalesim: interrupted after the run ended; its complete outputs are in {}/\n", out);
     return kExitInterrupted;
   }
   return kExitOk;

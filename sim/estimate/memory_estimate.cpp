@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "sim/estimate/estimate.hpp"  // estimate_run: the pace the cache modes' pushes keep
+#include "sim/network/topology.hpp"   // rack_count
 
 #include <limits>
 
@@ -21,6 +22,11 @@ constexpr double kPerWorkerBookkeeping = 4096.0;
 // The process itself (the binary, its libraries, the allocator's arenas): the peak RSS of the golden
 // tiny run is 8.1 MiB on the reference machine (x86-64, glibc; /usr/bin/time -f %M).
 constexpr double kProcessBytes = 8.0 * 1024 * 1024;
+// A topology's share (issue 46), from the peak RSS of time-only runs (minus the process and the
+// workers' bookkeeping): racks of 32, 96,000 hosts, 588 bytes per link; graphs of 5,000 and
+// 20,000 hosts behind switches, 1,096 and 1,069 bytes per node and per link.
+constexpr double kRacksLinkBytes = 600.0;
+constexpr double kGraphElementBytes = 1100.0;
 
 }  // namespace
 
@@ -37,10 +43,11 @@ std::string format_bytes(double b) {
 std::string MemoryEstimate::describe() const {
   return fmt::format(
       "{} (process {}, dataset {}, parameter snapshots {}, workers' state {}, server state {}, gradients and "
-      "indices {}, model scratch {}; {:.0f} parameters x 4 bytes)",
+      "indices {}, model scratch {}{}; {:.0f} parameters x 4 bytes)",
       format_bytes(total()), format_bytes(process_bytes), format_bytes(dataset_bytes),
       format_bytes(snapshot_bytes), format_bytes(worker_bytes), format_bytes(server_bytes),
-      format_bytes(gradient_bytes), format_bytes(scratch_bytes), parameters);
+      format_bytes(gradient_bytes), format_bytes(scratch_bytes),
+      topology_bytes > 0 ? ", topology " + format_bytes(topology_bytes) : std::string(), parameters);
 }
 
 namespace {
@@ -137,7 +144,9 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan, const Run
         eager ? c.eager_versions : std::ceil(std::min(c.computed, n * updates) / (staleness + 1));
     versions = std::min({2 * n, updates, fetched});
   } else {
-    versions = deferred ? 1 : std::min(n, updates);  // each worker's read version
+    // Each worker's read version; all-reduce's workers all read the version their iteration began
+    // at (sim/worker/allreduce.cpp), one for all.
+    versions = deferred || s.policy.all_reduce() ? 1 : std::min(n, updates);
   }
   // And the server's current version (deferred: and the one a grant is reading).
   e.snapshot_bytes = (versions + 1) * vec;
@@ -177,6 +186,13 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan, const Run
                                                  : test)
            : 0;
   e.process_bytes = kProcessBytes;
+  const auto& net = s.cluster.network;
+  if (net.topology == TopologyKind::kRacks) {
+    const double racks = rack_count(s);
+    e.topology_bytes = (racks * net.racks.hosts_per_rack + racks) * kRacksLinkBytes;
+  } else if (net.topology == TopologyKind::kGraph) {
+    e.topology_bytes = static_cast<double>(net.graph.nodes.size() + net.graph.links.size()) * kGraphElementBytes;
+  }
   return e;
 }
 

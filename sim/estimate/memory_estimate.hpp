@@ -8,7 +8,8 @@
 // dataset); bookkeeping below a few KiB per worker is counted as a flat 4 KiB each:
 // - dataset: the loaded samples as float32 plus labels (Fashion-MNIST: all 70,000, since
 //   data.train_samples truncates after loading), plus the raw bytes held while reading;
-// - snapshots: parameter versions alive at once: one per worker plus the server's current one
+// - snapshots: parameter versions alive at once: one per worker (all-reduce: one for all, the
+//   iteration's) plus the server's current one
 //   (DESIGN.md section 1), two per worker in the cache modes (lazy SSP, ESSP: its cached copy and
 //   one on its way); two in all where workers defer their gradients (RunPlan::defers_gradients,
 //   sim/plan/run_plan.hpp),
@@ -32,7 +33,10 @@
 //   per-sample buffers exceed its parameters many times over on large images;
 // - the process: 8 MiB (binary, libraries, allocator), measured;
 // - the model's own per-sample state (lda: each token's topic), from models/model.hpp model_size,
-//   the same account of the model's size the run's model gives (tests/test_estimate.cpp).
+//   the same account of the model's size the run's model gives (tests/test_estimate.cpp);
+// - off the star, the topology: racks 600 bytes per link (nodes, links, routes, each channel's
+//   flow state and links.csv row), a graph 1,100 bytes per node and per link (its JSON besides),
+//   both measured (peak RSS of time-only runs of 5,000 to 96,000 hosts, issue 46).
 // The time-only model has no parameter values: only bookkeeping counts.
 
 #include <cstdint>
@@ -54,9 +58,10 @@ struct MemoryEstimate {
   double gradient_bytes = 0;
   double scratch_bytes = 0;  // the model instances' scratch (models/model.hpp model_scratch_bytes)
   double process_bytes = 0;  // the binary, its libraries and the allocator: a measured constant
+  double topology_bytes = 0;  // racks and graphs: nodes, links, routes, flow state
   double total() const {
     return process_bytes + dataset_bytes + snapshot_bytes + worker_bytes + server_bytes + gradient_bytes +
-           scratch_bytes;
+           scratch_bytes + topology_bytes;
   }
   // "1.23 GiB (dataset 210 MiB, snapshots 800 MiB, workers' state ..., server ..., gradients ...;
   // 1,234,567 parameters x 4 bytes)".

@@ -172,10 +172,17 @@ std::vector<std::vector<int32_t>> out_channels(size_t nodes, const std::vector<T
 }
 }  // namespace
 
+// The node at the other end of channel `ch` from the node it leaves.
+int32_t Topology::channel_to(int32_t ch) const {
+  const Link& l = links[static_cast<size_t>(ch / 2)];
+  return ch % 2 == 0 ? l.b : l.a;
+}
+
 std::vector<int32_t> Topology::route(int32_t from, int32_t to) const {
   const int32_t src = hosts[static_cast<size_t>(from)];
   const int32_t dst = hosts[static_cast<size_t>(to)];
   if (src == dst) return {};
+  if (parent_channel.size() == nodes.size()) return forest_route(from, to);
   std::vector<std::vector<int32_t>> local;  // not indexed: built for this call
   if (out.size() != nodes.size()) local = out_channels(nodes.size(), links);
   const auto& adjacent = local.empty() ? out : local;
@@ -207,7 +214,93 @@ std::vector<int32_t> Topology::route(int32_t from, int32_t to) const {
   return r;
 }
 
-void Topology::index() { out = out_channels(nodes.size(), links); }
+// The one path of a forest from host `from` to host `to`: up from both ends to their common
+// ancestor. It is the breadth-first search's route, the only route there is.
+std::vector<int32_t> Topology::forest_route(int32_t from, int32_t to) const {
+  const int32_t src = hosts[static_cast<size_t>(from)];
+  const int32_t dst = hosts[static_cast<size_t>(to)];
+  std::vector<int32_t> up, down;  // channels from src up, and (reversed) down to dst
+  bool through_host = false;
+  auto climb = [&](int32_t& n, std::vector<int32_t>& part, bool towards_root) {
+    const int32_t ch = parent_channel[static_cast<size_t>(n)];
+    part.push_back(towards_root ? ch : ch ^ 1);
+    n = channel_to(ch);
+    if (n != src && n != dst && nodes[static_cast<size_t>(n)].host) through_host = true;
+  };
+  int32_t u = src, v = dst;
+  while (depth[static_cast<size_t>(u)] > depth[static_cast<size_t>(v)]) climb(u, up, true);
+  while (depth[static_cast<size_t>(v)] > depth[static_cast<size_t>(u)]) climb(v, down, false);
+  while (u != v && parent_channel[static_cast<size_t>(u)] >= 0) {
+    climb(u, up, true);
+    climb(v, down, false);
+  }
+  if (u != v || through_host)
+    throw TopologyError{
+        "", fmt::format("no route of links from host '{}' to host '{}'", host_name(from), host_name(to))};
+  up.insert(up.end(), down.rbegin(), down.rend());
+  return up;
+}
+
+namespace {
+
+// Disjoint sets over node indices (union by size, path halving).
+class NodeSets {
+ public:
+  explicit NodeSets(size_t n) : parent_(n), size_(n, 1) {
+    for (size_t i = 0; i < n; ++i) parent_[i] = static_cast<int32_t>(i);
+  }
+  int32_t find(int32_t x) {
+    while (parent_[static_cast<size_t>(x)] != x) {
+      auto& p = parent_[static_cast<size_t>(x)];
+      p = parent_[static_cast<size_t>(p)];
+      x = p;
+    }
+    return x;
+  }
+  // False when `a` and `b` were already together.
+  bool join(int32_t a, int32_t b) {
+    a = find(a);
+    b = find(b);
+    if (a == b) return false;
+    if (size_[static_cast<size_t>(a)] < size_[static_cast<size_t>(b)]) std::swap(a, b);
+    parent_[static_cast<size_t>(b)] = a;
+    size_[static_cast<size_t>(a)] += size_[static_cast<size_t>(b)];
+    return true;
+  }
+
+ private:
+  std::vector<int32_t> parent_;
+  std::vector<int32_t> size_;
+};
+
+}  // namespace
+
+void Topology::index() {
+  out = out_channels(nodes.size(), links);
+  parent_channel.clear();
+  depth.clear();
+  NodeSets sets(nodes.size());
+  for (const Link& l : links)
+    if (!sets.join(l.a, l.b)) return;  // a cycle: route() searches
+  parent_channel.assign(nodes.size(), -1);
+  depth.assign(nodes.size(), -1);
+  std::vector<int32_t> queue;
+  for (size_t root = 0; root < nodes.size(); ++root) {
+    if (depth[root] >= 0) continue;
+    depth[root] = 0;
+    queue.assign(1, static_cast<int32_t>(root));
+    for (size_t q = 0; q < queue.size(); ++q) {
+      const int32_t n = queue[q];
+      for (int32_t ch : out[static_cast<size_t>(n)]) {
+        const int32_t next = channel_to(ch);
+        if (depth[static_cast<size_t>(next)] >= 0) continue;
+        depth[static_cast<size_t>(next)] = depth[static_cast<size_t>(n)] + 1;
+        parent_channel[static_cast<size_t>(next)] = ch ^ 1;
+        queue.push_back(next);
+      }
+    }
+  }
+}
 
 SimTime Topology::route_latency(const std::vector<int32_t>& r) const {
   SimTime total = SimTime::zero();
@@ -215,22 +308,70 @@ SimTime Topology::route_latency(const std::vector<int32_t>& r) const {
   return total;
 }
 
+namespace {
+
+// Every worker must reach every shard (and back: links are full duplex, so one way suffices).
+// A route from host to host runs through switches only, so host a reaches host b when a link joins
+// them or both touch one component of the switches' links. A worker touching a component that
+// every shard touches reaches them all; only the others are checked shard by shard, which finds
+// the first worker, by shard then worker, that some shard is out of reach of. Time: the links
+// plus, for workers without such a component, shards x their links.
+void check_reach(const Scenario& s, const Topology& t) {
+  const size_t n = t.nodes.size();
+  const auto is_host = [&](int32_t node) { return t.nodes[static_cast<size_t>(node)].host; };
+  NodeSets switches(n);
+  for (const auto& l : t.links)
+    if (!is_host(l.a) && !is_host(l.b)) switches.join(l.a, l.b);
+  const auto node_of = [&](int32_t host) { return t.hosts[static_cast<size_t>(host)]; };
+  const auto shards = static_cast<int32_t>(t.shard_host.size());
+  std::vector<int32_t> touched_by(n, 0), stamp(n, -1);  // by component: shards touching it
+  for (int32_t k = 0; k < shards; ++k)
+    for (int32_t ch : t.out[static_cast<size_t>(node_of(t.shard_host[static_cast<size_t>(k)]))]) {
+      const int32_t next = t.channel_to(ch);
+      if (is_host(next)) continue;
+      const auto c = static_cast<size_t>(switches.find(next));
+      if (stamp[c] != k) stamp[c] = k, ++touched_by[c];
+    }
+  std::vector<size_t> doubtful;  // workers that touch no component every shard touches
+  for (size_t i = 0; i < t.worker_host.size(); ++i) {
+    const auto& out = t.out[static_cast<size_t>(node_of(t.worker_host[i]))];
+    if (!std::any_of(out.begin(), out.end(), [&](int32_t ch) {
+          const int32_t next = t.channel_to(ch);
+          return !is_host(next) && touched_by[static_cast<size_t>(switches.find(next))] == shards;
+        }))
+      doubtful.push_back(i);
+  }
+  if (doubtful.empty()) return;
+  std::fill(stamp.begin(), stamp.end(), -1);
+  for (int32_t k = 0; k < shards; ++k) {
+    const int32_t shard = node_of(t.shard_host[static_cast<size_t>(k)]);
+    for (int32_t ch : t.out[static_cast<size_t>(shard)]) {
+      const int32_t next = t.channel_to(ch);
+      if (!is_host(next)) stamp[static_cast<size_t>(switches.find(next))] = k;
+    }
+    for (size_t i : doubtful) {
+      const int32_t worker = node_of(t.worker_host[i]);
+      const auto& out = t.out[static_cast<size_t>(worker)];
+      if (std::any_of(out.begin(), out.end(), [&](int32_t ch) {
+            const int32_t next = t.channel_to(ch);
+            return is_host(next) ? next == shard : stamp[static_cast<size_t>(switches.find(next))] == k;
+          }))
+        continue;
+      bad(s.cluster.network.topology == TopologyKind::kGraph
+              ? fmt::format("/cluster/network/graph/nodes/{}", worker)
+              : std::string(kPlacement),
+          fmt::format("worker {} cannot reach shard {}: no route of links from host '{}' to host '{}'", i, k,
+                      t.host_name(t.worker_host[i]), t.host_name(t.shard_host[static_cast<size_t>(k)])));
+    }
+  }
+}
+
+}  // namespace
+
 Topology build_topology(const Scenario& s) {
   Topology t = s.cluster.network.topology == TopologyKind::kRacks ? build_racks(s) : build_graph(s);
   t.index();
-  // Every worker must reach every shard (and back: links are full duplex, so one way suffices).
-  for (size_t k = 0; k < t.shard_host.size(); ++k)
-    for (size_t i = 0; i < t.worker_host.size(); ++i) {
-      try {
-        (void)t.route(t.worker_host[i], t.shard_host[k]);
-      } catch (const TopologyError& e) {
-        const int32_t node = t.hosts[static_cast<size_t>(t.worker_host[i])];
-        bad(s.cluster.network.topology == TopologyKind::kGraph
-                ? fmt::format("/cluster/network/graph/nodes/{}", node)
-                : std::string(kPlacement),
-            fmt::format("worker {} cannot reach shard {}: {}", i, k, e.problem));
-      }
-    }
+  check_reach(s, t);
   return t;
 }
 

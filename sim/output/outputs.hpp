@@ -18,10 +18,16 @@
 
 namespace stalesim {
 
-// An output folder that cannot be written, or exists and may not be replaced.
+// An output folder that cannot be written, or exists and may not be replaced (refused: exit 2), or
+// a write that failed part-way, such as on a full disk (write_failed: exit 3).
 class IoError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  IoError(const std::string& what, bool write_failed) : std::runtime_error(what), write_failed_(write_failed) {}
+  bool write_failed() const { return write_failed_; }
+
+ private:
+  bool write_failed_ = false;
 };
 
 struct OutputFiles {

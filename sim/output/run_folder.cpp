@@ -332,12 +332,18 @@ std::optional<Temporary> our_temporary(const fs::path& path) {
                    m_host ? m_host->get<std::string>() : std::string()};
 }
 
+namespace {
+// A full disk, a quota or a failing device: the write failed, the request was not refused.
+bool storage_failed(int err) { return err == ENOSPC || err == EDQUOT || err == EIO || err == EFBIG; }
+}  // namespace
+
 fs::path create_temporary(const fs::path& parent, std::string_view kind, const std::string& target) {
   const std::string host = this_host();
   const std::string token = host_tag(host) + random_token();
   const fs::path dir = parent / fmt::format("{}{}-{}-{}", kTempPrefix, kind, ::getpid(), token);
   if (::mkdir(dir.c_str(), 0700) != 0)
-    throw IoError(fmt::format("{}: cannot write here: {}", parent.string(), std::strerror(errno)));
+    throw IoError(fmt::format("{}: cannot write here: {}", parent.string(), std::strerror(errno)),
+                  storage_failed(errno));
   const nlohmann::json marker = {
       {"stalesim_temporary", 1}, {"kind", kind},    {"pid", static_cast<long>(::getpid())}, {"host", host},
       {"token", token},          {"target", target}};
@@ -394,7 +400,8 @@ void clean_stale_temporaries(const fs::path& parent, const std::string& name) {
 
 void write_text_file(const fs::path& path, std::string_view contents) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw IoError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
+  if (fd < 0)
+    throw IoError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)), storage_failed(errno));
   const char* p = contents.data();
   size_t left = contents.size();
   while (left > 0) {
@@ -403,13 +410,13 @@ void write_text_file(const fs::path& path, std::string_view contents) {
     if (n <= 0) {
       const int err = n < 0 ? errno : EIO;
       ::close(fd);
-      throw IoError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(err)));
+      throw IoError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(err)), true);
     }
     p += n;
     left -= static_cast<size_t>(n);
   }
   if (::close(fd) != 0)
-    throw IoError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
+    throw IoError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)), true);
 }
 
 namespace {

@@ -159,6 +159,15 @@ void check_topology(const Scenario& s) {
                          "the topology sets every link",
                          enum_name(n.topology)));
   }
+  if (n.topology == TopologyKind::kRacks) {
+    const int64_t racks = rack_count(s);
+    const int64_t hosts = racks * n.racks.hosts_per_rack;
+    if (hosts > kMaxHosts)
+      fail(n.racks.count ? "/cluster/network/racks/count" : "/cluster/network/racks/hosts_per_rack",
+           fmt::format("{} racks{} x hosts_per_rack {} is {} hosts; at most {}", racks,
+                       n.racks.count ? "" : " (just enough for the workers and shards)",
+                       n.racks.hosts_per_rack, hosts, kMaxHosts));
+  }
   try {
     (void)build_topology(s);
   } catch (const TopologyError& e) {

@@ -28,7 +28,6 @@ json get_graph(const Scenario& s, size_t i) {
 constexpr auto kNet = &ClusterSpec::network;
 constexpr auto kRacks = &NetworkSpec::racks;
 constexpr auto kPlace = &NetworkSpec::placement;
-constexpr int64_t kMaxHosts = 1'000'000;
 
 }  // namespace
 
@@ -58,7 +57,7 @@ std::vector<FieldInfo> topology_fields(const Scenario& d) {
        .maximum = kMaxHosts,
        .nullable = true,
        .default_note = "just enough racks for the workers and shards",
-       .doc = "Number of racks.",
+       .doc = "Number of racks; racks x hosts_per_rack is at most 1000000 hosts.",
        .set = set_m<&Scenario::cluster, kNet, kRacks, &RacksSpec::count>,
        .get = get_m<&Scenario::cluster, kNet, kRacks, &RacksSpec::count>},
       {.path = "/cluster/network/racks/hosts_per_rack",

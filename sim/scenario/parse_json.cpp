@@ -20,57 +20,76 @@ std::string read_file(const std::string& path) {
   return std::move(*text);
 }
 
-// Parses JSON text, rejecting duplicate keys. Throws ScenarioError "<origin>:L:C: invalid JSON: ...".
-json parse_json_text(const std::string& text, const std::string& origin) {
+namespace {
+
+// A first pass over the text that refuses a duplicate key, naming its path (PathError). A SAX pass
+// and then a plain parse, both linear: nlohmann's parser callback, which this replaces, scans the
+// whole enclosing array at every object's end (a graph of 100,000 nodes took seconds, issue 46).
+// A syntax error stops this pass quietly; the parse that follows reports it.
+class DuplicateKeys {
+ public:
+  bool null() { return value(); }
+  bool boolean(bool) { return value(); }
+  bool number_integer(json::number_integer_t) { return value(); }
+  bool number_unsigned(json::number_unsigned_t) { return value(); }
+  bool number_float(json::number_float_t, const json::string_t&) { return value(); }
+  bool string(json::string_t&) { return value(); }
+  bool binary(json::binary_t&) { return value(); }
+  bool start_object(size_t) {
+    stack_.push_back({});
+    return true;
+  }
+  bool start_array(size_t) {
+    stack_.push_back({.array = true});
+    return true;
+  }
+  bool end_object() { return end(); }
+  bool end_array() { return end(); }
+  bool key(json::string_t& key) {
+    if (!stack_.back().keys.insert(key).second) {
+      stack_.back().key = key;
+      stack_.push_back({});  // so that where() includes the key
+      fail(where(), "duplicate key");
+    }
+    stack_.back().key = key;
+    return true;
+  }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+ private:
   struct Frame {
     bool array = false;
     size_t index = 0;
     std::string key{};
     std::set<std::string> keys{};
   };
-  std::vector<Frame> stack;
-  auto where = [&] {
+  std::string where() const {
     std::string p;
-    for (size_t i = 0; i + 1 < stack.size(); ++i)
-      p += "/" + (stack[i].array ? std::to_string(stack[i].index) : escape_token(stack[i].key));
+    for (size_t i = 0; i + 1 < stack_.size(); ++i)
+      p += "/" + (stack_[i].array ? std::to_string(stack_[i].index) : escape_token(stack_[i].key));
     return p;
-  };
-  auto element_done = [&] {
-    if (!stack.empty() && stack.back().array) ++stack.back().index;
-  };
-  const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-        stack.push_back({});
-        break;
-      case json::parse_event_t::array_start:
-        stack.push_back({.array = true});
-        break;
-      case json::parse_event_t::key: {
-        auto key = parsed.get<std::string>();
-        if (!stack.back().keys.insert(key).second) {
-          stack.back().key = key;
-          stack.push_back({});  // so that where() includes the key
-          fail(where(), "duplicate key");
-        }
-        stack.back().key = std::move(key);
-        break;
-      }
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        stack.pop_back();
-        element_done();
-        break;
-      case json::parse_event_t::value:
-        element_done();
-        break;
-    }
+  }
+  bool value() {
+    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
     return true;
-  };
+  }
+  bool end() {
+    stack_.pop_back();
+    return value();
+  }
+  std::vector<Frame> stack_;
+};
+
+}  // namespace
+
+// Parses JSON text, rejecting duplicate keys. Throws ScenarioError "<origin>:L:C: invalid JSON: ...".
+json parse_json_text(const std::string& text, const std::string& origin) {
   if (const std::string shape = json_shape_problem(text); !shape.empty())
     throw ScenarioError(fmt::format("{}: invalid JSON: {}", origin, shape));
   try {
-    return json::parse(text, on_event);
+    DuplicateKeys keys;
+    json::sax_parse(text, &keys);
+    return json::parse(text);
   } catch (const PathError& e) {
     throw scenario_error(origin, e);
   } catch (const json::parse_error& e) {
