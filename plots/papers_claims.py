@@ -839,8 +839,8 @@ def speeds_table(raw):
             cells += [f"{mean(t):.1f} s (sd {sd(t):.3g}; never: {never} of {len(t)})",
                       f"{mean(v['updates']):.0f}", f"{mean(v['throughput']):.2f}"]
         p = faster("", u, b)[0]  # no paper claim: the rule's words for which reading is ahead
-        ahead = {"reproduced": "unbounded earlier beyond 2 SE", "contradicted": "bounded earlier beyond 2 SE",
-                 "inconclusive": "within 2 SE"}[p["verdict"]]
+        ahead = {"reproduced": "unbounded earlier beyond the level", "contradicted": "bounded earlier beyond the level",
+                 "inconclusive": "inconclusive"}[p["verdict"]]
         lines.append(f"| {g:g} | {b['every_s']:g} s | " + " | ".join(cells) +
                      f" | d {p['d']:+.4g}, SE {show(p['se'])}: {ahead} |")
     lines.append(SPEEDS_END)

@@ -42,8 +42,8 @@ json python_point(const std::string& a, const std::string& b, const std::string&
       "base = json.load(open(\"plots/figures/papers-claims.json\"))[\"dssp_baseline\"]\n"
       "pick = (lambda s: pc.censored(s)) if \"{2}\" == \"time\" else (lambda s: s[\"{2}\"])\n"
       "a, b = pick(base[\"{0}\"]), pick(base[\"{1}\"])\n"
-      "p = pc.point(\"x\", pc.mean(a) - pc.mean(b), pc.se_of(a, b))\n"
-      "print(json.dumps({{\"d\": p[\"d\"], \"se\": p[\"se\"], \"verdict\": p[\"verdict\"]}}))\n",
+      "p = pc.point(\"x\", pc.mean(a) - pc.mean(b), *pc.se_of(a, b))\n"
+      "print(json.dumps({{\"d\": p[\"d\"], \"se\": p[\"se\"], \"df\": p[\"df\"], \"verdict\": p[\"verdict\"]}}))\n",
       a, b, what);
   // papers_claims.py imports the plots' module, which needs matplotlib: tools/find-python's python3
   // (the papers_claims CTest needs it the same way).
@@ -61,7 +61,7 @@ json python_point(const std::string& a, const std::string& b, const std::string&
 std::string our_word(const std::string& python_verdict) {
   return python_verdict == "reproduced"     ? "A higher"
          : python_verdict == "contradicted" ? "A lower"
-                                            : "within 2 SE";
+                                            : "inconclusive";
 }
 
 }  // namespace
@@ -73,10 +73,10 @@ TEST_CASE("the difference over seeds is the paper claims' rule: d, its standard 
   CHECK(*s.se == doctest::Approx(std::sqrt(1.0 / 3 + 1.0 / 3)));
   CHECK(s.verdict == "A lower");
   CHECK(seed_difference({5, 6, 7}, {1, 2, 3}).verdict == "A higher");  // swapping swaps the verdict
-  CHECK(seed_difference({1, 2, 3}, {1.5, 2.5, 3.5}).verdict == "within 2 SE");
+  CHECK(seed_difference({1, 2, 3}, {1.5, 2.5, 3.5}).verdict == "inconclusive");
   const SeedDifference one = seed_difference({1}, {5, 6, 7});  // one seed: no standard error
   CHECK_FALSE(one.se);
-  CHECK(one.verdict == "within 2 SE");
+  CHECK(one.verdict == "inconclusive");
 }
 
 TEST_CASE("summarize --compare's arithmetic gives what papers_claims.py gives on the recorded DSSP baseline") {
@@ -98,9 +98,25 @@ TEST_CASE("summarize --compare's arithmetic gives what papers_claims.py gives on
       CHECK(ours.d == doctest::Approx(py.at("d").get<double>()).epsilon(1e-12));
       REQUIRE(ours.se);
       CHECK(*ours.se == doctest::Approx(py.at("se").get<double>()).epsilon(1e-12));
+      if (py.at("df").is_null()) {
+        CHECK_FALSE(ours.df);
+      } else {
+        REQUIRE(ours.df);
+        CHECK(*ours.df == doctest::Approx(py.at("df").get<double>()).epsilon(1e-12));
+      }
       CHECK(ours.verdict == our_word(py.at("verdict").get<std::string>()));
     }
   }
+}
+
+TEST_CASE("the t tail is papers_claims.py's: Welch's degrees of freedom, not the normal, at 5 seeds a side") {
+  CHECK(t_sf(2.306, 8.0) == doctest::Approx(0.025).epsilon(2e-3));  // the t table's 97.5% point at 8 df
+  CHECK(t_sf(-1.0, 3.0) == doctest::Approx(1 - t_sf(1.0, 3.0)).epsilon(1e-12));
+  CHECK(t_sf(2.0, std::nullopt) == doctest::Approx(kVerdictLevel).epsilon(1e-12));
+  // d = 2.1 SE: beyond two standard errors, but not beyond the level at 8 degrees of freedom.
+  CHECK(difference_verdict(2.1, 1.0, 8.0) == "inconclusive");
+  CHECK(difference_verdict(2.1, 1.0, std::nullopt) == "A higher");
+  CHECK(difference_verdict(-3.0, 1.0, 8.0) == "A lower");
 }
 
 TEST_CASE("summarize --compare on a sweep of the recorded numbers: difference, SE, seeds, misses and verdict") {
@@ -141,7 +157,7 @@ TEST_CASE("summarize --compare on a sweep of the recorded numbers: difference, S
   CHECK(metrics[1].at("metric") == "server_updates");
   CHECK(metrics[1].at("d").get<double>() == doctest::Approx(py_updates.at("d").get<double>()).epsilon(1e-12));
   CHECK(metrics[1].at("verdict") == our_word(py_updates.at("verdict").get<std::string>()));
-  CHECK(has(c.table, "asp lower (beyond 2 SE)"));  // ASP reaches the target sooner: 30 s against 44 s
+  CHECK(has(c.table, "asp lower"));  // ASP reaches the target sooner: 30 s against 44 s
   CHECK_THROWS_WITH_AS(compare_sweep(dir.string(), "policy", "asp", "ssp(3)"),
                        doctest::Contains("no column 'policy' to compare by (the sweep's columns: policy.type)"),
                        IoError);

@@ -36,8 +36,9 @@ sweep.csv or a point's metrics.csv cannot be read.
 --compare KEY=A,B (e.g. policy.type=asp,ssp) prints, instead of the table, for each setting of the
 other columns where both A and B ran: per metric (time_to_target_s, server_updates,
 final_test_accuracy) the means of A and B over their seeds, the difference A - B, its standard
-error, the number of seeds and the verdict: "A higher" or "A lower" beyond 2 SE, else "within 2 SE"
-(the rule of the paper claims, scenarios/papers/README.md). Time to target counts each miss at its
+error, the number of seeds and the verdict: "A higher" or "A lower" where the difference is beyond
+the rule's level by Welch's t (one-sided 0.0228, two standard errors in large samples), else
+"inconclusive" (the rule of the paper claims, scenarios/papers/README.md). Time to target counts each miss at its
 run's end and says how many missed. --json prints the same as JSON. Nothing is written.
 )";
     return kExitOk;
