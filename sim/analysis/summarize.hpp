@@ -13,6 +13,7 @@
 // its column's figures. Sums run over the seeds in sweep.csv order, so the files are the same
 // bytes on every run.
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -30,10 +31,17 @@ struct SweepSummary {
 };
 
 // Reads DIR/sweep.csv and the metrics.csv of each point with a result. Throws IoError naming the
-// file when sweep.csv is missing or malformed, or a point's metrics.csv cannot be read.
+// file, line and column when sweep.csv is missing or malformed (an unknown status, a repeated header
+// or point, a folder outside the sweep or shared by two seeds of a point, a result cell that is not
+// a number), or a point's metrics.csv cannot be read or is malformed.
 SweepSummary summarize_sweep(const std::string& dir);
 
-// RFC 4180 CSV text as rows of cells (quotes removed, "" read as ").
+// RFC 4180 CSV text as rows of cells (quotes removed, "" read as "); sim/analysis/csv_input.hpp
+// reads and checks a file.
 std::vector<std::vector<std::string>> parse_csv(const std::string& text);
+
+// Why the sweep.csv cell `folder` does not name a folder directly inside the sweep folder `dir` (a
+// path that leaves it such as "../decoy", a hidden name, a symbolic link, nothing there), or "".
+std::string sweep_folder_problem(const std::filesystem::path& dir, const std::string& folder);
 
 }  // namespace stalesim
