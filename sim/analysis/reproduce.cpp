@@ -16,9 +16,11 @@
 #include "sim/build_info.hpp"
 #include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
+#include "sim/output/run_folder.hpp"
 #include "sim/output/trace.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario/load.hpp"
+#include "sim/text.hpp"
 
 namespace stalesim {
 
@@ -197,6 +199,13 @@ Reproduction prepare_reproduction(const std::string& path) {
   const json::json_pointer scenario_ptr("/manifest/scenario");
   if (!r.summary.is_object() || !r.summary.contains(scenario_ptr))
     throw IoError(fmt::format("{}: not a run's summary.json (it has no manifest.scenario)", r.summary_path));
+  // A real run (stalesim real) measured wall-clock times on real processes: no rerun gives its
+  // bytes again, so it is not compared byte for byte but said so.
+  if (r.summary["manifest"].is_object() && r.summary["manifest"].contains("real"))
+    throw IoError(fmt::format("{}: a real run (stalesim real): its times were measured, so it is not "
+                              "bit-reproducible; compare it with a simulation or another real run of the "
+                              "scenario: stalesim compare RUN_A RUN_B",
+                              escaped(r.summary_path)));
   const json status = r.summary.value("status", json());
   if (status.is_string() && enum_from_name<RunStatus>(status.get<std::string>()) == RunStatus::kInterrupted)
     throw IoError(
@@ -277,10 +286,13 @@ ReproduceResult reproduce(const Reproduction& r, const RunOptions& options) {
   }
   std::vector<std::string> extra;
   std::error_code ec;
+  // What our plot scripts wrote into the folder (listed in its plots.list) is not the run's output.
+  const std::vector<std::string> plots = recorded_plots(r.dir);
   for (const auto& entry : fs::directory_iterator(r.dir, ec)) {
     const std::string name = entry.path().filename().string();
     const std::string ext = entry.path().extension().string();
-    if (entry.is_regular_file() && (ext == ".csv" || ext == ".json") && !written.contains(name))
+    if (entry.is_regular_file() && (ext == ".csv" || ext == ".json") && !written.contains(name) &&
+        std::find(plots.begin(), plots.end(), name) == plots.end())
       extra.push_back(name);
   }
   std::sort(extra.begin(), extra.end());
