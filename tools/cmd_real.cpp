@@ -123,7 +123,7 @@ int launch_ranks(int ranks, const std::string& command, const std::vector<std::s
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     // mpirun forwards its stdin to rank 0 and reads it meanwhile: the caller's stdin (a `while read`
     // loop over scenarios) stays the caller's.
-    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);  // nothing is read from it
     if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0) _exit(kExitFailed);
     ::execv(mpirun.c_str(), cargv.data());
     _exit(127);

@@ -9,12 +9,13 @@
 #include <limits>
 #include <map>
 #include <numeric>
-#include <sstream>
 
+#include "base/enum_names.hpp"
 #include "base/file_read.hpp"
 #include "sim/analysis/csv_input.hpp"
 #include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
+#include "sim/output/run_result.hpp"
 #include "sim/text.hpp"
 
 namespace stalesim {
@@ -220,7 +221,9 @@ ComparedRun read_compared_run(const std::string& dir) {
   std::string error;  // read bounded, nesting capped, duplicate keys refused (base/file_read.hpp)
   const auto parsed = read_json_file(sp, kMaxSummaryBytes, error);
   if (!parsed) throw IoError(fmt::format("{}: {}", escaped(sp), error));
-  if (!parsed->is_object()) throw IoError(fmt::format("{}: not a stalesim run's summary (not an object)", escaped(sp)));
+  if (!parsed->is_object() ||
+      (!parsed->contains("manifest") && !parsed->contains("workers") && !parsed->contains("virtual_time_s")))
+    throw IoError(fmt::format("{}: not a stalesim run's summary", escaped(sp)));
   // A folder written before the one-name rename (sim/output/names.hpp) is read under the current names.
   r.summary = current_summary_names(*parsed);
   // Every value compare uses is checked here; nothing later looks a key up.
@@ -228,7 +231,8 @@ ComparedRun read_compared_run(const std::string& dir) {
   const json& manifest = s.at("/manifest");
   if (!manifest.is_object()) s.fail("/manifest", "expected an object");
   r.real = manifest.contains("real");
-  const bool diverged = r.summary.contains("status") && r.summary["status"] == "diverged";
+  const bool diverged = r.summary.contains("status") && r.summary["status"].is_string() &&
+                        enum_from_name<RunStatus>(r.summary["status"].get<std::string>()) == RunStatus::kDiverged;
   r.end_s = s.number("/virtual_time_s", 0, kMaxSeconds);
   if (!s.at("/time_to_target_s").is_null()) r.time_to_target_s = s.number("/time_to_target_s", 0, kMaxSeconds);
   r.staleness_mean = s.number("/staleness/mean", 0, 1e18);
