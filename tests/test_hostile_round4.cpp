@@ -286,6 +286,13 @@ TEST_CASE("summarize refuses a forged sweep.csv, naming its line and column, and
     CHECK_MESSAGE(has(o.err, c.expect), o.err);
     CHECK(snapshot(s.path) == before);  // no sweep-summary.csv, no curves.csv
   }
+  // reproduce reads sweep.csv through the same checks.
+  auto twice = rows;
+  twice.push_back(h);
+  write(csv, csv_of(twice));
+  const Outcome r = run_cli("reproduce " + q((s.path / "sw").string()));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(has(r.err, "sweep.csv: line 6 repeats the header"), r.err);
   // The untampered sweep: two groups of two seeds, each counted once.
   write(csv, original);
   const Outcome o = run_cli("summarize " + q((s.path / "sw").string()));

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/file_read.hpp"
+#include "sim/analysis/csv_input.hpp"
 #include "sim/analysis/reproduce.hpp"
 #include "sim/analysis/summarize.hpp"
 #include "sim/build_info.hpp"
@@ -35,21 +36,17 @@ int reproduce_sweep(const std::string& dir, int threads) {
     throw IoError(
         fmt::format("{}: cannot read ({}): the sweep has not finished; rerun it to complete it first",
                     csv_path.string(), error));
-  const auto rows = parse_csv(*text);
-  if (rows.empty()) throw IoError(fmt::format("{}: empty", csv_path.string()));
+  // Checked as summarize checks it (sim/analysis/csv_input.hpp): the columns, a cell count per row,
+  // no repeated header; each row's cells against its folder below.
+  const CsvInput in = CsvInput::parse(csv_path.string(), *text, {"seed", "folder", "status"});
+  std::vector<std::vector<std::string>> rows = {in.header()};
+  for (size_t i = 0; i < in.rows(); ++i) rows.push_back(in.cells(i));
   const auto& header = rows[0];
-  const auto col = [&](const char* name) {
-    const auto it = std::find(header.begin(), header.end(), name);
-    if (it == header.end()) throw IoError(fmt::format("{}: no column '{}'", csv_path.string(), name));
-    return static_cast<size_t>(it - header.begin());
-  };
-  const size_t seed_col = col("seed"), folder_col = col("folder"), status_col = col("status");
+  const size_t seed_col = in.column("seed"), folder_col = in.column("folder"), status_col = in.column("status");
   // Folders in order of their first point, with the points that share them.
   std::vector<std::pair<std::string, std::vector<size_t>>> folders;
   std::vector<size_t> not_run;
   for (size_t r = 1; r < rows.size(); ++r) {
-    if (rows[r].size() != header.size())
-      throw IoError(fmt::format("{}: line {} is malformed", csv_path.string(), r + 1));
     const std::string& f = rows[r][folder_col];
     const std::optional<SweepStatus> status = enum_from_name<SweepStatus>(rows[r][status_col]);
     if (f.empty() || status == SweepStatus::kInterrupted || status == SweepStatus::kNotRun) {
@@ -59,7 +56,8 @@ int reproduce_sweep(const std::string& dir, int threads) {
     // A row names a folder directly inside the sweep folder, never a path that leaves it (an
     // edited "../decoy" would otherwise be compared and reported as a match).
     if (const std::string why = sweep_folder_problem(dir, f); !why.empty())
-      throw IoError(fmt::format("{}: line {}: {}; nothing was rerun", escaped(csv_path.string()), r + 1, why));
+      throw IoError(
+          fmt::format("{}: line {}: {}; nothing was rerun", escaped(csv_path.string()), in.line(r - 1), why));
 
     auto it = std::find_if(folders.begin(), folders.end(), [&](const auto& e) { return e.first == f; });
     if (it == folders.end())
@@ -88,7 +86,7 @@ int reproduce_sweep(const std::string& dir, int threads) {
       std::string row_problem;
       for (size_t row : points)
         if (const std::string d = sweep_row_mismatch(header, rows[row], r.summary); !d.empty()) {
-          row_problem = fmt::format("sweep.csv line {}: {}", row + 1, d);
+          row_problem = fmt::format("sweep.csv line {}: {}", in.line(row - 1), d);
           break;
         }
       if (!row_problem.empty()) {

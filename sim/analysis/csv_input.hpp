@@ -46,6 +46,7 @@ class CsvInput {
   size_t column(std::string_view name) const;
   bool has_column(std::string_view name) const;
   const std::string& cell(size_t row, size_t column) const { return rows_[row].cells[column]; }
+  const std::vector<std::string>& cells(size_t row) const { return rows_[row].cells; }
 
   // The cell as a finite number in [min, max]; `empty_ok`: nullopt for an empty cell.
   std::optional<double> number(size_t row, size_t column, double min = std::numeric_limits<double>::lowest(),

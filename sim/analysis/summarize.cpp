@@ -177,8 +177,7 @@ SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
   std::map<std::vector<std::string>, size_t> index, points;
   std::map<std::pair<size_t, std::string>, size_t> folder_of_group;
   for (size_t i = 0; i < in.rows(); ++i) {
-    std::vector<std::string> row;
-    for (size_t c = 0; c < in.header().size(); ++c) row.push_back(in.cell(i, c));
+    std::vector<std::string> row = in.cells(i);
     const std::optional<SweepStatus> status = enum_from_name<SweepStatus>(row[t.status_col]);
     if (!status) in.fail(i, t.status_col, fmt::format("expected a sweep status, got '{}'", escaped(row[t.status_col])));
     const std::string& seed = row[t.seed_col];
