@@ -384,6 +384,29 @@ TEST_CASE("reproducing a real run says it is not bit-reproducible instead of a M
   CHECK(!has(o.out, "MISMATCH"));
 }
 
+TEST_CASE("reproduce refuses a forged manifest's dataset entries and survives a forged trace.json") {
+  Scratch s("reproduce-forged");
+  tiny_run(s.path / "run");
+  const json good = json::parse(slurp(s.path / "run" / "summary.json"));
+  for (const json& entry : {json(5), json{{"path", 3}}, json{{"path", "x"}, {"bytes", "many"}, {"xxh64", "0"}},
+                            json{{"path", "x"}, {"bytes", -1}, {"xxh64", "0"}}}) {
+    CAPTURE(entry.dump());
+    json j = good;
+    j["manifest"]["datasets"] = json::array({entry});
+    write(s.path / "run" / "summary.json", j.dump(2) + "\n");
+    const Outcome o = run_cli("reproduce " + q((s.path / "run").string()));
+    CHECK(o.code == 2);
+    CHECK_MESSAGE(has(o.err, "summary.json: /manifest/datasets/0: expected"), o.err);
+    CHECK(!has(o.err, "internal error"));
+  }
+  write(s.path / "run" / "summary.json", good.dump(2) + "\n");
+  // A trace.json nested a million deep: no crash, the comparison says the file differs.
+  write(s.path / "run" / "trace.json", std::string(1'000'000, '['));
+  const Outcome o = run_cli("reproduce " + q((s.path / "run").string()));
+  CHECK(o.code == 3);
+  CHECK_MESSAGE(has(o.out, "MISMATCH: trace.json"), o.out);
+}
+
 // ---- 7. Escapes and CSV quoting ------------------------------------------------------------------
 
 TEST_CASE("text from files and names reaches the terminal escaped") {

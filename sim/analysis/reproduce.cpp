@@ -158,10 +158,18 @@ std::vector<std::string> build_differences(const json& manifest) {
 std::vector<std::string> dataset_changes(const json& manifest) {
   std::vector<std::string> out;
   if (!manifest.is_object() || !manifest.contains("datasets") || !manifest["datasets"].is_array()) return out;
-  for (const auto& f : manifest["datasets"]) {
-    const std::string path = f.value("path", "");
-    const uint64_t bytes = f.value("bytes", uint64_t{0});
-    const std::string xxh = f.value("xxh64", "");
+  const json& files = manifest["datasets"];
+  for (size_t i = 0; i < files.size(); ++i) {
+    const json& f = files[i];
+    // Each entry checked before use: a forged manifest is bad input naming the entry.
+    if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("bytes") ||
+        !f["bytes"].is_number_unsigned() || !f.contains("xxh64") || !f["xxh64"].is_string())
+      throw IoError(fmt::format("/manifest/datasets/{}: expected {{\"path\": string, \"bytes\": integer >= 0, "
+                                "\"xxh64\": string}}, got {}",
+                                i, escaped(f.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 80))));
+    const std::string path = f["path"].get<std::string>();
+    const uint64_t bytes = f["bytes"].get<uint64_t>();
+    const std::string xxh = f["xxh64"].get<std::string>();
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {  // not a FIFO or a device: it would be read forever
       out.push_back(fmt::format("{}: {} (the run read {} bytes, xxh64 {})", path,
@@ -214,7 +222,11 @@ Reproduction prepare_reproduction(const std::string& path) {
                     r.summary_path));
   r.scenario = parse_scenario(r.summary[scenario_ptr], r.summary_path + ": manifest.scenario");
   r.build_differences = build_differences(r.summary["manifest"]);
-  r.dataset_changes = dataset_changes(r.summary["manifest"]);
+  try {
+    r.dataset_changes = dataset_changes(r.summary["manifest"]);
+  } catch (const IoError& e) {
+    throw IoError(fmt::format("{}: {}", escaped(r.summary_path), e.what()));
+  }
   return r;
 }
 
