@@ -226,7 +226,7 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
       "calibrate --cpu: {} gradient (batch {}): median {} us, batch 1 {} us -> profile \"{}\" ({:.6g} "
       "TFLOP/s sustained, overhead {} us); MPI link: latency {} us (8-byte round trip median {} us, p90 {}), "
       "bandwidth {:.4g} Gbit/s ({} MiB round trip median {} us); wrote {}/profile.json and {}/network.json\n",
-      to_string(c.scenario.model.type), B, us(g.at_batch_s), us(g.at_one_s), name, peak_tflops, us(overhead),
+      to_string(c.scenario.model.type), B, us(g.at_batch_s), us(g.at_one_s), escaped(name), peak_tflops, us(overhead),
       us(link->latency_s), us(link->small_round_trip_s), us(link->small_p90_s), gbps, po.large_bytes >> 20,
       us(link->large_round_trip_s), escaped(c.out), escaped(c.out));
   return 0;

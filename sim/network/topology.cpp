@@ -33,7 +33,7 @@ void place(const Scenario& s, int32_t hosts, int32_t racks, int32_t per_rack, To
     auto& slot = holder[static_cast<size_t>(h)];
     if (!slot.empty())
       bad(path, fmt::format("host {} ('{}') is given to {} and to {}: one worker or shard per host", h,
-                            t.host_name(static_cast<int32_t>(h)), slot, who));
+                            escaped(t.host_name(static_cast<int32_t>(h))), slot, who));
     slot = std::move(who);
     return static_cast<int32_t>(h);
   };
@@ -196,7 +196,8 @@ std::vector<int32_t> Topology::route(int32_t from, int32_t to) const {
   }
   if (via[static_cast<size_t>(dst)] == -1)
     throw TopologyError{
-        "", fmt::format("no route of links from host '{}' to host '{}'", host_name(from), host_name(to))};
+        "", fmt::format("no route of links from host '{}' to host '{}'", escaped(host_name(from)),
+                        escaped(host_name(to)))};
   std::vector<int32_t> r;
   for (int32_t n = dst; n != src;) {
     const int32_t ch = via[static_cast<size_t>(n)];
