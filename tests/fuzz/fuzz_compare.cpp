@@ -16,6 +16,7 @@
 
 #include "sim/analysis/compare.hpp"
 #include "sim/output/outputs.hpp"
+#include "tests/fuzz/fuzz_parts.hpp"
 
 namespace {
 
@@ -30,20 +31,6 @@ const fs::path& folder() {
   return dir;
 }
 
-std::vector<std::string_view> parts_of(std::string_view text) {
-  std::vector<std::string_view> parts;
-  constexpr std::string_view kSep = "\n----\n";
-  size_t from = 0;
-  while (parts.size() < 3) {
-    const size_t at = text.find(kSep, from);
-    if (at == std::string_view::npos) break;
-    parts.push_back(text.substr(from, at - from));
-    from = at + kSep.size();
-  }
-  parts.push_back(text.substr(from));
-  return parts;
-}
-
 // Whether every number in `j` is finite (a NaN or infinity would print as a figure).
 bool all_finite(const nlohmann::json& j) {
   if (j.is_number_float()) return std::isfinite(j.get<double>());
@@ -56,7 +43,7 @@ bool all_finite(const nlohmann::json& j) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto parts = parts_of(std::string_view(reinterpret_cast<const char*>(data), size));
+  const auto parts = stalesim::fuzz::parts_of(std::string_view(reinterpret_cast<const char*>(data), size), 4);
   const char* names[] = {"summary.json", "staleness.csv", "metrics.csv", "gradients.csv"};
   for (size_t i = 0; i < 4; ++i) {
     std::error_code ec;

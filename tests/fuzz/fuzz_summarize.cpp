@@ -11,10 +11,10 @@
 #include <fstream>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "sim/analysis/summarize.hpp"
 #include "sim/output/outputs.hpp"
+#include "tests/fuzz/fuzz_parts.hpp"
 
 namespace {
 
@@ -32,17 +32,7 @@ const fs::path& folder() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string_view> parts;
-  constexpr std::string_view kSep = "\n----\n";
-  size_t from = 0;
-  while (parts.size() < 2) {
-    const size_t at = text.find(kSep, from);
-    if (at == std::string_view::npos) break;
-    parts.push_back(text.substr(from, at - from));
-    from = at + kSep.size();
-  }
-  parts.push_back(text.substr(from));
+  const auto parts = stalesim::fuzz::parts_of(std::string_view(reinterpret_cast<const char*>(data), size), 3);
   const fs::path files[] = {folder() / "sweep.csv", folder() / "p" / "metrics.csv", folder() / "p" / "summary.json"};
   for (size_t i = 0; i < 3; ++i) {
     std::error_code ec;
