@@ -163,7 +163,8 @@ std::vector<std::string> dataset_changes(const json& manifest) {
     const json& f = files[i];
     // Each entry checked before use: a forged manifest is bad input naming the entry.
     if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("bytes") ||
-        !f["bytes"].is_number_unsigned() || !f.contains("xxh64") || !f["xxh64"].is_string())
+        !f["bytes"].is_number_integer() || (!f["bytes"].is_number_unsigned() && f["bytes"].get<int64_t>() < 0) ||
+        !f.contains("xxh64") || !f["xxh64"].is_string())
       throw IoError(fmt::format("/manifest/datasets/{}: expected {{\"path\": string, \"bytes\": integer >= 0, "
                                 "\"xxh64\": string}}, got {}",
                                 i, escaped(f.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 80))));
