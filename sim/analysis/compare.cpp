@@ -128,13 +128,31 @@ struct Figures {
       wait_fraction, accuracy, loss, time_to_target;
 };
 
-Figures figures(const ComparedRun& r, const std::vector<int32_t>& ids, double t) {
+// Each worker id of `r` and its place in r.workers.
+std::map<int32_t, size_t> worker_index(const ComparedRun& r) {
+  std::map<int32_t, size_t> index;
+  for (size_t i = 0; i < r.workers.size(); ++i) index.emplace(r.workers[i].id, i);
+  return index;
+}
+
+// `index`: worker_index(r). The workers are taken in r's order, each group's by lookup, so that
+// all groups together cost n log n (a summary may list a million workers, each its own group).
+Figures figures(const ComparedRun& r, const std::vector<int32_t>& ids, double t,
+                const std::map<int32_t, size_t>& index) {
   Figures f;
   std::vector<double> iters;
   double wait = 0, frac = 0, it_sum = 0;
   int64_t n = 0, it_count = 0;
-  for (const auto& w : r.workers) {
-    if (!ids.empty() && std::find(ids.begin(), ids.end(), w.id) == ids.end()) continue;
+  std::vector<size_t> members;
+  if (ids.empty()) {
+    for (size_t i = 0; i < r.workers.size(); ++i) members.push_back(i);
+  } else {
+    for (int32_t id : ids)
+      if (const auto it = index.find(id); it != index.end()) members.push_back(it->second);
+    std::sort(members.begin(), members.end());
+  }
+  for (size_t k : members) {
+    const auto& w = r.workers[k];
     iters.insert(iters.end(), w.iteration_s.begin(), w.iteration_s.end());
     wait += w.wait_s;
     frac += w.wait_fraction;
@@ -239,12 +257,13 @@ ComparedRun read_compared_run(const std::string& dir) {
   r.missed_updates_mean = s.number("/missed_updates/mean", 0, 1e18);
   const json& workers = s.at("/workers");
   if (!workers.is_array() || workers.empty()) s.fail("/workers", "expected a non-empty array of workers");
+  std::map<int32_t, size_t> index_of;  // worker id -> its place in r.workers
   for (size_t i = 0; i < workers.size(); ++i) {
     const std::string w = fmt::format("/workers/{}", i);
     ComparedRun::Worker worker;
     worker.id = static_cast<int32_t>(s.integer(w + "/id", 0, std::numeric_limits<int32_t>::max()));
-    for (const auto& other : r.workers)
-      if (other.id == worker.id) s.fail(w + "/id", fmt::format("worker {} is listed twice", worker.id));
+    if (!index_of.emplace(worker.id, r.workers.size()).second)
+      s.fail(w + "/id", fmt::format("worker {} is listed twice", worker.id));
     worker.profile = s.string(w + "/profile");
     worker.iterations = s.integer(w + "/iterations", 0, std::numeric_limits<int64_t>::max());
     worker.wait_s = s.number(w + "/wait_s", 0, kMaxSeconds);
@@ -297,12 +316,12 @@ ComparedRun read_compared_run(const std::string& dir) {
     for (size_t i = 0; i < g.rows(); ++i) {
       const double t = *g.number(i, g_time, 0, kMaxSeconds);
       const auto id = static_cast<int32_t>(g.integer(i, g_worker, 0, std::numeric_limits<int32_t>::max()));
-      auto it = std::find_if(r.workers.begin(), r.workers.end(), [&](const auto& w) { return w.id == id; });
-      if (it == r.workers.end()) g.fail(i, g_worker, fmt::format("worker {} is not in summary.json", id));
+      const auto at = index_of.find(id);
+      if (at == index_of.end()) g.fail(i, g_worker, fmt::format("worker {} is not in summary.json", id));
       const double from = last.count(id) ? last[id] : 0.0;
       if (t < from) g.fail(i, g_time, fmt::format("worker {}'s gradients go back in time", id));
       r.gradient_times.push_back(t);
-      it->iteration_s.push_back(t - from);
+      r.workers[at->second].iteration_s.push_back(t - from);
       last[id] = t;
     }
     std::sort(r.gradient_times.begin(), r.gradient_times.end());
@@ -335,11 +354,15 @@ json compare_runs(const ComparedRun& a, const std::vector<ComparedRun>& b) {
   for (const auto& r : b) t = std::min(t, r.end_s);
   // Worker groups by profile, in the order A's workers name them.
   std::vector<std::pair<std::string, std::vector<int32_t>>> groups;
+  std::map<std::string, size_t> group_of;
   for (const auto& w : a.workers) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == w.profile; });
-    if (it == groups.end()) it = groups.insert(groups.end(), {w.profile, {}});
-    it->second.push_back(w.id);
+    const auto [it, fresh] = group_of.emplace(w.profile, groups.size());
+    if (fresh) groups.push_back({w.profile, {}});
+    groups[it->second].second.push_back(w.id);
   }
+  const auto index_a = worker_index(a);
+  std::vector<std::map<int32_t, size_t>> index_b;
+  for (const auto& r : b) index_b.push_back(worker_index(r));
   for (const auto& r : b)
     if (r.workers.size() != a.workers.size())
       throw IoError(fmt::format("{} has {} workers and {} has {}: compare runs of one cluster", escaped(a.dir),
@@ -368,18 +391,18 @@ json compare_runs(const ComparedRun& a, const std::vector<ComparedRun>& b) {
   };
   json groups_json = json::object();
   for (const auto& [profile, ids] : groups) {
-    const Figures fa = figures(a, ids, t);
+    const Figures fa = figures(a, ids, t, index_a);
     std::vector<Figures> fb;
-    for (const auto& r : b) fb.push_back(figures(r, ids, t));
+    for (size_t i = 0; i < b.size(); ++i) fb.push_back(figures(b[i], ids, t, index_b[i]));
     json g = {{"workers", ids}, {"a", figures_json(fa)}, {"b", figures_of_b(fb)}};
     for (const auto& [name, s] : errors(fa, fb))
       if (name == "iteration_time_rel_error" || name == "wait_fraction_abs_error") g[name] = s;
     groups_json[profile] = g;
   }
   out["groups"] = groups_json;
-  const Figures fa = figures(a, {}, t);
+  const Figures fa = figures(a, {}, t, index_a);
   std::vector<Figures> fb;
-  for (const auto& r : b) fb.push_back(figures(r, {}, t));
+  for (size_t i = 0; i < b.size(); ++i) fb.push_back(figures(b[i], {}, t, index_b[i]));
   json overall = {{"a", figures_json(fa)}, {"b", figures_of_b(fb)}};
   std::vector<std::optional<double>> ks, ks_step;
   for (const auto& r : b) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -82,10 +83,10 @@ CsvInput CsvInput::parse(const std::string& path, std::string_view text,
     if (std::find(in.header_.begin(), in.header_.end(), name) == in.header_.end())
       throw IoError(fmt::format("{}: line 1: the header has no column '{}' (not a file stalesim wrote?)",
                                 escaped(path), name));
-  for (size_t c = 0; c < in.header_.size(); ++c)
-    if (std::find(in.header_.begin(), in.header_.begin() + static_cast<long>(c), in.header_[c]) !=
-        in.header_.begin() + static_cast<long>(c))
-      throw IoError(fmt::format("{}: line 1: the column '{}' is named twice", escaped(path), escaped(in.header_[c])));
+  std::set<std::string_view> names;
+  for (const auto& name : in.header_)
+    if (!names.insert(name).second)
+      throw IoError(fmt::format("{}: line 1: the column '{}' is named twice", escaped(path), escaped(name)));
   for (const auto& r : rows) {
     if (r.cells == in.header_)
       throw IoError(fmt::format("{}: line {} repeats the header: two files joined into one?", escaped(path), r.line));

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -110,15 +111,15 @@ struct SweepRows {
   // Groups in order of first appearance.
   std::vector<std::vector<std::string>> keys;
   std::vector<std::vector<size_t>> members;  // row indices
-  std::vector<int64_t> lines;                // the line of each row after the header (rows[r]: lines[r - 1])
+
+  std::map<std::string, size_t> columns;  // header name -> index
 
   size_t col(const std::string& name) const {
-    const auto& header = rows[0];
-    const auto it = std::find(header.begin(), header.end(), name);
-    if (it == header.end())
+    const auto it = columns.find(name);
+    if (it == columns.end())
       throw IoError(fmt::format("{}: no column '{}' (written by another stalesim version? rerun the sweep)",
                                 csv_path.string(), name));
-    return static_cast<size_t>(it - header.begin());
+    return it->second;
   }
   // Whether row r has a result to summarize.
   bool ok(size_t r) const {
@@ -166,6 +167,7 @@ SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
   const CsvInput in =
       CsvInput::parse(t.csv_path.string(), current_csv_names("sweep.csv", read(t.csv_path)), required);
   t.rows.push_back(in.header());
+  for (size_t c = 0; c < in.header().size(); ++c) t.columns.emplace(in.header()[c], c);
   t.seed_col = in.column("seed");
   t.folder_col = in.column("folder");
   t.status_col = in.column("status");
@@ -194,7 +196,6 @@ SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
     }
     const size_t r = t.rows.size();
     t.rows.push_back(std::move(row));
-    t.lines.push_back(in.line(i));
     t.members[it->second].push_back(r);
     if (!t.ok(r)) continue;
     const std::string& folder = t.rows[r][t.folder_col];
@@ -205,8 +206,9 @@ SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
               fmt::format("names the folder of line {}, another seed of the same point: one run cannot have two "
                           "seeds",
                           in.line(seen->second)));
-    for (const char* m : kMetrics) in.number(i, in.column(m), std::numeric_limits<double>::lowest(),
-                                             std::numeric_limits<double>::max(), /*empty_ok=*/true);
+    for (const char* m : kMetrics)
+      in.number(i, t.col(m), std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max(),
+                /*empty_ok=*/true);
   }
   return t;
 }
@@ -297,7 +299,8 @@ std::string target_cell(const TargetCount& tc, const Stats& reached) {
 // curves.csv: every metrics.csv column but the time, per group and evaluation time.
 void write_curves_csv(const fs::path& root, const SweepRows& t, SweepSummary& out) {
   const auto& rows = t.rows;
-  std::vector<std::string> curve_columns;
+  std::vector<std::string> curve_columns;  // in order of first appearance
+  std::set<std::string> known_columns;
   struct Curve {
     // time text -> (time, column -> values in seed order)
     std::map<std::string, std::pair<double, std::map<std::string, std::vector<double>>>> at;
@@ -313,8 +316,7 @@ void write_curves_csv(const fs::path& root, const SweepRows& t, SweepSummary& ou
         throw IoError(fmt::format("{}: not a stalesim metrics.csv (its first column is not virtual_time_s)",
                                   escaped(m.string())));
       for (size_t c = 1; c < in.header().size(); ++c)
-        if (std::find(curve_columns.begin(), curve_columns.end(), in.header()[c]) == curve_columns.end())
-          curve_columns.push_back(in.header()[c]);
+        if (known_columns.insert(in.header()[c]).second) curve_columns.push_back(in.header()[c]);
       // A diverged run's last evaluation may be inf or nan: left out of the figures, as sweep.csv
       // leaves it empty; anywhere else a cell that is not a number is refused.
       const bool diverged = enum_from_name<SweepStatus>(rows[r][t.status_col]) == SweepStatus::kDiverged;
