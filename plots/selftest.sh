@@ -240,6 +240,24 @@ refuse 2 best_of.py "$tmp/sweep" --metric no_such_column
 refuse 2 dssp_grants.py "$runs/ssp"           # no DSSP run
 refuse 2 timeline.py "$runs/ssp"              # a run without --trace
 refuse 2 timeline.py "$runs/traced" --from 0.5 --to 0.1
+# A forged trace.json: a clean error naming the event, never a traceback (issue 46).
+forged_traces=('{"traceEvents":[{"pid":1,"tid":0,"ph":"X","name":"compute","ts":"x","dur":1}]}'
+  '{"traceEvents":[{"pid":1,"tid":[1],"ph":"X","name":"compute","ts":0,"dur":1}]}'
+  '{"traceEvents":[{"pid":1,"tid":0,"ph":"X","name":"compute"}]}'
+  '{"traceEvents":[{"pid":1,"tid":0,"ph":"M","name":"thread_name","args":5}]}'
+  '{"traceEvents":[{"pid":1,"tid":0,"ph":"X","name":"compute","ts":0,"dur":1}],"otherData":5}')
+for forged in "${forged_traces[@]}"; do
+  printf '%s' "$forged" >"$tmp/forged-trace.json"
+  refuse 2 timeline.py "$tmp/forged-trace.json"
+  if grep -q "Traceback" "$tmp/refuse.log"; then fail "timeline.py $forged: a traceback"; fi
+done
+# A plot never writes through a symbolic link (it may point outside the folder).
+mkdir -p "$tmp/linked-out"
+echo mine >"$tmp/victim.png"
+ln -sf "$tmp/victim.png" "$tmp/linked-out/timeline.png"
+"$py" "$here/timeline.py" "$runs/traced" --out "$tmp/linked-out" >"$tmp/link.log" 2>&1
+[ $? -eq 2 ] || fail "timeline.py into a folder holding a link named timeline.png: not refused: $(cat "$tmp/link.log")"
+[ "$(cat "$tmp/victim.png")" = mine ] || fail "timeline.py wrote through a symbolic link"
 refuse 2 staleness_time.py "$tmp/minimal"      # not a run folder
 refuse 2 time_to_target.py "$tmp/minimal/sweep.csv" --x policy.no_such_field
 

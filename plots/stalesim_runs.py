@@ -417,18 +417,27 @@ def out_dir(args):
     return args.out
 
 
+def refuse_link(path):
+    """Stop before writing `path` when it is a symbolic link: the plots never write through one
+    (it may point at a file of yours outside the folder)."""
+    if os.path.islink(path):
+        fail(f"{path}: is a symbolic link; the plots never write through one (remove it or choose "
+             "another --out)")
+
+
 def record_in_run_folder(path):
-    """Note the file `path` in its folder's plots.list when that folder is a stalesim run folder
-    (holds summary.json): stalesim then knows the figure for ours (sim/output/run_folder.hpp
-    kRunFiles) and --force may replace the folder, which it never does for a file it cannot prove
-    it made."""
+    """Note the file `path` in its folder's plots.list when that folder is a stalesim run or sweep
+    folder (holds summary.json or sweep.json): stalesim then knows the figure for ours
+    (sim/output/run_folder.hpp recorded_plots), so --force and a resumed sweep still take the folder
+    for ours, and reproduce does not take the figure's data for a run file."""
     folder, name = os.path.split(path)
     folder = folder or "."
-    if not os.path.isfile(os.path.join(folder, "summary.json")):
+    if not any(os.path.isfile(os.path.join(folder, f)) for f in ("summary.json", "sweep.json")):
         return
     listed = os.path.join(folder, "plots.list")
+    refuse_link(listed)
     names = []
-    if os.path.isfile(listed) and not os.path.islink(listed):
+    if os.path.isfile(listed):
         with open(listed) as f:
             names = [line.rstrip("\n") for line in f]
     if name not in names:
@@ -441,6 +450,8 @@ def save(fig, args, stem):
     os.makedirs(out_dir(args), exist_ok=True)
     base = os.path.join(args.out, f"{args.name}-{stem}" if args.name else stem)
     # bbox_inches="tight" takes in a legend placed under the panels (legend_below).
+    for suffix in (".png", ".svg"):
+        refuse_link(base + suffix)
     fig.savefig(base + ".png", dpi=150, bbox_inches="tight", metadata={"Software": None})
     fig.savefig(base + ".svg", bbox_inches="tight", metadata={"Date": None})
     record_in_run_folder(base + ".png")
@@ -453,6 +464,7 @@ def save_data(args, stem, header, rows):
     """Write OUT/[PREFIX-]stem.csv: the numbers a figure draws, for a reader or a test to check."""
     os.makedirs(out_dir(args), exist_ok=True)
     path = os.path.join(args.out, f"{args.name}-{stem}.csv" if args.name else f"{stem}.csv")
+    refuse_link(path)
     with open(path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(header)

@@ -17,6 +17,7 @@ Example: stalesim run scenarios/tutorial/01-bsp-straggler.json --trace --trace-w
 """
 
 import json
+import math
 import os
 import re
 import sys
@@ -52,28 +53,48 @@ def load(path):
     try:
         with open(path) as f:
             doc = json.load(f)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         sr.fail(f"{path}: not a trace: {e}")
     events = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(events, list):
         sr.fail(f"{path}: no traceEvents array")
     names, spans, blocks = {}, {}, {}
-    for e in events:
+
+    def bad(i, what):
+        sr.fail(f"{path}: traceEvents[{i}]{what} (not a trace stalesim wrote?)")
+
+    def time_of(e, i, key):
+        v = e.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            bad(i, f".{key}: expected a finite number >= 0, got {v!r:.60}")
+        return v / 1e6
+
+    for i, e in enumerate(events):
         if not isinstance(e, dict) or e.get("pid") != WORKERS_PID:
             continue
         tid = e.get("tid")
+        if isinstance(tid, bool) or not isinstance(tid, int):
+            bad(i, f".tid: expected an integer, got {tid!r:.60}")
+        args = e.get("args", {})
+        if not isinstance(args, dict):
+            bad(i, f".args: expected an object, got {args!r:.60}")
         if e.get("ph") == "M" and e.get("name") == "thread_name":
-            names[tid] = e.get("args", {}).get("name", f"worker {tid}")
+            name = args.get("name", f"worker {tid}")
+            if not isinstance(name, str):
+                bad(i, f".args.name: expected a string, got {name!r:.60}")
+            names[tid] = name.encode("unicode_escape").decode("ascii")  # no control characters
         elif e.get("ph") == "X" and e.get("name") in KINDS:
-            spans.setdefault(tid, {}).setdefault(e["name"], []).append((e["ts"] / 1e6, e["dur"] / 1e6))
+            spans.setdefault(tid, {}).setdefault(e["name"], []).append((time_of(e, i, "ts"), time_of(e, i, "dur")))
         elif e.get("ph") == "i" and e.get("name") == "blocked":
-            blocks.setdefault(tid, []).append((e["ts"] / 1e6, waits_for(e.get("args") or {})))
+            blocks.setdefault(tid, []).append((time_of(e, i, "ts"), waits_for(args)))
     if not spans:
         sr.fail(f"{path}: no worker spans (is it a stalesim trace?)")
     other = doc.get("otherData", {})
+    if not isinstance(other, dict):
+        sr.fail(f"{path}: otherData: expected an object, got {other!r:.60}")
     title = f"{other.get('scenario', os.path.basename(os.path.dirname(path)))}: {other.get('policy', '')}"
     if other.get("truncated"):
-        sr.warn(f"{path}: the trace was cut at its size limit (t = {other.get('truncated_at_s')} s)")
+        sr.warn(f"{path}: the trace was cut at its size limit (t = {other.get('truncated_at_s')!r:.40} s)")
         title += " (trace cut at its size limit)"
     return title, names, spans, blocks
 

@@ -21,6 +21,7 @@ ComparedRun hand_run(const std::string& dir, std::vector<double> fast, std::vect
   r.dir = dir;
   r.end_s = end_s;
   r.summary = {{"staleness", {{"mean", clock_mean}}}, {"missed_updates", {{"mean", 0.0}}}};
+  r.staleness_mean = clock_mean;
   const auto iters = [](const std::vector<double>& t) {
     std::vector<double> d;
     double from = 0;

@@ -1,237 +1,489 @@
-// Hostile input, round four (issue 46 points 3, 5 and 8): `real` refuses up front what this
-// machine cannot start (more ranks than its CPUs can hold, more memory than it has), an interrupt
-// that comes after a run ended still exits 130 (and keeps a finished run a --force rerun would
-// replace), a full disk is exit 3, not 2, and the memory estimate counts a topology. Every case
-// asserts the exit code or the exception, the message, and what is left on disk.
+// Hostile input, round four (issue 46, points 1, 2, 6, 7 and 9): the newer commands (calibrate,
+// compare, summarize, reproduce, the topology outputs) held to the standard of run and sweep. A
+// table of cases per class of defect: writes never go through a symbolic link nor outside the
+// output folder; every value read back from a run or sweep folder is checked (a missing key, a
+// wrong type, NaN, a negative count, a header-only or repeated CSV is exit 2 naming the file and
+// the JSON path or line and column); our own files (summarize's, the plots') are recognised by every
+// command that checks a folder; text from files reaches the terminal escaped and CSV is quoted per
+// RFC 4180. Every case asserts the exit code, the message and that nothing outside changed.
 
 #include <doctest/doctest.h>
 
-#include <sys/mount.h>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
-#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "sim/estimate/memory_estimate.hpp"
+#include "sim/analysis/csv_input.hpp"
+#include "sim/analysis/summarize.hpp"
 #include "sim/output/outputs.hpp"
-#include "sim/output/run_folder.hpp"
-#include "sim/real/real_run.hpp"
-#include "sim/scenario/load.hpp"
-#include "sim/sweep/sweep_mpi.hpp"
 #include "tests/cli_test_util.hpp"
-#include "tests/sim_test_util.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using stalesim::testing::has;
 using stalesim::testing::Outcome;
 using stalesim::testing::q;
 using stalesim::testing::run_cli;
 using stalesim::testing::Scratch;
 using stalesim::testing::slurp;
+using stalesim::testing::snapshot;
 
 namespace {
 
 const std::string kTiny = "tests/golden/tiny/scenario.json";
 
-// An mlp on blobs for the real mode: `workers` workers, `hidden` units.
-json real_json(int workers, int hidden) {
-  auto j = json::parse(R"({ "name": "real4", "seed": 1, "optimizer": { "batch_size": 4, "lr": 0.01 },
-    "model": { "type": "mlp", "hidden": [8] }, "policy": { "type": "asp" },
-    "data": { "dataset": "blobs", "blobs": { "classes": 10, "features": 1000, "train": 2000, "test": 50 } },
-    "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 2 } ] },
-    "stop": { "max_updates": 10 }, "eval": { "every_s": 1000 } })");
-  j["cluster"]["workers"][0]["count"] = workers;
-  j["model"]["hidden"][0] = hidden;
-  return j;
+void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+// A finished run of the tiny scenario with gradients.csv in `dir`.
+void tiny_run(const fs::path& dir) {
+  const Outcome o = run_cli("run " + kTiny + " --quiet --record gradients --out " + q(dir.string()));
+  REQUIRE_MESSAGE(o.code == 0, o.err);
 }
 
-bool complete_run(const fs::path& dir) {
-  return fs::exists(dir / "summary.json") && fs::exists(dir / "done");
+void copy_run(const fs::path& from, const fs::path& to) {
+  fs::remove_all(to);
+  fs::copy(from, to, fs::copy_options::recursive);
 }
+
+// A finished sweep (policy.staleness 0 and 1, seeds 1 and 2) in `dir`; its sweep.csv's rows.
+std::vector<std::vector<std::string>> tiny_sweep(const fs::path& dir) {
+  const Outcome o = run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --seeds 1,2 --quiet --out " +
+                            q(dir.string()));
+  REQUIRE_MESSAGE(o.code == 0, o.err);
+  return stalesim::parse_csv(slurp(dir / "sweep.csv"));
+}
+
+std::string csv_of(const std::vector<std::vector<std::string>>& rows) {
+  std::string out;
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) out += (i ? "," : "") + r[i];
+    out += "\n";
+  }
+  return out;
+}
+
+size_t col(const std::vector<std::string>& header, const std::string& name) {
+  const auto it = std::find(header.begin(), header.end(), name);
+  REQUIRE(it != header.end());
+  return static_cast<size_t>(it - header.begin());
+}
+
+bool no_escape_char(const std::string& text) { return text.find('\x1b') == std::string::npos; }
 
 }  // namespace
 
-// ---- 3. real: what this machine cannot start --------------------------------------------------
+// ---- 1. Writes: never through a link, never outside the folder ----------------------------------
 
-TEST_CASE("real refuses more ranks than this machine's CPUs can hold, naming the field and the count") {
-  const auto s = stalesim::testing::scenario(real_json(100000, 8));
-  const std::string why = stalesim::real_local_refusal(s, 2, std::nullopt, "");
-  CHECK(why.starts_with("/cluster/workers: a real run of this scenario takes 100001 MPI ranks (1 server "
-                        "shard + 100000 workers), and 'stalesim real' alone starts them all on this machine: "
-                        "at most 32 (16 per logical CPU, 2 CPUs)"));
-  CHECK(why.find("nothing was started") != std::string::npos);
-  CHECK(stalesim::real_local_refusal(s, 100000 / 16 + 1, std::nullopt, "").empty());
-}
-
-TEST_CASE("real refuses ranks whose estimated memory together exceeds the limit, and starts what fits") {
-  // 31 workers and a server of a 1,000-input, 2,000-unit mlp: each rank its own data and model copies.
-  const auto s = stalesim::testing::scenario(real_json(31, 2000));
-  const double per_rank = stalesim::real_rank_bytes(s);
-  CHECK(per_rank > stalesim::kRealRankMpiBytes + 2000.0 * 1000 * 4);  // at least one model copy
-  CHECK(stalesim::real_local_refusal(s, 2, 32 * per_rank, "test").empty());
-  const std::string why = stalesim::real_local_refusal(s, 2, 31 * per_rank, "STALESIM_MEMORY_LIMIT");
-  CHECK(why.starts_with("/cluster/workers: a real run of this scenario takes 32 MPI ranks (1 server shard + "
-                        "31 workers), each needing about "));
-  CHECK(why.find("(STALESIM_MEMORY_LIMIT)") != std::string::npos);
-  CHECK(why.find("nothing was started") != std::string::npos);
-}
-
-TEST_CASE("stalesim real with 100,000 workers is exit 2 before mpirun, naming the file and the field") {
-  if (!stalesim::mpi_built()) {
-    MESSAGE("built without MPI: real stops earlier, for that reason");
-    return;
+TEST_CASE("calibrate checks --out before measuring and never writes through a symbolic link") {
+  Scratch s("calibrate");
+  const fs::path victim = s.write("outside/victim.json", "{\"mine\": true}\n");
+  const fs::path d = s.path / "cal";
+  fs::create_directories(d);
+  struct Case {
+    std::string name;
+    std::function<void()> setup;
+    std::string flags;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {"profile.json links to a user's file, with --force",
+       [&] { fs::create_symlink(victim, d / "profile.json"); }, " --force", "profile.json: is a symbolic link"},
+      {"network.json is a dangling link out of the folder, without --force",
+       [&] { fs::create_symlink(s.path / "outside" / "new.json", d / "network.json"); }, "",
+       "network.json: is a symbolic link"},
+      {"profile.json is a user's own file, with --force", [&] { write(d / "profile.json", "{\"mine\": 1}\n"); },
+       " --force", "profile.json: exists and is not a file calibrate wrote"},
+      {"profile.json exists, without --force", [&] { write(d / "profile.json", "{}\n"); }, "",
+       "profile.json: exists; --force replaces it"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    fs::remove_all(d);
+    fs::create_directories(d);
+    c.setup();
+    const auto before = snapshot(s.path);
+    const Outcome o = run_cli("calibrate --cpu " + kTiny + " --quiet --out " + q(d.string()) + c.flags);
+    CHECK(o.code == 2);
+    CHECK_MESSAGE(has(o.err, c.expect), o.err);
+    CHECK(snapshot(s.path) == before);  // the user's file, the link and the folder as they were
+    CHECK(!fs::exists(s.path / "outside" / "new.json"));
   }
-  Scratch s("real-ranks");
-  const fs::path file = s.path / "big.json";
-  std::ofstream(file) << real_json(100000, 8).dump();
-  const Outcome o = run_cli("real " + q(file.string()) + " --out " + q((s.path / "r").string()));
+  // --out naming a file: refused up front, not an internal error after measuring.
+  const fs::path file = s.write("a-file", "mine\n");
+  const Outcome o = run_cli("calibrate --cpu " + kTiny + " --quiet --out " + q(file.string()));
   CHECK(o.code == 2);
-  CHECK(o.err.find(file.string() + ": the real mode cannot start this scenario here: /cluster/workers: ") !=
-        std::string::npos);
-  CHECK(o.err.find("mpirun -n 100001 --bind-to") == std::string::npos);  // the launch line: never printed
-  CHECK_FALSE(fs::exists(s.path / "r"));
+  CHECK_MESSAGE(has(o.err, "a-file: exists and is not a folder"), o.err);
+  CHECK(!has(o.err, "internal error"));
+  CHECK(slurp(file) == "mine\n");
+  // The GPU calibrate's --out FILE: a link is refused before any device is looked for.
+  fs::create_symlink(victim, s.path / "gpu.json");
+  const Outcome g = run_cli("calibrate --model mlp --out " + q((s.path / "gpu.json").string()));
+  CHECK(g.code == 2);
+  CHECK_MESSAGE(has(g.err, "gpu.json: is a symbolic link"), g.err);
+  CHECK(slurp(victim) == "{\"mine\": true}\n");
 }
 
-// ---- 8. An interrupt after the run ended; a full disk ------------------------------------------
-
-TEST_CASE("an interrupt after a --force rerun ended keeps the finished run and exits 130") {
-  Scratch s("late-int");
-  const fs::path r = s.path / "r";
-  REQUIRE(run_cli("run " + kTiny + " --quiet --out " + q(r.string())).code == 0);
-  const std::string before = slurp(r / "summary.json");
-  const Outcome o = run_cli("run " + kTiny + " --quiet --force --seed 9 --out " + q(r.string()),
-                            "STALESIM_INJECT_INTERRUPT_BEFORE_WRITE=1 ");
-  CHECK(o.code == 130);
-  CHECK(o.err.find("kept the finished run in") != std::string::npos);
-  CHECK(slurp(r / "summary.json") == before);
-  CHECK(complete_run(r));
-}
-
-TEST_CASE("an interrupt after a run ended into a new folder writes it whole and exits 130") {
-  Scratch s("late-int-new");
-  const fs::path r = s.path / "r";
-  const Outcome o =
-      run_cli("run " + kTiny + " --quiet --out " + q(r.string()), "STALESIM_INJECT_INTERRUPT_BEFORE_WRITE=1 ");
-  CHECK(o.code == 130);
-  CHECK(o.err.find("interrupted after the run ended; its complete outputs are in") != std::string::npos);
-  CHECK(complete_run(r));
-}
-
-TEST_CASE("a write that fails on a full disk is an I/O failure, not a refusal") {
-  if (!fs::exists("/dev/full")) return;
-  try {
-    stalesim::write_text_file("/dev/full", "x");
-    FAIL("wrote to /dev/full");
-  } catch (const stalesim::IoError& e) {
-    CHECK(std::string(e.what()).find("No space left on device") != std::string::npos);
-    CHECK(e.write_failed());
+TEST_CASE("summarize never writes through a symbolic link in the sweep folder") {
+  Scratch s("summarize-link");
+  tiny_sweep(s.path / "sw");
+  const fs::path victim = s.write("victim.csv", "mine\n");
+  for (const char* name : {"sweep-summary.csv", "curves.csv"}) {
+    CAPTURE(name);
+    fs::create_symlink(victim, s.path / "sw" / name);
+    const Outcome o = run_cli("summarize " + q((s.path / "sw").string()) + " --quiet");
+    CHECK(o.code == 2);
+    CHECK_MESSAGE(has(o.err, std::string(name) + ": exists and is not a file"), o.err);
+    CHECK(slurp(victim) == "mine\n");
+    CHECK(fs::is_symlink(s.path / "sw" / name));
+    fs::remove(s.path / "sw" / name);
   }
-  CHECK_FALSE(stalesim::IoError("refused").write_failed());
 }
 
-TEST_CASE("a sweep on a full disk exits 3 and leaves no half-written run") {
-  // A tmpfs small enough to fill: mounting needs root (CAP_SYS_ADMIN); elsewhere the /dev/full
-  // case above holds the error class.
-  Scratch s("full");
-  const fs::path mnt = s.path / "mnt";
-  fs::create_directories(mnt);
-  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=64k") != 0) {
-    MESSAGE("cannot mount a tmpfs here (needs root): the full-disk sweep is not tried");
-    return;
+// ---- 2. Reads: every value checked ---------------------------------------------------------------
+
+TEST_CASE("compare refuses a summary.json with a key it reads missing or of the wrong type, naming the path") {
+  Scratch s("compare-json");
+  tiny_run(s.path / "a");
+  const json good = json::parse(slurp(s.path / "a" / "summary.json"));
+  // Every value compare reads, each removed and each given a wrong value.
+  const std::vector<std::pair<std::string, json>> fields = {
+      {"/virtual_time_s", "1"},       {"/time_to_target_s", -1},       {"/staleness/mean", "x"},
+      {"/missed_updates/mean", -2},   {"/workers", json::object()},    {"/workers/0/id", "zero"},
+      {"/workers/0/profile", 3},      {"/workers/0/iterations", -5},   {"/workers/0/wait_s", 1e300},
+      {"/workers/0/wait_fraction", 2}, {"/manifest", json::array()},    {"/staleness", 7}};
+  for (const auto& [pointer, wrong] : fields) {
+    const std::string ptr = pointer;
+    CAPTURE(ptr);
+    for (const bool remove : {true, false}) {
+      CAPTURE(remove);
+      json forged = good;
+      const json::json_pointer p(ptr);
+      if (remove)
+        forged[p.parent_pointer()].erase(p.back());
+      else
+        forged[p] = wrong;
+      copy_run(s.path / "a", s.path / "b");
+      write(s.path / "b" / "summary.json", forged.dump(2));
+      const auto before = snapshot(s.path);
+      const Outcome o = run_cli("compare " + q((s.path / "a").string()) + " " + q((s.path / "b").string()) +
+                                " --json " + q((s.path / "c.json").string()));
+      CHECK(o.code == 2);
+      CHECK_MESSAGE(has(o.err, "b/summary.json: " + ptr + (remove ? ": missing" : ": expected")), o.err);
+      CHECK(!has(o.err, "internal error"));
+      CHECK(snapshot(s.path) == before);  // no compare.json
+    }
   }
-  {
-    std::ofstream fill(mnt / "filler", std::ios::binary);
-    fill << std::string(64 * 1024 - 8 * 1024, 'x');  // leaves two pages
+}
+
+TEST_CASE("compare refuses forged CSV files, naming the file, line and column") {
+  Scratch s("compare-csv");
+  tiny_run(s.path / "a");
+  struct Case {
+    std::string file;
+    std::function<std::string(std::string)> edit;
+    std::string expect;
+  };
+  // Replaces the first cell of line `line` (1-based) column `c` (0-based) with `v`.
+  const auto cell = [](int line, size_t c, const std::string& v) {
+    return [=](std::string text) {
+      auto rows = stalesim::parse_csv(text);
+      rows[static_cast<size_t>(line - 1)][c] = v;
+      return csv_of(rows);
+    };
+  };
+  const auto header_only = [](std::string text) { return text.substr(0, text.find('\n') + 1); };
+  const auto header_twice = [](std::string text) { return text + text.substr(0, text.find('\n') + 1); };
+  const auto joined = [](std::string text) { return text + text; };
+  const std::vector<Case> cases = {
+      {"staleness.csv", cell(2, 1, "nan"), "staleness.csv: line 2, column 2 (staleness_gradients): expected an integer"},
+      {"staleness.csv", cell(2, 1, "-4"), "line 2, column 2 (staleness_gradients): expected an integer in [0, 9007199254740992], got '-4'"},
+      {"staleness.csv", cell(3, 2, "1.5"), "line 3, column 3 (missed_updates_gradients)"},
+      {"staleness.csv", cell(3, 0, "0"), "line 3, column 1 (value): expected 1"},
+      {"staleness.csv", header_only, "staleness.csv: 0 rows after the header"},
+      {"staleness.csv", header_twice, "repeats the header"},
+      {"staleness.csv", joined, "repeats the header"},
+      {"staleness.csv", [](std::string) { return std::string(); }, "staleness.csv: empty"},
+      {"staleness.csv", [](std::string) { return std::string("value,x\n0,1\n"); }, "has no column 'staleness_gradients'"},
+      {"staleness.csv", [](std::string t) { return t + "\"9,9\n"; }, "a quote opened here is never closed"},
+      {"staleness.csv", [](std::string t) { return t + "9,1\n"; }, "2 cells, the header has 3"},
+      {"metrics.csv", cell(2, 0, "nan"), "metrics.csv: line 2, column 1 (virtual_time_s): expected a number"},
+      {"metrics.csv", cell(3, 1, "-3"), "line 3, column 2 (server_version): expected an integer >= 0"},
+      {"metrics.csv", cell(3, 3, "2"), "line 3, column 4 (test_accuracy): expected a number in [0, 1]"},
+      {"metrics.csv", cell(3, 2, "inf"), "line 3, column 3 (test_loss)"},
+      {"metrics.csv", header_twice, "repeats the header"},
+      {"gradients.csv", cell(2, 0, "nan"), "gradients.csv: line 2, column 1 (virtual_time_s): expected a number"},
+      {"gradients.csv", cell(2, 0, "-1"), "line 2, column 1 (virtual_time_s)"},
+      {"gradients.csv", cell(2, 1, "99"), "line 2, column 2 (worker): worker 99 is not in summary.json"},
+      {"gradients.csv", cell(2, 1, "w"), "line 2, column 2 (worker): expected an integer"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.file);
+    CAPTURE(c.expect);
+    copy_run(s.path / "a", s.path / "b");
+    write(s.path / "b" / c.file, c.edit(slurp(s.path / "a" / c.file)));
+    const auto before = snapshot(s.path);
+    const Outcome o = run_cli("compare " + q((s.path / "a").string()) + " " + q((s.path / "b").string()) +
+                              " --json " + q((s.path / "c.json").string()));
+    CHECK(o.code == 2);
+    CHECK_MESSAGE(has(o.err, "b/" + c.file), o.err);
+    CHECK_MESSAGE(has(o.err, c.expect), o.err);
+    CHECK(snapshot(s.path) == before);
   }
-  const fs::path out = mnt / "sw";
-  const Outcome o = run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " +
-                            q(out.string()));
+  // The untampered pair compares (exit 0), with no "nan" figure.
+  copy_run(s.path / "a", s.path / "b");
+  const Outcome o = run_cli("compare " + q((s.path / "a").string()) + " " + q((s.path / "b").string()) + " --json " +
+                            q((s.path / "c.json").string()));
+  CHECK_MESSAGE(o.code == 0, o.err);
+  CHECK(!has(o.out, "nan"));
+  CHECK(has(o.out, "| staleness KS distance | | | 0 |"));
+}
+
+TEST_CASE("summarize refuses a forged sweep.csv, naming its line and column, and writes nothing") {
+  Scratch s("summarize-forged");
+  const auto rows = tiny_sweep(s.path / "sw");
+  REQUIRE(rows.size() == 5);
+  const auto& h = rows[0];
+  REQUIRE(run_cli("run scenarios/sweep-tiny.json --quiet --out " + q((s.path / "decoy").string())).code == 0);
+  fs::create_directory_symlink(s.path / "decoy", s.path / "sw" / "linked");
+  struct Case {
+    std::string name;
+    std::function<void(std::vector<std::vector<std::string>>&)> edit;
+    std::string expect;
+  };
+  const auto set = [&](size_t row, const std::string& column, const std::string& v) {
+    return [=, &h](std::vector<std::vector<std::string>>& r) { r[row][col(h, column)] = v; };
+  };
+  const std::vector<Case> cases = {
+      {"a folder outside the sweep", set(1, "folder", "../decoy"), "line 2, column"},
+      {"an absolute folder", set(1, "folder", (s.path / "decoy").string()), "is not a folder of this sweep"},
+      {"a linked folder", set(1, "folder", "linked"), "is not a folder of this sweep (a symbolic link)"},
+      {"a missing folder", set(1, "folder", "missing"), "is not a folder of this sweep (nothing there)"},
+      {"a repeated header", [&](auto& r) { r.push_back(h); }, "line 6 repeats the header"},
+      {"a duplicated point", [&](auto& r) { r.push_back(r[1]); }, "line 6, column"},
+      {"two seeds of a point in one folder", set(2, "folder", rows[1][col(h, "folder")]),
+       "names the folder of line 2, another seed of the same point"},
+      {"an unknown status", set(1, "status", "great"), "(status): expected a sweep status, got 'great'"},
+      {"a NaN quality", set(1, "quality", "nan"), "(quality): expected a finite number, got 'nan'"},
+      {"a seed that is not a number", set(1, "seed", "x"), "(seed): expected an integer >= 0, got 'x'"},
+      {"a short row", [&](auto& r) { r[1].pop_back(); }, "line 2: "},
+  };
+  const fs::path csv = s.path / "sw" / "sweep.csv";
+  const std::string original = slurp(csv);
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    auto forged = rows;
+    c.edit(forged);
+    write(csv, csv_of(forged));
+    const auto before = snapshot(s.path);
+    const Outcome o = run_cli("summarize " + q((s.path / "sw").string()));
+    CHECK(o.code == 2);
+    CHECK_MESSAGE(has(o.err, "sweep.csv: line"), o.err);
+    CHECK_MESSAGE(has(o.err, c.expect), o.err);
+    CHECK(snapshot(s.path) == before);  // no sweep-summary.csv, no curves.csv
+  }
+  // reproduce reads sweep.csv through the same checks.
+  auto twice = rows;
+  twice.push_back(h);
+  write(csv, csv_of(twice));
+  const Outcome r = run_cli("reproduce " + q((s.path / "sw").string()));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(has(r.err, "sweep.csv: line 6 repeats the header"), r.err);
+  // The untampered sweep: two groups of two seeds, each counted once.
+  write(csv, original);
+  const Outcome o = run_cli("summarize " + q((s.path / "sw").string()));
+  CHECK_MESSAGE(o.code == 0, o.err);
+  const auto summary = stalesim::parse_csv(slurp(s.path / "sw" / "sweep-summary.csv"));
+  REQUIRE(summary.size() == 3);
+  CHECK(summary[1][col(summary[0], "seeds")] == "2");
+  CHECK(summary[1][col(summary[0], "quality_n")] == "2");
+}
+
+TEST_CASE("the CSV reader names the line of a cell even after a quoted line break") {
+  const auto in = stalesim::CsvInput::parse("x.csv", "a,b\n\"multi\nline\",1\n2,z\n", {"a", "b"});
+  REQUIRE(in.rows() == 2);
+  CHECK(in.line(0) == 2);
+  CHECK(in.line(1) == 4);
+  CHECK_THROWS_WITH_AS(in.integer(1, 1, 0), "x.csv: line 4, column 2 (b): expected an integer >= 0, got 'z'",
+                       stalesim::IoError);
+  CHECK_THROWS_WITH_AS(in.number(0, 0), "x.csv: line 2, column 1 (a): expected a finite number, got 'multi\\nline'",
+                       stalesim::IoError);
+  CHECK_THROWS_WITH_AS(stalesim::CsvInput::parse("y.csv", "a,a\n1,2\n", {"a"}),
+                       "y.csv: line 1: the column 'a' is named twice", stalesim::IoError);
+}
+
+// ---- 6. Our own files are ours -----------------------------------------------------------------
+
+TEST_CASE("summarize's and the plots' files do not make a sweep or run folder foreign, nor a mismatch") {
+  Scratch s("own-files");
+  const fs::path sw = s.path / "sw";
+  tiny_sweep(sw);
+  REQUIRE(run_cli("summarize " + q(sw.string()) + " --quiet").code == 0);
+  // A figure of a plot script, listed as the scripts list theirs (plots/stalesim_runs.py).
+  write(sw / "bands.png", "png");
+  write(sw / "plots.list", "bands.png\n");
+  const std::string sweep = "sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --seeds 1,2 --quiet --out ";
+  const Outcome resumed = run_cli(sweep + q(sw.string()));
+  CHECK_MESSAGE(resumed.code == 0, resumed.err);
+  const Outcome forced = run_cli(sweep + q(sw.string()) + " --force");
+  CHECK_MESSAGE(forced.code == 0, forced.err);
+  CHECK(fs::exists(sw / "sweep-summary.csv"));
+  // A file nobody listed is still the user's.
+  write(sw / "notes.txt", "mine");
+  const Outcome refused = run_cli(sweep + q(sw.string()) + " --force");
+  CHECK(refused.code == 2);
+  CHECK_MESSAGE(has(refused.err, "holds 'notes.txt', which no stalesim run or sweep writes"), refused.err);
+  CHECK(slurp(sw / "notes.txt") == "mine");
+
+  // A run folder with a plot's data (plots/staleness_time.py writes staleness_time.csv and lists it).
+  const fs::path run = s.path / "run";
+  tiny_run(run);
+  write(run / "staleness_time.csv", "virtual_time_s,staleness\n0,1\n");
+  write(run / "plots.list", "staleness_time.csv\n");
+  const Outcome match = run_cli("reproduce " + q(run.string()));
+  CHECK_MESSAGE(match.code == 0, (match.out + match.err));
+  CHECK(has(match.out, "MATCH: "));
+  // An unlisted CSV is still a difference.
+  write(run / "plots.list", "");
+  CHECK(run_cli("reproduce " + q(run.string())).code == 3);
+}
+
+TEST_CASE("reproduce --out inside the folder reproduced is refused, as its help says, and run --force still works") {
+  Scratch s("reproduce-out");
+  const fs::path run = s.path / "run";
+  tiny_run(run);
+  for (const std::string inside : {"rerun", "a/b", "."}) {
+    CAPTURE(inside);
+    const auto before = snapshot(s.path);
+    const Outcome o = run_cli("reproduce " + q(run.string()) + " --out " + q((run / inside).string()));
+    CHECK(o.code == 2);
+    CHECK_MESSAGE(has(o.err, "inside the folder reproduced"), o.err);
+    CHECK(snapshot(s.path) == before);
+  }
+  const Outcome o = run_cli("run " + kTiny + " --quiet --record gradients --force --out " + q(run.string()));
+  CHECK_MESSAGE(o.code == 0, o.err);
+  // Beside it is fine.
+  const Outcome beside = run_cli("reproduce " + q(run.string()) + " --quiet --out " + q((s.path / "rerun").string()));
+  CHECK_MESSAGE(beside.code == 0, beside.err);
+}
+
+TEST_CASE("reproducing a real run says it is not bit-reproducible instead of a MISMATCH") {
+  Scratch s("reproduce-real");
+  tiny_run(s.path / "run");
+  json j = json::parse(slurp(s.path / "run" / "summary.json"));
+  j["manifest"]["real"] = {{"real", true}};
+  write(s.path / "run" / "summary.json", j.dump(2) + "\n");
+  const Outcome o = run_cli("reproduce " + q((s.path / "run").string()));
+  CHECK(o.code == 2);
+  CHECK_MESSAGE(has(o.err, "a real run (stalesim real): its times were measured, so it is not bit-reproducible"),
+                o.err);
+  CHECK(!has(o.out, "MISMATCH"));
+}
+
+TEST_CASE("reproduce refuses a forged manifest's dataset entries and survives a forged trace.json") {
+  Scratch s("reproduce-forged");
+  tiny_run(s.path / "run");
+  const json good = json::parse(slurp(s.path / "run" / "summary.json"));
+  for (const json& entry : {json(5), json{{"path", 3}}, json{{"path", "x"}, {"bytes", "many"}, {"xxh64", "0"}},
+                            json{{"path", "x"}, {"bytes", -1}, {"xxh64", "0"}}}) {
+    CAPTURE(entry.dump());
+    json j = good;
+    j["manifest"]["datasets"] = json::array({entry});
+    write(s.path / "run" / "summary.json", j.dump(2) + "\n");
+    const Outcome o = run_cli("reproduce " + q((s.path / "run").string()));
+    CHECK(o.code == 2);
+    CHECK_MESSAGE(has(o.err, "summary.json: /manifest/datasets/0: expected"), o.err);
+    CHECK(!has(o.err, "internal error"));
+  }
+  write(s.path / "run" / "summary.json", good.dump(2) + "\n");
+  // A trace.json nested a million deep: no crash, the comparison says the file differs.
+  write(s.path / "run" / "trace.json", std::string(1'000'000, '['));
+  const Outcome o = run_cli("reproduce " + q((s.path / "run").string()));
   CHECK(o.code == 3);
-  CHECK(o.err.find("No space left on device") != std::string::npos);
-  if (fs::exists(out))
-    for (const auto& e : fs::directory_iterator(out))
-      if (e.is_directory()) {
-        CAPTURE(e.path().string());
-        CHECK(e.path().filename().string().front() != '.');  // no temporary left behind
-        CHECK(complete_run(e.path()));
-      }
-  ::umount(mnt.c_str());
+  CHECK_MESSAGE(has(o.out, "MISMATCH: trace.json"), o.out);
 }
 
-// ---- 5. The memory estimate of a topology against the measured peak ----------------------------
+// ---- 7. Escapes and CSV quoting ------------------------------------------------------------------
 
-TEST_CASE("the memory estimate is within 30% of the measured peak for racks and graphs") {
-  if (stalesim::testing::kAddressSanitizer) {
-    MESSAGE("AddressSanitizer build: peak RSS counts shadow memory; this check runs in the Release pass");
-    return;
-  }
-  // Time-only ASP, 4 shards spread: racks with few workers and many hosts (the topology dominates),
-  // and a graph of hosts behind edge switches and a core, given as JSON (5,000 hosts).
-  const json base = json::parse(R"({ "name": "topo-mem", "seed": 1,
-    "model": { "type": "time-only", "parameters": 1000000, "flops_per_sample": 1e6 },
-    "optimizer": { "batch_size": 32 }, "policy": { "type": "asp" },
-    "cluster": { "workers": [ { "profile": "v100", "count": 96 } ], "servers": 4,
-                 "network": { "bandwidth_gbps": 25, "server_bandwidth_gbps": 100, "latency_us": 5,
-                              "placement": { "shards": "spread" } } },
-    "stop": { "max_updates": 100 }, "eval": { "every_s": 1000 } })");
-  json racks = base;
-  racks["cluster"]["network"]["topology"] = "racks";
-  racks["cluster"]["network"]["racks"] = {{"count", 3000}, {"hosts_per_rack", 32}, {"uplink_bandwidth_gbps", 200}};
-  json graph = base;
-  const int hosts = 5000, per = 32, edges = (hosts + per - 1) / per;
-  graph["cluster"]["workers"][0]["count"] = hosts - 4;
-  json nodes = json::array(), links = json::array();
-  for (int i = 0; i < hosts; ++i) {
-    nodes.push_back({{"name", "h" + std::to_string(i)}});
-    links.push_back({{"from", "h" + std::to_string(i)}, {"to", "e" + std::to_string(i / per)}, {"bandwidth_gbps", 25}});
-  }
-  for (int e = 0; e < edges; ++e) {
-    nodes.push_back({{"name", "e" + std::to_string(e)}, {"kind", "switch"}});
-    links.push_back({{"from", "e" + std::to_string(e)}, {"to", "core"}, {"bandwidth_gbps", 200}});
-  }
-  nodes.push_back({{"name", "core"}, {"kind", "switch"}});
-  graph["cluster"]["network"]["topology"] = "graph";
-  graph["cluster"]["network"]["graph"] = {{"nodes", nodes}, {"links", links}};
-  Scratch s("topo-rss");
-  for (const auto& [name, j] : {std::pair{std::string("racks-96000-hosts"), racks},
-                                std::pair{std::string("graph-5000-hosts"), graph}}) {
-    const std::string cell = name;
-    CAPTURE(cell);
-    const fs::path file = s.path / (cell + ".json");
-    std::ofstream(file) << j.dump();
-    const auto sc = stalesim::load_scenario_file(file.string());
-    const auto e = stalesim::estimate_memory(sc, 1);
-    const double measured = stalesim::testing::peak_rss_of_run(file, s.path / cell);
-    REQUIRE(measured > 0);
-    MESSAGE(cell << ": estimate " << stalesim::format_bytes(e.total()) << " (topology "
-                 << stalesim::format_bytes(e.topology_bytes) << "), peak RSS " << stalesim::format_bytes(measured));
-    CHECK(e.topology_bytes > 0.25 * e.total());  // the topology's share is what is checked
-    CHECK(e.total() == doctest::Approx(measured).epsilon(0.3));
-  }
+TEST_CASE("text from files and names reaches the terminal escaped") {
+  Scratch s("escapes");
+  const std::string evil = "x\x1b[2J\x1b]0;pwned\x07\ny";
+  // compare's table: a worker's profile name.
+  tiny_run(s.path / "a");
+  json j = json::parse(slurp(s.path / "a" / "summary.json"));
+  for (auto& w : j["workers"]) w["profile"] = evil;
+  write(s.path / "a" / "summary.json", j.dump(2));
+  copy_run(s.path / "a", s.path / "b");
+  const Outcome c = run_cli("compare " + q((s.path / "a").string()) + " " + q((s.path / "b").string()) + " --json " +
+                            q((s.path / "c.json").string()));
+  CHECK_MESSAGE(c.code == 0, c.err);
+  CHECK(no_escape_char(c.out + c.err));
+  CHECK(has(c.out, "x\\x1b[2J\\x1b]0;pwned\\x07\\ny"));
+  const Outcome row = run_cli("compare " + q((s.path / "a").string()) + " " + q((s.path / "b").string()) +
+                              " --row " + q("label\x1b[31m|x") + " --json " + q((s.path / "c.json").string()));
+  CHECK(row.code == 0);
+  CHECK(no_escape_char(row.out));
+  CHECK(has(row.out, "label\\x1b[31m\\|x"));
+
+  // summarize's table and reproduce's point lines: a key cell of sweep.csv.
+  const auto rows = tiny_sweep(s.path / "sw");
+  auto forged = rows;
+  forged[1][col(rows[0], "policy.staleness")] = "0\x1b[31m";
+  forged[2][col(rows[0], "policy.staleness")] = "0\x1b[31m";
+  write(s.path / "sw" / "sweep.csv", csv_of(forged));
+  const Outcome sum = run_cli("summarize " + q((s.path / "sw").string()));
+  CHECK_MESSAGE(sum.code == 0, sum.err);
+  CHECK(no_escape_char(sum.out + sum.err));
+  CHECK(has(sum.out, "0\\x1b[31m"));
+  const Outcome rep = run_cli("reproduce " + q((s.path / "sw").string()));
+  CHECK(rep.code == 3);
+  CHECK(no_escape_char(rep.out + rep.err));
+  CHECK(has(rep.out, "policy.staleness=0\\x1b[31m"));
+
+  // The topology: an unknown node in a link, and validate's bottleneck line.
+  json sc = json::parse(slurp(fs::path(STALESIM_SOURCE_DIR) / kTiny));
+  sc["cluster"]["network"] = json::parse(R"({ "topology": "graph", "latency_us": 50, "bandwidth_gbps": 10,
+    "graph": { "nodes": [ { "name": "ps" }, { "name": "w0" }, { "name": "w1" }, { "name": "w2" },
+                          { "name": "sw", "kind": "switch" } ],
+               "links": [ { "from": "ps", "to": "sw", "bandwidth_gbps": 8 }, { "from": "w0", "to": "sw", "bandwidth_gbps": 8 },
+                          { "from": "w1", "to": "sw", "bandwidth_gbps": 8 }, { "from": "w2", "to": "sw", "bandwidth_gbps": 8 } ] } })");
+  json unknown = sc;
+  unknown["cluster"]["network"]["graph"]["links"][1]["from"] = "w\x1b[2J";
+  write(s.path / "unknown.json", unknown.dump(2));
+  const Outcome u = run_cli("validate " + q((s.path / "unknown.json").string()));
+  CHECK(u.code == 2);
+  CHECK_MESSAGE(has(u.err, "'w\\x1b[2J' is not a node of graph.nodes"), u.err);
+  CHECK(no_escape_char(u.err));
+  json named = sc;
+  named["cluster"]["network"]["graph"]["nodes"][0]["name"] = "p\x1b[2Js";
+  named["cluster"]["network"]["graph"]["links"][0]["from"] = "p\x1b[2Js";
+  write(s.path / "named.json", named.dump(2));
+  const Outcome v = run_cli("validate " + q((s.path / "named.json").string()));
+  CHECK_MESSAGE(v.code == 0, v.err);
+  CHECK(no_escape_char(v.err));
 }
 
-TEST_CASE("the memory estimate of a ring all-reduce is within 30% of the measured peak") {
-  if (stalesim::testing::kAddressSanitizer) {
-    MESSAGE("AddressSanitizer build: peak RSS counts shadow memory; this check runs in the Release pass");
-    return;
-  }
-  // Before: a version per worker (64 x 1.5 MiB), 98 MiB estimated for a 25 MiB peak; every worker
-  // reads the version of its iteration's start.
-  Scratch s("ar-rss");
-  const fs::path file = s.write("ar.json", R"({ "name": "ar-mlp", "seed": 1,
-    "optimizer": { "batch_size": 4, "lr": 0.01 }, "model": { "type": "mlp", "hidden": [400] },
-    "policy": { "type": "allreduce-ring" },
-    "data": { "dataset": "blobs", "blobs": { "classes": 10, "features": 1000, "train": 2000, "test": 50 } },
-    "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 64 } ],
-                 "network": { "bandwidth_gbps": 1000, "server_bandwidth_gbps": 1000 } },
-    "stop": { "max_updates": 50 }, "eval": { "every_s": 1000 } })");
-  const auto sc = stalesim::load_scenario_file(file.string());
-  const double estimate = stalesim::estimate_memory(sc, 1).total();
-  const double measured = stalesim::testing::peak_rss_of_run(file, s.path / "r");
-  REQUIRE(measured > 0);
-  MESSAGE("ring all-reduce, 64 workers: estimate " << stalesim::format_bytes(estimate) << ", peak RSS "
-                                                  << stalesim::format_bytes(measured));
-  CHECK(estimate == doctest::Approx(measured).epsilon(0.3));
+TEST_CASE("links.csv quotes node names per RFC 4180: a comma or quote in a name keeps every row whole") {
+  Scratch s("links");
+  json sc = json::parse(slurp(fs::path(STALESIM_SOURCE_DIR) / kTiny));
+  const std::string name = "rack \"A\", host 1";
+  sc["cluster"]["network"] = json::parse(R"({ "topology": "graph", "latency_us": 50, "bandwidth_gbps": 10,
+    "graph": { "nodes": [ { "name": "ps" }, { "name": "w0" }, { "name": "w1" }, { "name": "w2" },
+                          { "name": "sw", "kind": "switch" } ],
+               "links": [ { "from": "ps", "to": "sw", "bandwidth_gbps": 8 }, { "from": "w0", "to": "sw", "bandwidth_gbps": 8 },
+                          { "from": "w1", "to": "sw", "bandwidth_gbps": 8 }, { "from": "w2", "to": "sw", "bandwidth_gbps": 8 } ] } })");
+  sc["cluster"]["network"]["graph"]["nodes"][1]["name"] = name;
+  sc["cluster"]["network"]["graph"]["links"][1]["from"] = name;
+  write(s.path / "graph.json", sc.dump(2));
+  const Outcome o = run_cli("run " + q((s.path / "graph.json").string()) + " --quiet --out " + q((s.path / "r").string()));
+  REQUIRE_MESSAGE(o.code == 0, o.err);
+  const auto rows = stalesim::parse_csv(slurp(s.path / "r" / "links.csv"));
+  REQUIRE(rows.size() == 9);  // the header and two directions of four links
+  for (const auto& r : rows) CHECK(r.size() == 8);
+  CHECK(rows[3][1] == name);
+  CHECK(rows[4][2] == name);
 }

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <numeric>
 #include <span>
@@ -21,6 +20,7 @@
 #include "models/model.hpp"
 #include "sim/build_info.hpp"
 #include "sim/output/outputs.hpp"
+#include "sim/text.hpp"
 #include "tools/cli.hpp"
 #include "tools/cmd_calibrate_cpu.hpp"
 
@@ -175,6 +175,9 @@ Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA)
     throw UsageError(fmt::format("--batch: expected 2 to 65536 (1 is the overhead probe), got {}", batch));
   if (warmup < 0) throw UsageError(fmt::format("--warmup: expected an integer >= 0, got {}", warmup));
   if (repeats < 1) throw UsageError(fmt::format("--repeats: expected an integer >= 1, got {}", repeats));
+  // --out is checked before anything is measured: nothing there, or a profile calibrate wrote
+  // (never a symbolic link, never another file); written with the same check again.
+  if (vm.count("out")) check_calibrate_output(vm["out"].as<std::string>(), /*replace=*/true, "--out");
 
   const CudaDevice dev = require_cuda_device();  // DeviceError "no CUDA device: ..." -> exit 2
   auto model = make_model(spec, features, classes, /*cuda=*/true);
@@ -262,11 +265,8 @@ Exit codes: 0 written, 2 bad options or no CUDA device (or a build without CUDA)
     return kExitOk;
   }
   const std::string out = vm["out"].as<std::string>();
-  std::ofstream f(out, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) throw IoError(fmt::format("{}: cannot write", out));
-  fmt::print("{}; wrote {}\n", summary, out);
+  write_calibrate_output(out, text, /*replace=*/true);
+  fmt::print("{}; wrote {}\n", summary, escaped(out));
   return kExitOk;
 }
 

@@ -8,18 +8,20 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/file_read.hpp"
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
 #include "sim/build_info.hpp"
+#include "sim/output/run_folder.hpp"
 #include "sim/real/link_probe.hpp"
 #include "sim/simulation.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
+#include "sim/text.hpp"
 #include "sim/worker/core.hpp"
 #include "tools/cli.hpp"
 
@@ -99,20 +101,54 @@ double memory_bandwidth_gbs() {
   return 2.0 * static_cast<double>(bytes) / median_of(std::move(t)) / 1e9;
 }
 
-void write_file(const fs::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) throw IoError(fmt::format("{}: cannot write", p.string()));
-}
-
 }  // namespace
 
+bool calibrate_wrote(const fs::path& path) {
+  std::string error;
+  const auto j = read_json_file(path.string(), kMaxProfileBytes, error, /*follow_links=*/false);
+  if (!j || !j->is_object()) return false;
+  const auto source = j->find("source");
+  if (source != j->end())
+    return source->is_string() && source->get<std::string>().starts_with("Measured by stalesim calibrate");
+  return j->size() == 2 && j->contains("latency_us") && j->contains("bandwidth_gbps");
+}
+
+void check_calibrate_output(const fs::path& file, bool replace, const std::string& how) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(file, ec);
+  if (st.type() == fs::file_type::not_found) return;
+  const std::string name = escaped(file.string());
+  if (st.type() == fs::file_type::symlink)
+    throw IoError(fmt::format("{}: is a symbolic link; calibrate never writes through one, so nothing was "
+                              "measured: remove it or choose another {}",
+                              name, how));
+  if (!replace) throw IoError(fmt::format("{}: exists; --force replaces it", name));
+  if (!calibrate_wrote(file))
+    throw IoError(fmt::format("{}: exists and is not a file calibrate wrote; nothing was measured: choose "
+                              "another {}",
+                              name, how));
+}
+
+void write_calibrate_output(const fs::path& file, const std::string& text, bool replace) {
+  try {
+    replace_file_checked(file, text, [replace](const fs::path& p) { return replace && calibrate_wrote(p); });
+  } catch (const IoError& e) {
+    if (std::string(e.what()).find("exists and is not ours") == std::string::npos) throw;
+    throw IoError(fmt::format("{}: exists and is not a file calibrate wrote; nothing was written to it",
+                              escaped(file.string())));
+  }
+}
+
 int calibrate_cpu_main(CalibrateCpuCommand c) {
-  const fs::path dir = c.out;
-  for (const char* f : {"profile.json", "network.json"})
-    if (!c.force && fs::exists(dir / f))
-      throw IoError(fmt::format("{}: exists; --force replaces it", (dir / f).string()));
+  // The folder and both files are checked before anything is measured; a link given as --out is
+  // followed (as run --out does), a link inside it never is.
+  const fs::path dir = resolve_output_path(c.out);
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw IoError(fmt::format("{}: exists and is not a folder; --out names the folder of profile.json and "
+                              "network.json",
+                              escaped(c.out)));
+  for (const char* f : {"profile.json", "network.json"}) check_calibrate_output(dir / f, c.force, "--out");
   const auto& model_traits = traits(c.scenario.model.type);
   if (!model_traits.has_math)
     throw ScenarioError(fmt::format("{}: /model/type: \"{}\" has no math: there is no gradient to time",
@@ -182,16 +218,17 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
         po.large_bytes, us(link->large_round_trip_s), us(link->small_round_trip_s)));
   const nlohmann::ordered_json network = {{"latency_us", significant6(link->latency_s * 1e6)},
                                           {"bandwidth_gbps", significant6(gbps)}};
-  fs::create_directories(dir);
-  write_file(dir / "profile.json", profile_to_json(p).dump(2) + "\n");
-  write_file(dir / "network.json", network.dump(2) + "\n");
+  fs::create_directories(dir, ec);
+  if (ec) throw IoError(fmt::format("{}: cannot create the folder: {}", escaped(c.out), ec.message()));
+  write_calibrate_output(dir / "profile.json", profile_to_json(p).dump(2) + "\n", c.force);
+  write_calibrate_output(dir / "network.json", network.dump(2) + "\n", c.force);
   fmt::print(
       "calibrate --cpu: {} gradient (batch {}): median {} us, batch 1 {} us -> profile \"{}\" ({:.6g} "
       "TFLOP/s sustained, overhead {} us); MPI link: latency {} us (8-byte round trip median {} us, p90 {}), "
       "bandwidth {:.4g} Gbit/s ({} MiB round trip median {} us); wrote {}/profile.json and {}/network.json\n",
-      to_string(c.scenario.model.type), B, us(g.at_batch_s), us(g.at_one_s), name, peak_tflops, us(overhead),
+      to_string(c.scenario.model.type), B, us(g.at_batch_s), us(g.at_one_s), escaped(name), peak_tflops, us(overhead),
       us(link->latency_s), us(link->small_round_trip_s), us(link->small_p90_s), gbps, po.large_bytes >> 20,
-      us(link->large_round_trip_s), dir.string(), dir.string());
+      us(link->large_round_trip_s), escaped(c.out), escaped(c.out));
   return 0;
 }
 

@@ -4,6 +4,7 @@
 // cluster.network block, so that a simulation can predict a `stalesim real --timing measured` run
 // on this machine. tools/cmd_calibrate.cpp parses the options and calls calibrate_cpu_main.
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,20 @@ struct CalibrateCpuCommand {
   bool force = false;  // replace profile.json and network.json
   bool quiet = false;
 };
+
+// Whether `path` is a file calibrate wrote (not a symbolic link; read bounded): a profile whose
+// "source" starts "Measured by stalesim calibrate", or calibrate --cpu's network.json (exactly
+// latency_us and bandwidth_gbps). Only such a file is replaced.
+bool calibrate_wrote(const std::filesystem::path& path);
+
+// Checks, before anything is measured, that `file` may be written: nothing there, or (when
+// `replace`) a file calibrate wrote. Throws IoError naming the file and why ("a symbolic link";
+// "exists; --force replaces it"; "exists and is not a file calibrate wrote").
+void check_calibrate_output(const std::filesystem::path& file, bool replace, const std::string& how);
+
+// Writes `text` to `file` with replace_file_checked: never through a symbolic link, an existing
+// file replaced only when `replace` and calibrate_wrote says it is ours.
+void write_calibrate_output(const std::filesystem::path& file, const std::string& text, bool replace);
 
 // Alone: starts `mpirun -n 2 stalesim calibrate ARGS` and waits for it. Under mpirun (2 ranks):
 // rank 0 times the gradients, then both run the link probe (sim/real/link_probe.hpp); rank 0

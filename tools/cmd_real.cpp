@@ -2,6 +2,7 @@
 // MPI, on the wall clock. Alone, it checks what it can and starts mpirun on itself; under mpirun,
 // each process runs its rank.
 
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -122,6 +123,10 @@ int launch_ranks(int ranks, const std::string& command, const std::vector<std::s
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) _exit(kExitFailed);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    // mpirun forwards its stdin to rank 0 and reads it meanwhile: the caller's stdin (a `while read`
+    // loop over scenarios) stays the caller's.
+    const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);  // nothing is read from it
+    if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0) _exit(kExitFailed);
     ::execv(mpirun.c_str(), cargv.data());
     _exit(127);
   }

@@ -11,11 +11,13 @@
 #include <fmt/format.h>
 
 #include "base/file_read.hpp"
+#include "sim/analysis/csv_input.hpp"
 #include "sim/analysis/reproduce.hpp"
 #include "sim/analysis/summarize.hpp"
 #include "sim/build_info.hpp"
 #include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
+#include "sim/output/run_folder.hpp"
 #include "sim/sweep/sweep.hpp"
 #include "sim/text.hpp"
 #include "tools/cli.hpp"
@@ -34,21 +36,17 @@ int reproduce_sweep(const std::string& dir, int threads) {
     throw IoError(
         fmt::format("{}: cannot read ({}): the sweep has not finished; rerun it to complete it first",
                     csv_path.string(), error));
-  const auto rows = parse_csv(*text);
-  if (rows.empty()) throw IoError(fmt::format("{}: empty", csv_path.string()));
+  // Checked as summarize checks it (sim/analysis/csv_input.hpp): the columns, a cell count per row,
+  // no repeated header; each row's cells against its folder below.
+  const CsvInput in = CsvInput::parse(csv_path.string(), *text, {"seed", "folder", "status"});
+  std::vector<std::vector<std::string>> rows = {in.header()};
+  for (size_t i = 0; i < in.rows(); ++i) rows.push_back(in.cells(i));
   const auto& header = rows[0];
-  const auto col = [&](const char* name) {
-    const auto it = std::find(header.begin(), header.end(), name);
-    if (it == header.end()) throw IoError(fmt::format("{}: no column '{}'", csv_path.string(), name));
-    return static_cast<size_t>(it - header.begin());
-  };
-  const size_t seed_col = col("seed"), folder_col = col("folder"), status_col = col("status");
+  const size_t seed_col = in.column("seed"), folder_col = in.column("folder"), status_col = in.column("status");
   // Folders in order of their first point, with the points that share them.
   std::vector<std::pair<std::string, std::vector<size_t>>> folders;
   std::vector<size_t> not_run;
   for (size_t r = 1; r < rows.size(); ++r) {
-    if (rows[r].size() != header.size())
-      throw IoError(fmt::format("{}: line {} is malformed", csv_path.string(), r + 1));
     const std::string& f = rows[r][folder_col];
     const std::optional<SweepStatus> status = enum_from_name<SweepStatus>(rows[r][status_col]);
     if (f.empty() || status == SweepStatus::kInterrupted || status == SweepStatus::kNotRun) {
@@ -57,13 +55,9 @@ int reproduce_sweep(const std::string& dir, int threads) {
     }
     // A row names a folder directly inside the sweep folder, never a path that leaves it (an
     // edited "../decoy" would otherwise be compared and reported as a match).
-    std::error_code ec;
-    if (f.find('/') != std::string::npos || f == "." || f == ".." || f.starts_with(".") ||
-        fs::symlink_status(fs::path(dir) / f, ec).type() != fs::file_type::directory)
+    if (const std::string why = sweep_folder_problem(dir, f); !why.empty())
       throw IoError(
-          fmt::format("{}: line {}: folder '{}' is not a folder of this sweep (a row names a folder "
-                      "directly inside {}); nothing was rerun",
-                      csv_path.string(), r + 1, escaped(f), dir));
+          fmt::format("{}: line {}: {}; nothing was rerun", escaped(csv_path.string()), in.line(r - 1), why));
 
     auto it = std::find_if(folders.begin(), folders.end(), [&](const auto& e) { return e.first == f; });
     if (it == folders.end())
@@ -74,7 +68,7 @@ int reproduce_sweep(const std::string& dir, int threads) {
   const auto describe_row = [&](size_t r) {
     std::string d;
     for (size_t c = 0; c <= seed_col; ++c)
-      if (!rows[r][c].empty()) d += (d.empty() ? "" : ", ") + header[c] + "=" + rows[r][c];
+      if (!rows[r][c].empty()) d += (d.empty() ? "" : ", ") + escaped(header[c]) + "=" + escaped(rows[r][c]);
     return fmt::format("point {} ({})", r - 1, d);
   };
   pin_eigen_cache_sizes();
@@ -92,12 +86,12 @@ int reproduce_sweep(const std::string& dir, int threads) {
       std::string row_problem;
       for (size_t row : points)
         if (const std::string d = sweep_row_mismatch(header, rows[row], r.summary); !d.empty()) {
-          row_problem = fmt::format("sweep.csv line {}: {}", row + 1, d);
+          row_problem = fmt::format("sweep.csv line {}: {}", in.line(row - 1), d);
           break;
         }
       if (!row_problem.empty()) {
         ++mismatched;
-        fmt::print("MISMATCH: {}: {}/: {}\n", what, folder, row_problem);
+        fmt::print("MISMATCH: {}: {}/: {}\n", what, escaped(folder), escaped(row_problem));
         continue;
       }
       if (!warned && !r.build_differences.empty()) {
@@ -120,21 +114,22 @@ int reproduce_sweep(const std::string& dir, int threads) {
       }
       if (res.differences.empty()) {
         ++matched;
-        fmt::print("MATCH: {}: {}/ (result_hash {})\n", what, folder, res.result_hash);
+        fmt::print("MATCH: {}: {}/ (result_hash {})\n", what, escaped(folder), res.result_hash);
       } else {
         ++mismatched;
-        for (const auto& d : res.differences) fmt::print("MISMATCH: {}: {}/{}\n", what, folder, describe(d));
+        for (const auto& d : res.differences)
+          fmt::print("MISMATCH: {}: {}/{}\n", what, escaped(folder), escaped(describe(d)));
       }
     } catch (const std::exception& e) {
       ++mismatched;
-      fmt::print("MISMATCH: {}: {}\n", what, e.what());
+      fmt::print("MISMATCH: {}: {}\n", what, escaped(e.what()));
     }
   }
   for (size_t r : not_run)
     fmt::print("NOT RUN: {}: status {}, no finished folder to compare\n", describe_row(r),
-               rows[r][status_col]);
+               escaped(rows[r][status_col]));
   fmt::print("{}: {} of {} folders match ({} points), {} mismatch, {} points not run\n",
-             fs::path(dir).lexically_normal().string(), matched, folders.size(), rows.size() - 1, mismatched,
+             escaped(fs::path(dir).lexically_normal().string()), matched, folders.size(), rows.size() - 1, mismatched,
              not_run.size());
   return mismatched + not_run.size() > 0 ? kExitFailed : kExitOk;
 }
@@ -188,7 +183,21 @@ writes (never into or above the folder reproduced; an occupied DIR only with --f
   const bool force = p.vm.count("force") > 0;
   if (force && keep.empty()) throw UsageError("--force needs --out");
   const OutputGuard guard = output_guard(r.summary_path);
-  if (!keep.empty()) check_output_dir(keep, force, guard);
+  if (!keep.empty()) {
+    // Never into (nor above: the guard) the folder reproduced: a rerun kept inside it would make it
+    // a folder no run writes, and --force would then refuse it.
+    namespace fs = std::filesystem;
+    const auto real_path = [](const fs::path& p) {
+      std::error_code ec;
+      const fs::path c = fs::weakly_canonical(fs::absolute(p, ec), ec);
+      return ec ? fs::absolute(p).lexically_normal() : c;
+    };
+    const fs::path run = real_path(r.dir), target = real_path(resolve_output_path(keep));
+    if (std::mismatch(run.begin(), run.end(), target.begin(), target.end()).first == run.end())
+      throw UsageError(fmt::format("--out {}: inside the folder reproduced ({}); keep the rerun elsewhere",
+                                   escaped(keep), escaped(r.dir)));
+    check_output_dir(keep, force, guard);
+  }
   if (!r.build_differences.empty()) {
     std::string list;
     for (const auto& d : r.build_differences) list += (list.empty() ? "" : "; ") + escaped(d);
@@ -226,7 +235,7 @@ writes (never into or above the folder reproduced; an occupied DIR only with --f
                std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count());
   if (!keep.empty()) {
     write_outputs(keep, res.files, /*done=*/true, force, guard);
-    fmt::print(stderr, "kept the rerun in {}/\n", keep);
+    fmt::print(stderr, "kept the rerun in {}/\n", escaped(keep));
   }
   for (const auto& f : res.renamed)
     fmt::print(stderr, "note: {} holds the staleness names read until {}; compared under the current ones\n",
@@ -234,10 +243,10 @@ writes (never into or above the folder reproduced; an occupied DIR only with --f
   if (res.differences.empty()) {
     std::string list;
     for (const auto& f : res.compared) list += (list.empty() ? "" : ", ") + f;
-    fmt::print("MATCH: {}/ ({} identical; result_hash {})\n", r.dir, list, res.result_hash);
+    fmt::print("MATCH: {}/ ({} identical; result_hash {})\n", escaped(r.dir), list, res.result_hash);
     return kExitOk;
   }
-  for (const auto& d : res.differences) fmt::print("MISMATCH: {}\n", describe(d));
+  for (const auto& d : res.differences) fmt::print("MISMATCH: {}\n", escaped(describe(d)));
   return kExitFailed;
 }
 

@@ -2,11 +2,14 @@
 
 #include <filesystem>
 #include <iostream>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "sim/analysis/summarize.hpp"
+#include "sim/output/run_folder.hpp"
 #include "sim/sweep/sweep.hpp"
+#include "sim/text.hpp"
 #include "tools/cli.hpp"
 
 namespace stalesim::cli {
@@ -53,15 +56,28 @@ run's end and says how many missed. --json prints the same as JSON. Nothing is w
   if (p.vm.count("json")) throw UsageError("--json: only with --compare");
   const SweepSummary s = summarize_sweep(dir);
   const std::filesystem::path root(dir);
-  write_file_atomically((root / "sweep-summary.csv").string(), s.summary_csv);
-  write_file_atomically((root / "curves.csv").string(), s.curves_csv);
+  // Written beside and renamed in (sim/output/run_folder.hpp): never through a symbolic link, and
+  // over an existing entry only when it is a plain file (an earlier summarize's).
+  const auto ours = [](const std::filesystem::path& f) {
+    std::error_code ec;
+    return std::filesystem::symlink_status(f, ec).type() == std::filesystem::file_type::regular;
+  };
+  for (const auto& [name, text] : {std::pair{"sweep-summary.csv", &s.summary_csv}, std::pair{"curves.csv", &s.curves_csv}})
+    try {
+      replace_file_checked(root / name, *text, ours);
+    } catch (const IoError& e) {
+      if (std::string(e.what()).find("exists and is not ours") == std::string::npos) throw;
+      throw IoError(fmt::format("{}: exists and is not a file (a symbolic link or a folder); summarize writes "
+                                "only plain files and left it as it is",
+                                escaped((root / name).string())));
+    }
   if (p.vm.count("quiet") == 0) std::cout << s.table;
   fmt::print(
       "{}: {} points in {} groups over seeds ({} with a result{}); wrote {}/sweep-summary.csv and "
       "{}/curves.csv\n",
-      dir, s.points, s.groups, s.points_with_result,
-      s.target_missed ? fmt::format(", {} of them missed the target", s.target_missed) : std::string(), dir,
-      dir);
+      escaped(dir), s.points, s.groups, s.points_with_result,
+      s.target_missed ? fmt::format(", {} of them missed the target", s.target_missed) : std::string(),
+      escaped(dir), escaped(dir));
   return kExitOk;
 }
 

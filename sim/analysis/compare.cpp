@@ -5,72 +5,96 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <limits>
 #include <map>
 #include <numeric>
-#include <sstream>
 
+#include "base/enum_names.hpp"
 #include "base/file_read.hpp"
+#include "sim/analysis/csv_input.hpp"
 #include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
+#include "sim/output/run_result.hpp"
+#include "sim/text.hpp"
 
 namespace stalesim {
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::uint64_t kMaxCsvBytes = 512u << 20;
+// The simulator's clock range (int64 nanoseconds, about 292 years): no run's time lies beyond it.
+constexpr double kMaxSeconds = 9.2e9;
 
-std::string read_file(const std::string& path, bool required, bool& found) {
-  std::string error;
-  auto text = read_regular_file(path, path.ends_with(".json") ? kMaxSummaryBytes : kMaxCsvBytes, error);
-  found = text.has_value();
-  if (!text && required) throw IoError(fmt::format("{}: cannot read: {}", path, error));
-  return text ? *text : std::string();
-}
+// A value of the summary at `ptr` (a JSON pointer of object keys and array indices), checked:
+// IoError "FILE: /workers/0/profile: missing" or "... expected a string, got 3" otherwise.
+class SummaryReader {
+ public:
+  SummaryReader(const json& root, std::string file) : root_(root), file_(std::move(file)) {}
 
-// The rows of a CSV file (after its header), split at commas.
-std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(text);
-  std::string line;
-  bool header = true;
-  while (std::getline(in, line)) {
-    if (header) {
-      header = false;
-      continue;
+  const json& at(const std::string& ptr) const {
+    const json* j = &root_;
+    size_t from = 1;
+    while (from <= ptr.size()) {
+      const size_t slash = std::min(ptr.find('/', from), ptr.size());
+      const std::string key = ptr.substr(from, slash - from);
+      if (j->is_object()) {
+        const auto it = j->find(key);
+        if (it == j->end()) fail(ptr.substr(0, slash), "missing");
+        j = &*it;
+      } else if (j->is_array()) {
+        const size_t index = std::stoul(key);  // our own pointers: digits
+        if (index >= j->size()) fail(ptr.substr(0, slash), "missing");
+        j = &(*j)[index];
+      } else {
+        fail(ptr.substr(0, from - 1), fmt::format("expected an object, got {}", shown(*j)));
+      }
+      from = slash + 1;
     }
-    if (line.empty()) continue;
-    std::vector<std::string> cells;
-    size_t from = 0;
-    for (size_t comma; (comma = line.find(',', from)) != std::string::npos; from = comma + 1)
-      cells.push_back(line.substr(from, comma - from));
-    cells.push_back(line.substr(from));
-    rows.push_back(std::move(cells));
+    return *j;
   }
-  return rows;
-}
-
-double number(const std::string& path, const std::string& cell) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(cell, &used);
-    if (used == cell.size()) return v;
-  } catch (const std::exception&) {
+  double number(const std::string& ptr, double min, double max = std::numeric_limits<double>::max()) const {
+    const json& v = at(ptr);
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < min || v.get<double>() > max)
+      fail(ptr, max == std::numeric_limits<double>::max()
+                    ? fmt::format("expected a finite number >= {}, got {}", min, shown(v))
+                    : fmt::format("expected a number in [{}, {}], got {}", min, max, shown(v)));
+    return v.get<double>();
   }
-  throw IoError(fmt::format("{}: '{}' is not a number", path, cell));
-}
+  int64_t integer(const std::string& ptr, int64_t min, int64_t max) const {
+    const json& v = at(ptr);
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max)) ||
+        v.get<int64_t>() < min || v.get<int64_t>() > max)
+      fail(ptr, fmt::format("expected an integer in [{}, {}], got {}", min, max, shown(v)));
+    return v.get<int64_t>();
+  }
+  std::string string(const std::string& ptr) const {
+    const json& v = at(ptr);
+    if (!v.is_string()) fail(ptr, fmt::format("expected a string, got {}", shown(v)));
+    return v.get<std::string>();
+  }
+  [[noreturn]] void fail(const std::string& ptr, const std::string& what) const {
+    throw IoError(fmt::format("{}: {}: {}", escaped(file_), ptr.empty() ? "/" : escaped(ptr), what));
+  }
 
-std::optional<double> maybe(const std::string& path, const std::string& cell) {
-  if (cell.empty()) return std::nullopt;
-  return number(path, cell);
-}
+ private:
+  static std::string shown(const json& v) {
+    std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (text.size() > 40) text = text.substr(0, 40) + "...";
+    return escaped(text);
+  }
+  const json& root_;
+  std::string file_;
+};
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
 std::optional<double> rel_error(const std::optional<double>& a, const std::optional<double>& b) {
   if (!a || !b || *a == 0) return std::nullopt;
-  return (*b - *a) / *a;
+  const double e = (*b - *a) / *a;
+  return std::isfinite(e) ? std::optional<double>(e) : std::nullopt;  // past a double: no figure
 }
 
 std::optional<double> abs_error(const std::optional<double>& a, const std::optional<double>& b) {
@@ -104,13 +128,31 @@ struct Figures {
       wait_fraction, accuracy, loss, time_to_target;
 };
 
-Figures figures(const ComparedRun& r, const std::vector<int32_t>& ids, double t) {
+// Each worker id of `r` and its place in r.workers.
+std::map<int32_t, size_t> worker_index(const ComparedRun& r) {
+  std::map<int32_t, size_t> index;
+  for (size_t i = 0; i < r.workers.size(); ++i) index.emplace(r.workers[i].id, i);
+  return index;
+}
+
+// `index`: worker_index(r). The workers are taken in r's order, each group's by lookup, so that
+// all groups together cost n log n (a summary may list a million workers, each its own group).
+Figures figures(const ComparedRun& r, const std::vector<int32_t>& ids, double t,
+                const std::map<int32_t, size_t>& index) {
   Figures f;
   std::vector<double> iters;
   double wait = 0, frac = 0, it_sum = 0;
   int64_t n = 0, it_count = 0;
-  for (const auto& w : r.workers) {
-    if (!ids.empty() && std::find(ids.begin(), ids.end(), w.id) == ids.end()) continue;
+  std::vector<size_t> members;
+  if (ids.empty()) {
+    for (size_t i = 0; i < r.workers.size(); ++i) members.push_back(i);
+  } else {
+    for (int32_t id : ids)
+      if (const auto it = index.find(id); it != index.end()) members.push_back(it->second);
+    std::sort(members.begin(), members.end());
+  }
+  for (size_t k : members) {
+    const auto& w = r.workers[k];
     iters.insert(iters.end(), w.iteration_s.begin(), w.iteration_s.end());
     wait += w.wait_s;
     frac += w.wait_fraction;
@@ -145,8 +187,8 @@ Figures figures(const ComparedRun& r, const std::vector<int32_t>& ids, double t)
     f.accuracy = at->accuracy;
     f.loss = at->loss;
   }
-  f.staleness_mean = r.summary["staleness"]["mean"].get<double>();
-  f.missed_mean = r.summary["missed_updates"]["mean"].get<double>();
+  f.staleness_mean = r.staleness_mean;
+  f.missed_mean = r.missed_updates_mean;
   f.time_to_target = r.time_to_target_s;
   return f;
 }
@@ -193,56 +235,93 @@ json figures_of_b(const std::vector<Figures>& fb) {
 ComparedRun read_compared_run(const std::string& dir) {
   ComparedRun r;
   r.dir = dir;
-  bool found = false;
   const std::string sp = dir + "/summary.json";
-  std::string parse_error;  // nesting capped, duplicate keys refused (base/file_read.hpp)
-  const auto parsed = parse_json_bounded(read_file(sp, true, found), parse_error);
-  if (!parsed) throw IoError(fmt::format("{}: {}", sp, parse_error));
+  std::string error;  // read bounded, nesting capped, duplicate keys refused (base/file_read.hpp)
+  const auto parsed = read_json_file(sp, kMaxSummaryBytes, error);
+  if (!parsed) throw IoError(fmt::format("{}: {}", escaped(sp), error));
+  if (!parsed->is_object() ||
+      (!parsed->contains("manifest") && !parsed->contains("workers") && !parsed->contains("virtual_time_s")))
+    throw IoError(fmt::format("{}: not a stalesim run's summary", escaped(sp)));
   // A folder written before the one-name rename (sim/output/names.hpp) is read under the current names.
   r.summary = current_summary_names(*parsed);
-  if (!r.summary.is_object() || !r.summary.contains("workers") || !r.summary.contains("missed_updates") ||
-      !r.summary.contains("virtual_time_s"))
-    throw IoError(fmt::format("{}: not a stalesim run's summary", sp));
-  try {
-    r.real = r.summary["manifest"].contains("real");
-    r.end_s = r.summary["virtual_time_s"].get<double>();
-    if (!r.summary["time_to_target_s"].is_null())
-      r.time_to_target_s = r.summary["time_to_target_s"].get<double>();
-    for (const auto& w : r.summary["workers"])
-      r.workers.push_back({w["id"].get<int32_t>(),
-                           w["profile"].get<std::string>(),
-                           w["iterations"].get<int64_t>(),
-                           w["wait_s"].get<double>(),
-                           w["wait_fraction"].get<double>(),
-                           {}});
-  } catch (const json::exception& e) {
-    throw IoError(fmt::format("{}: {}", sp, e.what()));
+  // Every value compare uses is checked here; nothing later looks a key up.
+  const SummaryReader s(r.summary, sp);
+  const json& manifest = s.at("/manifest");
+  if (!manifest.is_object()) s.fail("/manifest", "expected an object");
+  r.real = manifest.contains("real");
+  const bool diverged = r.summary.contains("status") && r.summary["status"].is_string() &&
+                        enum_from_name<RunStatus>(r.summary["status"].get<std::string>()) == RunStatus::kDiverged;
+  r.end_s = s.number("/virtual_time_s", 0, kMaxSeconds);
+  if (!s.at("/time_to_target_s").is_null()) r.time_to_target_s = s.number("/time_to_target_s", 0, kMaxSeconds);
+  r.staleness_mean = s.number("/staleness/mean", 0, 1e18);
+  r.missed_updates_mean = s.number("/missed_updates/mean", 0, 1e18);
+  const json& workers = s.at("/workers");
+  if (!workers.is_array() || workers.empty()) s.fail("/workers", "expected a non-empty array of workers");
+  std::map<int32_t, size_t> index_of;  // worker id -> its place in r.workers
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const std::string w = fmt::format("/workers/{}", i);
+    ComparedRun::Worker worker;
+    worker.id = static_cast<int32_t>(s.integer(w + "/id", 0, std::numeric_limits<int32_t>::max()));
+    if (!index_of.emplace(worker.id, r.workers.size()).second)
+      s.fail(w + "/id", fmt::format("worker {} is listed twice", worker.id));
+    worker.profile = s.string(w + "/profile");
+    worker.iterations = s.integer(w + "/iterations", 0, std::numeric_limits<int64_t>::max());
+    worker.wait_s = s.number(w + "/wait_s", 0, kMaxSeconds);
+    worker.wait_fraction = s.number(w + "/wait_fraction", 0, 1);
+    r.workers.push_back(std::move(worker));
   }
-  const std::string st = dir + "/staleness.csv";
-  for (const auto& row : csv_rows(read_file(st, true, found))) {
-    if (row.size() < 3) throw IoError(fmt::format("{}: a row with fewer than 3 columns", st));
-    r.staleness.push_back(static_cast<int64_t>(number(st, row[1])));
-    r.missed_updates.push_back(static_cast<int64_t>(number(st, row[2])));
+
+  const CsvInput st = CsvInput::read(dir + "/staleness.csv",
+                                     {"value", "staleness_gradients", "missed_updates_gradients"});
+  const size_t st_value = st.column("value"), st_clock = st.column("staleness_gradients"),
+               st_missed = st.column("missed_updates_gradients");
+  int64_t clock_total = 0, missed_total = 0;
+  for (size_t i = 0; i < st.rows(); ++i) {
+    if (st.integer(i, st_value, 0) != static_cast<int64_t>(i))
+      st.fail(i, st_value, fmt::format("expected {}: the values run 0, 1, 2, ... in order", i));
+    constexpr int64_t kMaxCount = int64_t{1} << 53;  // summed exactly in a double
+    r.staleness.push_back(st.integer(i, st_clock, 0, kMaxCount));
+    r.missed_updates.push_back(st.integer(i, st_missed, 0, kMaxCount));
+    clock_total += r.staleness.back();
+    missed_total += r.missed_updates.back();
+    if (clock_total > kMaxCount || missed_total > kMaxCount) st.fail(i, st_clock, "counts sum past 2^53");
   }
-  const std::string mp = dir + "/metrics.csv";
-  for (const auto& row : csv_rows(read_file(mp, true, found))) {
-    if (row.size() < 4) throw IoError(fmt::format("{}: a row with fewer than 4 columns", mp));
-    r.metrics.push_back(
-        {number(mp, row[0]), static_cast<int64_t>(number(mp, row[1])), maybe(mp, row[3]), maybe(mp, row[2])});
+  if (clock_total == 0 || missed_total == 0)
+    throw IoError(fmt::format("{}: counts no gradient: no distribution to compare", escaped(st.path())));
+
+  const CsvInput mp = CsvInput::read(dir + "/metrics.csv", {"virtual_time_s", "server_version", "test_loss",
+                                                            "test_accuracy"});
+  const size_t m_time = mp.column("virtual_time_s"), m_version = mp.column("server_version"),
+               m_loss = mp.column("test_loss"), m_acc = mp.column("test_accuracy");
+  for (size_t i = 0; i < mp.rows(); ++i) {
+    ComparedRun::Row row;
+    row.time = *mp.number(i, m_time, 0, kMaxSeconds);
+    row.version = mp.integer(i, m_version, 0);
+    if (i > 0 && (row.time < r.metrics.back().time || row.version < r.metrics.back().version))
+      mp.fail(i, m_time, "rows out of order (time and server version never decrease)");
+    row.accuracy = mp.number(i, m_acc, 0, 1, /*empty_ok=*/true);
+    // A diverged run's last evaluation may be inf or nan: no loss to compare, said as n/a.
+    const std::string& loss = mp.cell(i, m_loss);
+    if (!(diverged && (loss == "inf" || loss == "-inf" || loss == "nan" || loss == "-nan")))
+      row.loss = mp.number(i, m_loss, -1e30, 1e30, /*empty_ok=*/true);
+    r.metrics.push_back(row);
   }
+
   const std::string gp = dir + "/gradients.csv";
-  const std::string grads = read_file(gp, false, found);
-  if (found) {
+  std::error_code ec;
+  if (fs::symlink_status(gp, ec).type() != fs::file_type::not_found) {  // optional; else read says why
+    const CsvInput g = CsvInput::read(gp, {"virtual_time_s", "worker"}, /*min_rows=*/0);
+    const size_t g_time = g.column("virtual_time_s"), g_worker = g.column("worker");
     std::map<int32_t, double> last;
-    for (const auto& row : csv_rows(grads)) {
-      if (row.size() < 2) throw IoError(fmt::format("{}: a row with fewer than 2 columns", gp));
-      const double t = number(gp, row[0]);
-      const auto id = static_cast<int32_t>(number(gp, row[1]));
-      r.gradient_times.push_back(t);
-      auto it = std::find_if(r.workers.begin(), r.workers.end(), [&](const auto& w) { return w.id == id; });
-      if (it == r.workers.end()) throw IoError(fmt::format("{}: worker {} is not in summary.json", gp, id));
+    for (size_t i = 0; i < g.rows(); ++i) {
+      const double t = *g.number(i, g_time, 0, kMaxSeconds);
+      const auto id = static_cast<int32_t>(g.integer(i, g_worker, 0, std::numeric_limits<int32_t>::max()));
+      const auto at = index_of.find(id);
+      if (at == index_of.end()) g.fail(i, g_worker, fmt::format("worker {} is not in summary.json", id));
       const double from = last.count(id) ? last[id] : 0.0;
-      it->iteration_s.push_back(t - from);
+      if (t < from) g.fail(i, g_time, fmt::format("worker {}'s gradients go back in time", id));
+      r.gradient_times.push_back(t);
+      r.workers[at->second].iteration_s.push_back(t - from);
       last[id] = t;
     }
     std::sort(r.gradient_times.begin(), r.gradient_times.end());
@@ -275,15 +354,19 @@ json compare_runs(const ComparedRun& a, const std::vector<ComparedRun>& b) {
   for (const auto& r : b) t = std::min(t, r.end_s);
   // Worker groups by profile, in the order A's workers name them.
   std::vector<std::pair<std::string, std::vector<int32_t>>> groups;
+  std::map<std::string, size_t> group_of;
   for (const auto& w : a.workers) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == w.profile; });
-    if (it == groups.end()) it = groups.insert(groups.end(), {w.profile, {}});
-    it->second.push_back(w.id);
+    const auto [it, fresh] = group_of.emplace(w.profile, groups.size());
+    if (fresh) groups.push_back({w.profile, {}});
+    groups[it->second].second.push_back(w.id);
   }
+  const auto index_a = worker_index(a);
+  std::vector<std::map<int32_t, size_t>> index_b;
+  for (const auto& r : b) index_b.push_back(worker_index(r));
   for (const auto& r : b)
     if (r.workers.size() != a.workers.size())
-      throw IoError(fmt::format("{} has {} workers and {} has {}: compare runs of one cluster", a.dir,
-                                a.workers.size(), r.dir, r.workers.size()));
+      throw IoError(fmt::format("{} has {} workers and {} has {}: compare runs of one cluster", escaped(a.dir),
+                                a.workers.size(), escaped(r.dir), r.workers.size()));
   json out;
   out["run_a"] = {{"dir", a.dir}, {"real", a.real}, {"end_s", a.end_s}};
   out["runs_b"] = json::array();
@@ -308,18 +391,18 @@ json compare_runs(const ComparedRun& a, const std::vector<ComparedRun>& b) {
   };
   json groups_json = json::object();
   for (const auto& [profile, ids] : groups) {
-    const Figures fa = figures(a, ids, t);
+    const Figures fa = figures(a, ids, t, index_a);
     std::vector<Figures> fb;
-    for (const auto& r : b) fb.push_back(figures(r, ids, t));
+    for (size_t i = 0; i < b.size(); ++i) fb.push_back(figures(b[i], ids, t, index_b[i]));
     json g = {{"workers", ids}, {"a", figures_json(fa)}, {"b", figures_of_b(fb)}};
     for (const auto& [name, s] : errors(fa, fb))
       if (name == "iteration_time_rel_error" || name == "wait_fraction_abs_error") g[name] = s;
     groups_json[profile] = g;
   }
   out["groups"] = groups_json;
-  const Figures fa = figures(a, {}, t);
+  const Figures fa = figures(a, {}, t, index_a);
   std::vector<Figures> fb;
-  for (const auto& r : b) fb.push_back(figures(r, {}, t));
+  for (size_t i = 0; i < b.size(); ++i) fb.push_back(figures(b[i], {}, t, index_b[i]));
   json overall = {{"a", figures_json(fa)}, {"b", figures_of_b(fb)}};
   std::vector<std::optional<double>> ks, ks_step;
   for (const auto& r : b) {
@@ -355,6 +438,17 @@ std::string num(const json& v, const char* f = "{:.4g}") {
   return v.is_null() ? std::string("n/a") : fmt::format(fmt::runtime(f), v.get<double>());
 }
 
+// Text from a file or the command line as a Markdown table cell: escaped for the terminal
+// (sim/text.hpp), its bars escaped so that it stays one cell.
+std::string table_cell(const std::string& text) {
+  std::string out;
+  for (char ch : escaped(text)) {
+    if (ch == '|') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
 // A relative error's spread in percent: "+1.2%", or "+1.2% (-0.5..+3.0)" over several runs.
 std::string pct(const json& s) {
   if (s.is_null()) return "n/a";
@@ -378,7 +472,7 @@ std::string compare_row(const json& c, const std::string& label) {
   const auto b_mean = [&](const char* key) { return b[key].is_null() ? json(nullptr) : b[key]["mean"]; };
   const json& ks = sp["staleness_ks"];
   return fmt::format(
-      "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", label,
+      "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", table_cell(label),
       num(a["iteration_time_mean_s"]), pct(sp["iteration_time_rel_error"]), num(a["updates"]),
       pct(sp["updates_rel_error"]), num(a["staleness_mean"], "{:.3f}"),
       num(b_mean("staleness_mean"), "{:.3f}"), pct(sp["staleness_mean_rel_error"]),
@@ -394,7 +488,7 @@ std::string compare_table(const json& c) {
     return fmt::format("{} ± {}", num(s["mean"]), num(s["sd"], "{:.2g}"));
   };
   std::string out =
-      fmt::format("A: {}\nB: {} run(s); equal time t = {:.4g} s\n\n", c["run_a"]["dir"].get<std::string>(),
+      fmt::format("A: {}\nB: {} run(s); equal time t = {:.4g} s\n\n", escaped(c["run_a"]["dir"].get<std::string>()),
                   c["runs_b"].size(), c["equal_time_s"].get<double>());
   out += "| figure | A | B (mean ± sd) | error |\n|---|---|---|---|\n";
   const json& o = c["overall"];
@@ -418,7 +512,7 @@ std::string compare_table(const json& c) {
   out += "\n| group | workers | iteration time A (s) | B (s) | error | wait fraction A | B |\n";
   out += "|---|---|---|---|---|---|---|\n";
   for (const auto& [name, g] : c["groups"].items())
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", name, g["workers"].size(),
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", table_cell(name), g["workers"].size(),
                        num(g["a"]["iteration_time_mean_s"]), b_cell(g["b"]["iteration_time_mean_s"]),
                        pct(g["iteration_time_rel_error"]), num(g["a"]["wait_fraction"]),
                        b_cell(g["b"]["wait_fraction"]));

@@ -35,6 +35,8 @@ struct ComparedRun {
   nlohmann::json summary;
   bool real = false;
   double end_s = 0;
+  double staleness_mean = 0;       // summary.json /staleness/mean
+  double missed_updates_mean = 0;  // summary.json /missed_updates/mean
   struct Worker {
     int32_t id = 0;
     std::string profile;
@@ -56,7 +58,9 @@ struct ComparedRun {
   std::optional<double> time_to_target_s;
 };
 
-// Reads a run folder. Throws IoError naming the file when it is missing or malformed.
+// Reads a run folder, every value checked (sim/analysis/csv_input.hpp): a missing key or column, a
+// wrong type, a NaN, a negative count, a staleness.csv without rows or a repeated header is IoError
+// (exit 2) naming the file, the JSON pointer or line and column, and what was allowed.
 ComparedRun read_compared_run(const std::string& dir);
 
 // The Kolmogorov-Smirnov distance between two distributions on 0, 1, 2, ... given as counts

@@ -16,9 +16,11 @@
 #include "sim/build_info.hpp"
 #include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
+#include "sim/output/run_folder.hpp"
 #include "sim/output/trace.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario/load.hpp"
+#include "sim/text.hpp"
 
 namespace stalesim {
 
@@ -156,10 +158,19 @@ std::vector<std::string> build_differences(const json& manifest) {
 std::vector<std::string> dataset_changes(const json& manifest) {
   std::vector<std::string> out;
   if (!manifest.is_object() || !manifest.contains("datasets") || !manifest["datasets"].is_array()) return out;
-  for (const auto& f : manifest["datasets"]) {
-    const std::string path = f.value("path", "");
-    const uint64_t bytes = f.value("bytes", uint64_t{0});
-    const std::string xxh = f.value("xxh64", "");
+  const json& files = manifest["datasets"];
+  for (size_t i = 0; i < files.size(); ++i) {
+    const json& f = files[i];
+    // Each entry checked before use: a forged manifest is bad input naming the entry.
+    if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("bytes") ||
+        !f["bytes"].is_number_integer() || (!f["bytes"].is_number_unsigned() && f["bytes"].get<int64_t>() < 0) ||
+        !f.contains("xxh64") || !f["xxh64"].is_string())
+      throw IoError(fmt::format("/manifest/datasets/{}: expected {{\"path\": string, \"bytes\": integer >= 0, "
+                                "\"xxh64\": string}}, got {}",
+                                i, escaped(f.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 80))));
+    const std::string path = f["path"].get<std::string>();
+    const uint64_t bytes = f["bytes"].get<uint64_t>();
+    const std::string xxh = f["xxh64"].get<std::string>();
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {  // not a FIFO or a device: it would be read forever
       out.push_back(fmt::format("{}: {} (the run read {} bytes, xxh64 {})", path,
@@ -197,6 +208,13 @@ Reproduction prepare_reproduction(const std::string& path) {
   const json::json_pointer scenario_ptr("/manifest/scenario");
   if (!r.summary.is_object() || !r.summary.contains(scenario_ptr))
     throw IoError(fmt::format("{}: not a run's summary.json (it has no manifest.scenario)", r.summary_path));
+  // A real run (stalesim real) measured wall-clock times on real processes: no rerun gives its
+  // bytes again, so it is not compared byte for byte but said so.
+  if (r.summary["manifest"].is_object() && r.summary["manifest"].contains("real"))
+    throw IoError(fmt::format("{}: a real run (stalesim real): its times were measured, so it is not "
+                              "bit-reproducible; compare it with a simulation or another real run of the "
+                              "scenario: stalesim compare RUN_A RUN_B",
+                              escaped(r.summary_path)));
   const json status = r.summary.value("status", json());
   if (status.is_string() && enum_from_name<RunStatus>(status.get<std::string>()) == RunStatus::kInterrupted)
     throw IoError(
@@ -205,7 +223,11 @@ Reproduction prepare_reproduction(const std::string& path) {
                     r.summary_path));
   r.scenario = parse_scenario(r.summary[scenario_ptr], r.summary_path + ": manifest.scenario");
   r.build_differences = build_differences(r.summary["manifest"]);
-  r.dataset_changes = dataset_changes(r.summary["manifest"]);
+  try {
+    r.dataset_changes = dataset_changes(r.summary["manifest"]);
+  } catch (const IoError& e) {
+    throw IoError(fmt::format("{}: {}", escaped(r.summary_path), e.what()));
+  }
   return r;
 }
 
@@ -277,10 +299,13 @@ ReproduceResult reproduce(const Reproduction& r, const RunOptions& options) {
   }
   std::vector<std::string> extra;
   std::error_code ec;
+  // What our plot scripts wrote into the folder (listed in its plots.list) is not the run's output.
+  const std::vector<std::string> plots = recorded_plots(r.dir);
   for (const auto& entry : fs::directory_iterator(r.dir, ec)) {
     const std::string name = entry.path().filename().string();
     const std::string ext = entry.path().extension().string();
-    if (entry.is_regular_file() && (ext == ".csv" || ext == ".json") && !written.contains(name))
+    if (entry.is_regular_file() && (ext == ".csv" || ext == ".json") && !written.contains(name) &&
+        std::find(plots.begin(), plots.end(), name) == plots.end())
       extra.push_back(name);
   }
   std::sort(extra.begin(), extra.end());

@@ -51,7 +51,8 @@ std::optional<FileDifference> first_difference(std::string_view file, std::strin
 std::vector<std::string> build_differences(const nlohmann::json& manifest);
 
 // Dataset files of the manifest ("datasets": [{path, bytes, xxh64}]) that are missing or whose
-// size or XXH64 differ now, in words, one entry per file.
+// size or XXH64 differ now, in words, one entry per file. Throws IoError naming the entry
+// ("/manifest/datasets/0: expected ...") when one is not {path, bytes, xxh64}.
 std::vector<std::string> dataset_changes(const nlohmann::json& manifest);
 
 struct Reproduction {

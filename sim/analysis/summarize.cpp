@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/file_read.hpp"
+#include "sim/analysis/csv_input.hpp"
 #include "sim/analysis/seed_difference.hpp"
 #include "sim/output/names.hpp"
 #include "sim/output/outputs.hpp"
@@ -22,43 +25,24 @@ namespace fs = std::filesystem;
 
 std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string cell;
-  bool quoted = false, any = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        cell += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        cell += c;
-      }
-      continue;
-    }
-    any = true;
-    if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      row.push_back(std::move(cell));
-      cell.clear();
-    } else if (c == '\n') {
-      row.push_back(std::move(cell));
-      cell.clear();
-      rows.push_back(std::move(row));
-      row.clear();
-      any = false;
-    } else if (c != '\r') {
-      cell += c;
-    }
-  }
-  if (any || !cell.empty() || !row.empty()) {
-    row.push_back(std::move(cell));
-    rows.push_back(std::move(row));
-  }
+  for (auto& r : split_csv(text, "CSV text")) rows.push_back(std::move(r.cells));
   return rows;
+}
+
+std::string sweep_folder_problem(const std::filesystem::path& dir, const std::string& folder) {
+  std::error_code ec;
+  if (folder.empty() || folder.find('/') != std::string::npos || folder.find('\0') != std::string::npos ||
+      folder.starts_with("."))
+    return fmt::format("folder '{}' is not a folder of this sweep (a row names a folder directly inside the "
+                       "sweep folder)",
+                       escaped(folder));
+  const auto type = fs::symlink_status(dir / folder, ec).type();
+  if (type != fs::file_type::directory)
+    return fmt::format("folder '{}' is not a folder of this sweep ({})", escaped(folder),
+                       type == fs::file_type::not_found ? "nothing there"
+                       : type == fs::file_type::symlink ? "a symbolic link"
+                                                        : "not a folder");
+  return "";
 }
 
 namespace {
@@ -66,7 +50,7 @@ namespace {
 std::string read(const fs::path& p) {
   std::string error;
   const auto text = read_regular_file(p.string(), kMaxSummaryBytes, error);
-  if (!text) throw IoError(fmt::format("{}: cannot read: {}", p.string(), error));
+  if (!text) throw IoError(fmt::format("{}: cannot read: {}", escaped(p.string()), error));
   return *text;
 }
 
@@ -129,13 +113,14 @@ struct SweepRows {
   std::vector<std::vector<std::string>> keys;
   std::vector<std::vector<size_t>> members;  // row indices
 
+  std::map<std::string, size_t> columns;  // header name -> index
+
   size_t col(const std::string& name) const {
-    const auto& header = rows[0];
-    const auto it = std::find(header.begin(), header.end(), name);
-    if (it == header.end())
+    const auto it = columns.find(name);
+    if (it == columns.end())
       throw IoError(fmt::format("{}: no column '{}' (written by another stalesim version? rerun the sweep)",
                                 csv_path.string(), name));
-    return static_cast<size_t>(it - header.begin());
+    return it->second;
   }
   // Whether row r has a result to summarize.
   bool ok(size_t r) const {
@@ -156,12 +141,18 @@ struct TargetCount {
 // stop.target_accuracy of the point's resolved scenario (its summary.json), none when unset.
 std::optional<double> target_of(const fs::path& folder) {
   const fs::path p = folder / "summary.json";
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) return std::nullopt;
-  const auto j = nlohmann::json::parse(read(p), nullptr, /*allow_exceptions=*/false);
+  std::string error;  // the one bounded reader: nesting capped, duplicate keys refused
+  const auto j = read_json_file(p.string(), kMaxSummaryBytes, error);
+  if (!j) throw IoError(fmt::format("{}: {}", escaped(p.string()), error));
   const auto ptr = nlohmann::json::json_pointer("/manifest/scenario/stop/target_accuracy");
-  if (j.is_discarded() || !j.contains(ptr) || !j.at(ptr).is_number()) return std::nullopt;
-  return j.at(ptr).get<double>();
+  if (!j->is_object() || !j->contains("manifest") || !(*j)["manifest"].is_object())
+    throw IoError(fmt::format("{}: /manifest: missing: not a stalesim run's summary", escaped(p.string())));
+  if (!j->contains(ptr) || j->at(ptr).is_null()) return std::nullopt;
+  const auto& v = j->at(ptr);
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || v.get<double>() > 1)
+    throw IoError(fmt::format("{}: /manifest/scenario/stop/target_accuracy: expected a number in [0, 1], got {}",
+                              escaped(p.string()), escaped(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))));
+  return v.get<double>();
 }
 
 SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
@@ -170,28 +161,55 @@ SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
   std::error_code ec;
   if (fs::symlink_status(t.csv_path, ec).type() == fs::file_type::not_found)  // else read() says why
     throw IoError(fmt::format(
-        "{}: no sweep.csv: not a finished sweep folder (run 'stalesim sweep' into it first)", dir));
+        "{}: no sweep.csv: not a finished sweep folder (run 'stalesim sweep' into it first)", escaped(dir)));
   // A sweep written before the one-name rename (sim/output/names.hpp) is read under the current names.
-  t.rows = parse_csv(current_csv_names("sweep.csv", read(t.csv_path)));
-  if (t.rows.empty()) throw IoError(fmt::format("{}: empty", t.csv_path.string()));
-  const auto& header = t.rows[0];
-  t.seed_col = t.col("seed");
-  t.folder_col = t.col("folder");
-  t.status_col = t.col("status");
-  t.metric_name_col = t.col("quality_metric");
+  std::vector<std::string> required = {"seed", "folder", "status", "quality_metric"};
+  for (const char* m : kMetrics) required.emplace_back(m);
+  const CsvInput in =
+      CsvInput::parse(t.csv_path.string(), current_csv_names("sweep.csv", read(t.csv_path)), required);
+  t.rows.push_back(in.header());
+  for (size_t c = 0; c < in.header().size(); ++c) t.columns.emplace(in.header()[c], c);
+  t.seed_col = in.column("seed");
+  t.folder_col = in.column("folder");
+  t.status_col = in.column("status");
+  t.metric_name_col = in.column("quality_metric");
 
-  std::map<std::vector<std::string>, size_t> index;
-  for (size_t r = 1; r < t.rows.size(); ++r) {
-    if (t.rows[r].size() != header.size())
-      throw IoError(fmt::format("{}: line {} has {} cells, the header {}", t.csv_path.string(), r + 1,
-                                t.rows[r].size(), header.size()));
-    std::vector<std::string> key(t.rows[r].begin(), t.rows[r].begin() + static_cast<long>(t.seed_col));
+  // Every row checked before any is counted: a known status, a seed, a point named once, a folder
+  // of this sweep (never a path that leaves it) used by one point of a group, result cells that are
+  // numbers.
+  std::map<std::vector<std::string>, size_t> index, points;
+  std::map<std::pair<size_t, std::string>, size_t> folder_of_group;
+  for (size_t i = 0; i < in.rows(); ++i) {
+    std::vector<std::string> row = in.cells(i);
+    const std::optional<SweepStatus> status = enum_from_name<SweepStatus>(row[t.status_col]);
+    if (!status) in.fail(i, t.status_col, fmt::format("expected a sweep status, got '{}'", escaped(row[t.status_col])));
+    const std::string& seed = row[t.seed_col];
+    if (seed.empty() || seed.size() > 20 || seed.find_first_not_of("0123456789") != std::string::npos)
+      in.fail(i, t.seed_col, fmt::format("expected an integer >= 0, got '{}'", escaped(seed)));
+    const std::vector<std::string> point(row.begin(), row.begin() + static_cast<long>(t.seed_col) + 1);
+    if (const auto [it, fresh] = points.emplace(point, i); !fresh)
+      in.fail(i, t.seed_col, fmt::format("repeats the point of line {} (the same values and seed)", in.line(it->second)));
+    const std::vector<std::string> key(row.begin(), row.begin() + static_cast<long>(t.seed_col));
     auto [it, fresh] = index.emplace(key, t.keys.size());
     if (fresh) {
       t.keys.push_back(key);
       t.members.emplace_back();
     }
+    const size_t r = t.rows.size();
+    t.rows.push_back(std::move(row));
     t.members[it->second].push_back(r);
+    if (!t.ok(r)) continue;
+    const std::string& folder = t.rows[r][t.folder_col];
+    if (const std::string why = sweep_folder_problem(root, folder); !why.empty()) in.fail(i, t.folder_col, why);
+    const auto [seen, first] = folder_of_group.emplace(std::pair{it->second, folder}, i);
+    if (!first)
+      in.fail(i, t.folder_col,
+              fmt::format("names the folder of line {}, another seed of the same point: one run cannot have two "
+                          "seeds",
+                          in.line(seen->second)));
+    for (const char* m : kMetrics)
+      in.number(i, t.col(m), std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max(),
+                /*empty_ok=*/true);
   }
   return t;
 }
@@ -282,7 +300,8 @@ std::string target_cell(const TargetCount& tc, const Stats& reached) {
 // curves.csv: every metrics.csv column but the time, per group and evaluation time.
 void write_curves_csv(const fs::path& root, const SweepRows& t, SweepSummary& out) {
   const auto& rows = t.rows;
-  std::vector<std::string> curve_columns;
+  std::vector<std::string> curve_columns;  // in order of first appearance
+  std::set<std::string> known_columns;
   struct Curve {
     // time text -> (time, column -> values in seed order)
     std::map<std::string, std::pair<double, std::map<std::string, std::vector<double>>>> at;
@@ -293,20 +312,30 @@ void write_curves_csv(const fs::path& root, const SweepRows& t, SweepSummary& ou
     for (size_t r : t.members[g]) {
       if (!t.ok(r)) continue;
       const fs::path m = root / rows[r][t.folder_col] / "metrics.csv";
-      const auto mrows = parse_csv(read(m));
-      if (mrows.empty() || mrows[0].empty() || mrows[0][0] != "virtual_time_s")
-        throw IoError(fmt::format("{}: not a stalesim metrics.csv", m.string()));
-      for (size_t c = 1; c < mrows[0].size(); ++c)
-        if (std::find(curve_columns.begin(), curve_columns.end(), mrows[0][c]) == curve_columns.end())
-          curve_columns.push_back(mrows[0][c]);
-      for (size_t i = 1; i < mrows.size(); ++i) {
-        const auto when = number(mrows[i][0]);
-        if (!when) continue;
-        auto& slot = curves[g].at[mrows[i][0]];
-        slot.first = *when;
-        ++curves[g].seeds_at[mrows[i][0]];
-        for (size_t c = 1; c < mrows[i].size() && c < mrows[0].size(); ++c)
-          if (auto x = number(mrows[i][c])) slot.second[mrows[0][c]].push_back(*x);
+      const CsvInput in = CsvInput::parse(m.string(), read(m), {"virtual_time_s"});
+      if (in.header()[0] != "virtual_time_s")
+        throw IoError(fmt::format("{}: not a stalesim metrics.csv (its first column is not virtual_time_s)",
+                                  escaped(m.string())));
+      for (size_t c = 1; c < in.header().size(); ++c)
+        if (known_columns.insert(in.header()[c]).second) curve_columns.push_back(in.header()[c]);
+      // A diverged run's last evaluation may be inf or nan: left out of the figures, as sweep.csv
+      // leaves it empty; anywhere else a cell that is not a number is refused.
+      const bool diverged = enum_from_name<SweepStatus>(rows[r][t.status_col]) == SweepStatus::kDiverged;
+      double previous = -1;
+      for (size_t i = 0; i < in.rows(); ++i) {
+        const double when = *in.number(i, 0, 0);
+        if (when <= previous) in.fail(i, 0, "times must increase from row to row");
+        previous = when;
+        auto& slot = curves[g].at[in.cell(i, 0)];
+        slot.first = when;
+        ++curves[g].seeds_at[in.cell(i, 0)];
+        for (size_t c = 1; c < in.header().size(); ++c) {
+          const std::string& cell = in.cell(i, c);
+          if (diverged && (cell == "nan" || cell == "-nan" || cell == "inf" || cell == "-inf")) continue;
+          if (auto x = in.number(i, c, std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max(),
+                                 /*empty_ok=*/true))
+            slot.second[in.header()[c]].push_back(*x);
+        }
       }
     }
   }
@@ -337,20 +366,22 @@ void write_curves_csv(const fs::path& root, const SweepRows& t, SweepSummary& ou
 void write_table(const SweepRows& t, std::vector<std::map<std::string, Stats>>& group_stats,
                  const std::vector<TargetCount>& targets, SweepSummary& out) {
   std::vector<std::vector<std::string>> table;
-  std::vector<std::string> head = out.group_columns;
+  // Cells from sweep.csv are escaped (sim/text.hpp): they reach a terminal.
+  std::vector<std::string> head;
+  for (const auto& c : out.group_columns) head.push_back(escaped(c));
   for (const char* h :
        {"n", "quality (mean ± std)", "min", "max", "final_test_loss", "reached target: time_to_target_s"})
     head.emplace_back(h);
   table.push_back(head);
   for (size_t g = 0; g < t.keys.size(); ++g) {
     std::vector<std::string> line;
-    for (const auto& k : t.keys[g]) line.push_back(k.empty() ? "-" : k);
+    for (const auto& k : t.keys[g]) line.push_back(k.empty() ? "-" : escaped(k));
     const Stats& q = group_stats[g]["quality"];
     std::string metric_name;
     for (size_t r : t.members[g])
       if (t.ok(r) && metric_name.empty()) metric_name = t.rows[r][t.metric_name_col];
     line.push_back(fmt::format("{}/{}", q.n, t.members[g].size()));
-    line.push_back(q.n ? fmt::format("{} {}", metric_name, short_number(q)) : "-");
+    line.push_back(q.n ? fmt::format("{} {}", escaped(metric_name), short_number(q)) : "-");
     line.push_back(q.n ? fmt::format("{:.4g}", q.min) : "-");
     line.push_back(q.n ? fmt::format("{:.4g}", q.max) : "-");
     line.push_back(short_number(group_stats[g]["final_test_loss"]));

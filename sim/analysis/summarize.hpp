@@ -13,6 +13,7 @@
 // its column's figures. Sums run over the seeds in sweep.csv order, so the files are the same
 // bytes on every run.
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,9 @@ struct SweepSummary {
 };
 
 // Reads DIR/sweep.csv and the metrics.csv of each point with a result. Throws IoError naming the
-// file when sweep.csv is missing or malformed, or a point's metrics.csv cannot be read.
+// file, line and column when sweep.csv is missing or malformed (an unknown status, a repeated header
+// or point, a folder outside the sweep or shared by two seeds of a point, a result cell that is not
+// a number), or a point's metrics.csv cannot be read or is malformed.
 SweepSummary summarize_sweep(const std::string& dir);
 
 // `summarize SWEEP --compare KEY=A,B`: the groups whose column KEY is A against those where it is B
@@ -41,7 +44,7 @@ SweepSummary summarize_sweep(const std::string& dir);
 // updates and final test accuracy; the difference of the means over seeds, its standard error and
 // the verdict of sim/analysis/seed_difference.hpp. `json`: {"key", "a", "b", "contexts": [{"context":
 // {column: value}, "metrics": [{"metric", "n_a", "n_b", "mean_a", "mean_b", "d", "se" (null: a side
-// with fewer than 2 seeds), "verdict", "missed_a", "missed_b" (time to target only)}]}]}.
+// with fewer than 2 seeds), "df" (Welch's; null without se or where se is 0), "verdict", "missed_a", "missed_b" (time to target only)}]}]}.
 struct SweepComparison {
   std::string table;  // for the terminal
   nlohmann::json json;
@@ -52,7 +55,12 @@ struct SweepComparison {
 SweepComparison compare_sweep(const std::string& dir, const std::string& key, const std::string& a,
                               const std::string& b);
 
-// RFC 4180 CSV text as rows of cells (quotes removed, "" read as ").
+// RFC 4180 CSV text as rows of cells (quotes removed, "" read as "); sim/analysis/csv_input.hpp
+// reads and checks a file.
 std::vector<std::vector<std::string>> parse_csv(const std::string& text);
+
+// Why the sweep.csv cell `folder` does not name a folder directly inside the sweep folder `dir` (a
+// path that leaves it such as "../decoy", a hidden name, a symbolic link, nothing there), or "".
+std::string sweep_folder_problem(const std::filesystem::path& dir, const std::string& folder);
 
 }  // namespace stalesim

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "sim/network/topology.hpp"
+#include "sim/text.hpp"
 
 namespace stalesim {
 
@@ -51,7 +52,7 @@ std::string describe_link_load(const Scenario& s, const LinkLoad& l, double iter
       "estimate: bottleneck link {} ({:g} Gbit/s): {:.3g} ms per round of every worker's push and pull; "
       "offered {:.0f}% of its capacity at the pace estimated above (which times each message at its "
       "host link's full rate; off the star links are shared max-min fair)\n",
-      l.busiest, l.busiest_gbps, l.round_s * 1e3, 100 * l.round_s * iterations_per_s / workers);
+      escaped(l.busiest), l.busiest_gbps, l.round_s * 1e3, 100 * l.round_s * iterations_per_s / workers);
   return out;
 }
 

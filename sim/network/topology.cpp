@@ -2,6 +2,7 @@
 // routes, and the checks that reject a bad topology.
 
 #include "sim/network/topology.hpp"
+#include "sim/text.hpp"
 
 #include <algorithm>
 #include <map>
@@ -32,7 +33,7 @@ void place(const Scenario& s, int32_t hosts, int32_t racks, int32_t per_rack, To
     auto& slot = holder[static_cast<size_t>(h)];
     if (!slot.empty())
       bad(path, fmt::format("host {} ('{}') is given to {} and to {}: one worker or shard per host", h,
-                            t.host_name(static_cast<int32_t>(h)), slot, who));
+                            escaped(t.host_name(static_cast<int32_t>(h))), slot, who));
     slot = std::move(who);
     return static_cast<int32_t>(h);
   };
@@ -120,7 +121,7 @@ Topology build_graph(const Scenario& s) {
     const auto& node = g.nodes[i];
     if (!index.emplace(node.name, static_cast<int32_t>(i)).second)
       bad(fmt::format("{}/nodes/{}/name", base, i),
-          fmt::format("'{}' names two nodes (first nodes/{})", node.name, index[node.name]));
+          fmt::format("'{}' names two nodes (first nodes/{})", escaped(node.name), index[node.name]));
     if (node.kind == NodeKind::kHost) t.hosts.push_back(static_cast<int32_t>(i));
     t.nodes.push_back({node.name, node.kind == NodeKind::kHost});
   }
@@ -131,14 +132,14 @@ Topology build_graph(const Scenario& s) {
       const auto it = index.find(name);
       if (it == index.end())
         bad(fmt::format("{}/links/{}/{}", base, i, key),
-            fmt::format("'{}' is not a node of graph.nodes", name));
+            fmt::format("'{}' is not a node of graph.nodes", escaped(name)));
       return it->second;
     };
     const int32_t a = end(l.from, "from");
     const int32_t b = end(l.to, "to");
     if (a == b)
       bad(fmt::format("{}/links/{}", base, i),
-          fmt::format("a loop from '{}' back to itself: no route can use it; remove it", l.from));
+          fmt::format("a loop from '{}' back to itself: no route can use it; remove it", escaped(l.from)));
     add_link(t, a, b, l.bandwidth_gbps, l.latency_us);
   }
   place(s, static_cast<int32_t>(t.hosts.size()), 0, 0, t);
@@ -202,7 +203,8 @@ std::vector<int32_t> Topology::route(int32_t from, int32_t to) const {
   }
   if (via[static_cast<size_t>(dst)] == -1)
     throw TopologyError{
-        "", fmt::format("no route of links from host '{}' to host '{}'", host_name(from), host_name(to))};
+        "", fmt::format("no route of links from host '{}' to host '{}'", escaped(host_name(from)),
+                        escaped(host_name(to)))};
   std::vector<int32_t> r;
   for (int32_t n = dst; n != src;) {
     const int32_t ch = via[static_cast<size_t>(n)];

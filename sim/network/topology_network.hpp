@@ -38,7 +38,8 @@ class TopologyNetwork {
   void observe(RunObserver* obs);
   SimTime request_latency(int32_t w) const { return request_latency_[static_cast<size_t>(w)]; }
 
-  // links.csv: one row per channel (link direction) in link order: its name, ends, bandwidth,
+  // links.csv: one row per channel (link direction) in link order: its name, ends (quoted per RFC
+  // 4180 when a name holds a comma or quote), bandwidth,
   // the bytes of the flows that finished on it, its busy time (at least one flow) up to `end`,
   // busy share of [0, end], and the most flows it carried at once.
   std::string links_csv(SimTime end) const;

@@ -29,6 +29,10 @@ bool is_run_file(const std::string& name) {
   return std::find(kRunFiles.begin(), kRunFiles.end(), name) != kRunFiles.end();
 }
 
+bool is_sweep_file(const std::string& name) {
+  return std::find(kSweepFiles.begin(), kSweepFiles.end(), name) != kSweepFiles.end();
+}
+
 constexpr std::string_view kTempPrefix = ".stalesim-";
 constexpr std::string_view kMarker = ".stalesim-temporary";
 constexpr std::string_view kMarkerPart = ".stalesim-temporary.part";  // the marker being written
@@ -103,8 +107,6 @@ fs::path canonical_or_self(const fs::path& p) {
 }
 
 bool unfinished_dead_temporary(const fs::path& path, bool dead_only);
-std::vector<std::string> recorded_plots(const fs::path& dir);
-
 }  // namespace
 
 namespace {
@@ -140,7 +142,8 @@ FolderCheck inspect_folder(const fs::path& path) {
   if (st.type() == fs::file_type::symlink) return {FolderKind::kOther, "is a symbolic link"};
   if (st.type() != fs::file_type::directory) return {FolderKind::kOther, "exists and is not a folder"};
   if (is_report_folder(path)) return {FolderKind::kReport, ""};
-  bool any = false, run_files = false, summary = false, sweep_manifest = false, sweep_items = false;
+  bool any = false, run_files = false, summary = false, sweep_manifest = false, sweep_items = false,
+       plot_files = false;
   const std::vector<std::string> plots = recorded_plots(path);  // figures our plot scripts wrote here
   for (fs::directory_iterator it(path, ec), end; it != end; it.increment(ec)) {
     if (ec) break;
@@ -149,13 +152,18 @@ FolderCheck inspect_folder(const fs::path& path) {
     const fs::file_status es = it->symlink_status(ec);
     // A run's or sweep's hidden temporary, proven ours, or one of ours that holds nothing yet.
     if (our_temporary(it->path()) || unfinished_dead_temporary(it->path(), false)) continue;
+    // Figures our plot scripts wrote, and their record: the folder's, a run's or a sweep's.
     if (es.type() == fs::file_type::regular &&
-        (is_run_file(name) || std::find(plots.begin(), plots.end(), name) != plots.end())) {
+        (name == "plots.list" || std::find(plots.begin(), plots.end(), name) != plots.end())) {
+      plot_files = true;
+      continue;
+    }
+    if (es.type() == fs::file_type::regular && is_run_file(name)) {
       run_files = true;
       summary = summary || name == "summary.json";
       continue;
     }
-    if (es.type() == fs::file_type::regular && (name == "sweep.json" || name == "sweep.csv")) {
+    if (es.type() == fs::file_type::regular && is_sweep_file(name)) {
       sweep_items = true;
       sweep_manifest = sweep_manifest || name == "sweep.json";
       continue;
@@ -191,6 +199,7 @@ FolderCheck inspect_folder(const fs::path& path) {
       return {FolderKind::kOther, "holds a sweep.json that is not a stalesim sweep's"};
     return {FolderKind::kSweep, ""};
   }
+  if (plot_files) return {FolderKind::kOther, "holds figures of our plot scripts but no run or sweep"};
   return {FolderKind::kEmpty, ""};  // only temporaries of ours
 }
 
@@ -282,8 +291,8 @@ bool unfinished_dead_temporary(const fs::path& path, bool dead_only) {
 
 bool dead(const Temporary& t) { return t.host == this_host() && !process_alive(t.pid); }
 
-// The files our plot scripts wrote into the run folder `dir`, as its plots.list records them
-// (plots/stalesim_runs.py), one bare file name a line; empty when there is none.
+}  // namespace
+
 std::vector<std::string> recorded_plots(const fs::path& dir) {
   std::string why;
   const auto text = read_regular_file((dir / "plots.list").string(), kMaxPlotListBytes, why, false);
@@ -301,8 +310,6 @@ std::vector<std::string> recorded_plots(const fs::path& dir) {
   }
   return names;
 }
-
-}  // namespace
 
 std::optional<Temporary> our_temporary(const fs::path& path) {
   // ".stalesim-KIND-PID-TOKEN"

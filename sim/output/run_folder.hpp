@@ -23,7 +23,7 @@
 
 namespace stalesim {
 
-// Every file a run folder may hold.
+// Every file a run folder may hold (figures our plot scripts wrote besides, when plots.list lists them).
 // plots.list: the files our plot scripts wrote into the folder (plots/stalesim_runs.py), one name a
 // line; those files are the run's too (inspect_folder), recognised by that record, not by name.
 inline constexpr std::array<std::string_view, 11> kRunFiles = {
@@ -34,6 +34,15 @@ inline constexpr std::array<std::string_view, 11> kRunFiles = {
 // (the version) and "files" (every other file it holds, report.html and the figures), and only
 // those files. It may stand inside a sweep folder without breaking the sweep's resume.
 inline constexpr std::string_view kReportManifest = "report.json";
+
+// Every file a sweep folder may hold besides its run folders: the manifest, the table, and what
+// `stalesim summarize` writes there.
+inline constexpr std::array<std::string_view, 4> kSweepFiles = {"sweep.json", "sweep.csv", "sweep-summary.csv",
+                                                                "curves.csv"};
+
+// The files our plot scripts wrote into the run or sweep folder `dir`, as its plots.list records
+// them (plots/stalesim_runs.py), one bare file name a line; empty when there is none.
+std::vector<std::string> recorded_plots(const std::filesystem::path& dir);
 
 enum class FolderKind {
   kAbsent,  // nothing at the path

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/file_read.hpp"
 #include "sim/policies/sync_policy.hpp"
 
 namespace stalesim {
@@ -222,11 +223,15 @@ void parse_trace_window(const std::string& text, TraceOptions& options) {
 TraceOptions trace_options_of(const std::string& trace_json) {
   TraceOptions o;
   try {
-    const auto other = nlohmann::json::parse(trace_json).at("otherData");
+    std::string error;  // nesting capped: a forged trace.json must not exhaust the stack
+    const auto doc = parse_json_bounded(trace_json, error);
+    if (!doc) return TraceOptions{};
+    const auto other = doc->at("otherData");
     o.from = SimTime::from_seconds(other.at("window_from_s").get<double>());
     const auto& to = other.at("window_to_s");
     o.to = to.is_null() ? SimTime::max() : SimTime::from_seconds(to.get<double>());
     o.max_bytes = other.at("max_bytes").get<int64_t>();
+    if (o.max_bytes < 0 || o.to < o.from) return TraceOptions{};
   } catch (const std::exception&) {
     return TraceOptions{};  // not a stalesim trace: the comparison will say how it differs
   }
