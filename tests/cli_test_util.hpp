@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace stalesim::testing {
 
@@ -146,6 +147,17 @@ inline pid_t dead_pid() {
   int st = 0;
   ::waitpid(p, &st, 0);
   return p;
+}
+
+// Rows of cells as CSV text, one line each, cells joined by commas as given (no quoting: tests
+// write forged files with it).
+inline std::string csv_text(const std::vector<std::vector<std::string>>& rows) {
+  std::string out;
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) out += (i ? "," : "") + r[i];
+    out += "\n";
+  }
+  return out;
 }
 
 inline bool has(const std::string& text, const std::string& fragment) {

@@ -27,6 +27,7 @@
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using stalesim::testing::csv_text;
 using stalesim::testing::Outcome;
 using stalesim::testing::run_cli;
 using stalesim::testing::Scratch;
@@ -443,15 +444,6 @@ std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
     rows.push_back(cells);
   }
   return rows;
-}
-
-std::string csv_text(const std::vector<std::vector<std::string>>& rows) {
-  std::string out;
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size(); ++i) out += (i ? "," : "") + r[i];
-    out += "\n";
-  }
-  return out;
 }
 
 size_t column(const std::vector<std::string>& header, const std::string& name) {

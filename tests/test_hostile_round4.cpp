@@ -25,6 +25,7 @@
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using stalesim::testing::csv_text;
 using stalesim::testing::has;
 using stalesim::testing::Outcome;
 using stalesim::testing::q;
@@ -56,15 +57,6 @@ std::vector<std::vector<std::string>> tiny_sweep(const fs::path& dir) {
                             q(dir.string()));
   REQUIRE_MESSAGE(o.code == 0, o.err);
   return stalesim::parse_csv(slurp(dir / "sweep.csv"));
-}
-
-std::string csv_of(const std::vector<std::vector<std::string>>& rows) {
-  std::string out;
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size(); ++i) out += (i ? "," : "") + r[i];
-    out += "\n";
-  }
-  return out;
 }
 
 size_t col(const std::vector<std::string>& header, const std::string& name) {
@@ -193,7 +185,7 @@ TEST_CASE("compare refuses forged CSV files, naming the file, line and column") 
     return [=](std::string text) {
       auto rows = stalesim::parse_csv(text);
       rows[static_cast<size_t>(line - 1)][c] = v;
-      return csv_of(rows);
+      return csv_text(rows);
     };
   };
   const auto header_only = [](std::string text) { return text.substr(0, text.find('\n') + 1); };
@@ -278,7 +270,7 @@ TEST_CASE("summarize refuses a forged sweep.csv, naming its line and column, and
     CAPTURE(c.name);
     auto forged = rows;
     c.edit(forged);
-    write(csv, csv_of(forged));
+    write(csv, csv_text(forged));
     const auto before = snapshot(s.path);
     const Outcome o = run_cli("summarize " + q((s.path / "sw").string()));
     CHECK(o.code == 2);
@@ -289,7 +281,7 @@ TEST_CASE("summarize refuses a forged sweep.csv, naming its line and column, and
   // reproduce reads sweep.csv through the same checks.
   auto twice = rows;
   twice.push_back(h);
-  write(csv, csv_of(twice));
+  write(csv, csv_text(twice));
   const Outcome r = run_cli("reproduce " + q((s.path / "sw").string()));
   CHECK(r.code == 2);
   CHECK_MESSAGE(has(r.err, "sweep.csv: line 6 repeats the header"), r.err);
@@ -434,7 +426,7 @@ TEST_CASE("text from files and names reaches the terminal escaped") {
   auto forged = rows;
   forged[1][col(rows[0], "policy.staleness")] = "0\x1b[31m";
   forged[2][col(rows[0], "policy.staleness")] = "0\x1b[31m";
-  write(s.path / "sw" / "sweep.csv", csv_of(forged));
+  write(s.path / "sw" / "sweep.csv", csv_text(forged));
   const Outcome sum = run_cli("summarize " + q((s.path / "sw").string()));
   CHECK_MESSAGE(sum.code == 0, sum.err);
   CHECK(no_escape_char(sum.out + sum.err));
