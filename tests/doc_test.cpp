@@ -302,7 +302,8 @@ void check_number(Context& ctx, const NumberCheck& n) {
       value = static_cast<double>(count);
     } else {
       throw std::runtime_error(
-          "expected 'json FILE POINTER [mean] [xS]', 'csv FILE COLUMN [KEY=VALUE]... [xS]' or 'count FILE REGEX'");
+          "expected 'json FILE POINTER [mean] [xS]', 'csv FILE COLUMN [KEY=VALUE]... [xS]' or 'count FILE "
+          "REGEX'");
     }
   } catch (const std::exception& e) {
     error = e.what();

@@ -28,11 +28,11 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 using stalesim::testing::csv_text;
+using stalesim::testing::dead_pid;
+using stalesim::testing::has;
 using stalesim::testing::Outcome;
 using stalesim::testing::run_cli;
 using stalesim::testing::Scratch;
-using stalesim::testing::dead_pid;
-using stalesim::testing::has;
 using stalesim::testing::slurp;
 using stalesim::testing::snapshot;
 

@@ -53,8 +53,9 @@ void copy_run(const fs::path& from, const fs::path& to) {
 
 // A finished sweep (policy.staleness 0 and 1, seeds 1 and 2) in `dir`; its sweep.csv's rows.
 std::vector<std::vector<std::string>> tiny_sweep(const fs::path& dir) {
-  const Outcome o = run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --seeds 1,2 --quiet --out " +
-                            q(dir.string()));
+  const Outcome o =
+      run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --seeds 1,2 --quiet --out " +
+              q(dir.string()));
   REQUIRE_MESSAGE(o.code == 0, o.err);
   return stalesim::parse_csv(slurp(dir / "sweep.csv"));
 }
@@ -84,12 +85,14 @@ TEST_CASE("calibrate checks --out before measuring and never writes through a sy
   };
   const std::vector<Case> cases = {
       {"profile.json links to a user's file, with --force",
-       [&] { fs::create_symlink(victim, d / "profile.json"); }, " --force", "profile.json: is a symbolic link"},
+       [&] { fs::create_symlink(victim, d / "profile.json"); }, " --force",
+       "profile.json: is a symbolic link"},
       {"network.json is a dangling link out of the folder, without --force",
        [&] { fs::create_symlink(s.path / "outside" / "new.json", d / "network.json"); }, "",
        "network.json: is a symbolic link"},
-      {"profile.json is a user's own file, with --force", [&] { write(d / "profile.json", "{\"mine\": 1}\n"); },
-       " --force", "profile.json: exists and is not a file calibrate wrote"},
+      {"profile.json is a user's own file, with --force",
+       [&] { write(d / "profile.json", "{\"mine\": 1}\n"); }, " --force",
+       "profile.json: exists and is not a file calibrate wrote"},
       {"profile.json exists, without --force", [&] { write(d / "profile.json", "{}\n"); }, "",
        "profile.json: exists; --force replaces it"},
   };
@@ -138,16 +141,17 @@ TEST_CASE("summarize never writes through a symbolic link in the sweep folder") 
 
 // ---- 2. Reads: every value checked ---------------------------------------------------------------
 
-TEST_CASE("compare refuses a summary.json with a key it reads missing or of the wrong type, naming the path") {
+TEST_CASE(
+    "compare refuses a summary.json with a key it reads missing or of the wrong type, naming the path") {
   Scratch s("compare-json");
   tiny_run(s.path / "a");
   const json good = json::parse(slurp(s.path / "a" / "summary.json"));
   // Every value compare reads, each removed and each given a wrong value.
   const std::vector<std::pair<std::string, json>> fields = {
-      {"/virtual_time_s", "1"},       {"/time_to_target_s", -1},       {"/staleness/mean", "x"},
-      {"/missed_updates/mean", -2},   {"/workers", json::object()},    {"/workers/0/id", "zero"},
-      {"/workers/0/profile", 3},      {"/workers/0/iterations", -5},   {"/workers/0/wait_s", 1e300},
-      {"/workers/0/wait_fraction", 2}, {"/manifest", json::array()},    {"/staleness", 7}};
+      {"/virtual_time_s", "1"},        {"/time_to_target_s", -1},     {"/staleness/mean", "x"},
+      {"/missed_updates/mean", -2},    {"/workers", json::object()},  {"/workers/0/id", "zero"},
+      {"/workers/0/profile", 3},       {"/workers/0/iterations", -5}, {"/workers/0/wait_s", 1e300},
+      {"/workers/0/wait_fraction", 2}, {"/manifest", json::array()},  {"/staleness", 7}};
   for (const auto& [pointer, wrong] : fields) {
     const std::string ptr = pointer;
     CAPTURE(ptr);
@@ -192,15 +196,18 @@ TEST_CASE("compare refuses forged CSV files, naming the file, line and column") 
   const auto header_twice = [](std::string text) { return text + text.substr(0, text.find('\n') + 1); };
   const auto joined = [](std::string text) { return text + text; };
   const std::vector<Case> cases = {
-      {"staleness.csv", cell(2, 1, "nan"), "staleness.csv: line 2, column 2 (staleness_gradients): expected an integer"},
-      {"staleness.csv", cell(2, 1, "-4"), "line 2, column 2 (staleness_gradients): expected an integer in [0, 9007199254740992], got '-4'"},
+      {"staleness.csv", cell(2, 1, "nan"),
+       "staleness.csv: line 2, column 2 (staleness_gradients): expected an integer"},
+      {"staleness.csv", cell(2, 1, "-4"),
+       "line 2, column 2 (staleness_gradients): expected an integer in [0, 9007199254740992], got '-4'"},
       {"staleness.csv", cell(3, 2, "1.5"), "line 3, column 3 (missed_updates_gradients)"},
       {"staleness.csv", cell(3, 0, "0"), "line 3, column 1 (value): expected 1"},
       {"staleness.csv", header_only, "staleness.csv: 0 rows after the header"},
       {"staleness.csv", header_twice, "repeats the header"},
       {"staleness.csv", joined, "repeats the header"},
       {"staleness.csv", [](std::string) { return std::string(); }, "staleness.csv: empty"},
-      {"staleness.csv", [](std::string) { return std::string("value,x\n0,1\n"); }, "has no column 'staleness_gradients'"},
+      {"staleness.csv", [](std::string) { return std::string("value,x\n0,1\n"); },
+       "has no column 'staleness_gradients'"},
       {"staleness.csv", [](std::string t) { return t + "\"9,9\n"; }, "a quote opened here is never closed"},
       {"staleness.csv", [](std::string t) { return t + "9,1\n"; }, "2 cells, the header has 3"},
       {"metrics.csv", cell(2, 0, "nan"), "metrics.csv: line 2, column 1 (virtual_time_s): expected a number"},
@@ -208,7 +215,8 @@ TEST_CASE("compare refuses forged CSV files, naming the file, line and column") 
       {"metrics.csv", cell(3, 3, "2"), "line 3, column 4 (test_accuracy): expected a number in [0, 1]"},
       {"metrics.csv", cell(3, 2, "inf"), "line 3, column 3 (test_loss)"},
       {"metrics.csv", header_twice, "repeats the header"},
-      {"gradients.csv", cell(2, 0, "nan"), "gradients.csv: line 2, column 1 (virtual_time_s): expected a number"},
+      {"gradients.csv", cell(2, 0, "nan"),
+       "gradients.csv: line 2, column 1 (virtual_time_s): expected a number"},
       {"gradients.csv", cell(2, 0, "-1"), "line 2, column 1 (virtual_time_s)"},
       {"gradients.csv", cell(2, 1, "99"), "line 2, column 2 (worker): worker 99 is not in summary.json"},
       {"gradients.csv", cell(2, 1, "w"), "line 2, column 2 (worker): expected an integer"},
@@ -228,8 +236,8 @@ TEST_CASE("compare refuses forged CSV files, naming the file, line and column") 
   }
   // The untampered pair compares (exit 0), with no "nan" figure.
   copy_run(s.path / "a", s.path / "b");
-  const Outcome o = run_cli("compare " + q((s.path / "a").string()) + " " + q((s.path / "b").string()) + " --json " +
-                            q((s.path / "c.json").string()));
+  const Outcome o = run_cli("compare " + q((s.path / "a").string()) + " " + q((s.path / "b").string()) +
+                            " --json " + q((s.path / "c.json").string()));
   CHECK_MESSAGE(o.code == 0, o.err);
   CHECK(!has(o.out, "nan"));
   CHECK(has(o.out, "| staleness KS distance | | | 0 |"));
@@ -302,7 +310,8 @@ TEST_CASE("the CSV reader names the line of a cell even after a quoted line brea
   CHECK(in.line(1) == 4);
   CHECK_THROWS_WITH_AS(in.integer(1, 1, 0), "x.csv: line 4, column 2 (b): expected an integer >= 0, got 'z'",
                        stalesim::IoError);
-  CHECK_THROWS_WITH_AS(in.number(0, 0), "x.csv: line 2, column 1 (a): expected a finite number, got 'multi\\nline'",
+  CHECK_THROWS_WITH_AS(in.number(0, 0),
+                       "x.csv: line 2, column 1 (a): expected a finite number, got 'multi\\nline'",
                        stalesim::IoError);
   CHECK_THROWS_WITH_AS(stalesim::CsvInput::parse("y.csv", "a,a\n1,2\n", {"a"}),
                        "y.csv: line 1: the column 'a' is named twice", stalesim::IoError);
@@ -318,7 +327,8 @@ TEST_CASE("summarize's and the plots' files do not make a sweep or run folder fo
   // A figure of a plot script, listed as the scripts list theirs (plots/stalesim_runs.py).
   write(sw / "bands.png", "png");
   write(sw / "plots.list", "bands.png\n");
-  const std::string sweep = "sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --seeds 1,2 --quiet --out ";
+  const std::string sweep =
+      "sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --seeds 1,2 --quiet --out ";
   const Outcome resumed = run_cli(sweep + q(sw.string()));
   CHECK_MESSAGE(resumed.code == 0, resumed.err);
   const Outcome forced = run_cli(sweep + q(sw.string()) + " --force");
@@ -344,7 +354,9 @@ TEST_CASE("summarize's and the plots' files do not make a sweep or run folder fo
   CHECK(run_cli("reproduce " + q(run.string())).code == 3);
 }
 
-TEST_CASE("reproduce --out inside the folder reproduced is refused, as its help says, and run --force still works") {
+TEST_CASE(
+    "reproduce --out inside the folder reproduced is refused, as its help says, and run --force still "
+    "works") {
   Scratch s("reproduce-out");
   const fs::path run = s.path / "run";
   tiny_run(run);
@@ -359,7 +371,8 @@ TEST_CASE("reproduce --out inside the folder reproduced is refused, as its help 
   const Outcome o = run_cli("run " + kTiny + " --quiet --record gradients --force --out " + q(run.string()));
   CHECK_MESSAGE(o.code == 0, o.err);
   // Beside it is fine.
-  const Outcome beside = run_cli("reproduce " + q(run.string()) + " --quiet --out " + q((s.path / "rerun").string()));
+  const Outcome beside =
+      run_cli("reproduce " + q(run.string()) + " --quiet --out " + q((s.path / "rerun").string()));
   CHECK_MESSAGE(beside.code == 0, beside.err);
 }
 
@@ -371,8 +384,9 @@ TEST_CASE("reproducing a real run says it is not bit-reproducible instead of a M
   write(s.path / "run" / "summary.json", j.dump(2) + "\n");
   const Outcome o = run_cli("reproduce " + q((s.path / "run").string()));
   CHECK(o.code == 2);
-  CHECK_MESSAGE(has(o.err, "a real run (stalesim real): its times were measured, so it is not bit-reproducible"),
-                o.err);
+  CHECK_MESSAGE(
+      has(o.err, "a real run (stalesim real): its times were measured, so it is not bit-reproducible"),
+      o.err);
   CHECK(!has(o.out, "MISMATCH"));
 }
 
@@ -380,8 +394,9 @@ TEST_CASE("reproduce refuses a forged manifest's dataset entries and survives a 
   Scratch s("reproduce-forged");
   tiny_run(s.path / "run");
   const json good = json::parse(slurp(s.path / "run" / "summary.json"));
-  for (const json& entry : {json(5), json{{"path", 3}}, json{{"path", "x"}, {"bytes", "many"}, {"xxh64", "0"}},
-                            json{{"path", "x"}, {"bytes", -1}, {"xxh64", "0"}}}) {
+  for (const json& entry :
+       {json(5), json{{"path", 3}}, json{{"path", "x"}, {"bytes", "many"}, {"xxh64", "0"}},
+        json{{"path", "x"}, {"bytes", -1}, {"xxh64", "0"}}}) {
     CAPTURE(entry.dump());
     json j = good;
     j["manifest"]["datasets"] = json::array({entry});
@@ -410,13 +425,14 @@ TEST_CASE("text from files and names reaches the terminal escaped") {
   for (auto& w : j["workers"]) w["profile"] = evil;
   write(s.path / "a" / "summary.json", j.dump(2));
   copy_run(s.path / "a", s.path / "b");
-  const Outcome c = run_cli("compare " + q((s.path / "a").string()) + " " + q((s.path / "b").string()) + " --json " +
-                            q((s.path / "c.json").string()));
+  const Outcome c = run_cli("compare " + q((s.path / "a").string()) + " " + q((s.path / "b").string()) +
+                            " --json " + q((s.path / "c.json").string()));
   CHECK_MESSAGE(c.code == 0, c.err);
   CHECK(no_escape_char(c.out + c.err));
   CHECK(has(c.out, "x\\x1b[2J\\x1b]0;pwned\\x07\\ny"));
-  const Outcome row = run_cli("compare " + q((s.path / "a").string()) + " " + q((s.path / "b").string()) +
-                              " --row " + q("label\x1b[31m|x") + " --json " + q((s.path / "c.json").string()));
+  const Outcome row =
+      run_cli("compare " + q((s.path / "a").string()) + " " + q((s.path / "b").string()) + " --row " +
+              q("label\x1b[31m|x") + " --json " + q((s.path / "c.json").string()));
   CHECK(row.code == 0);
   CHECK(no_escape_char(row.out));
   CHECK(has(row.out, "label\\x1b[31m\\|x"));
@@ -471,7 +487,8 @@ TEST_CASE("links.csv quotes node names per RFC 4180: a comma or quote in a name 
   sc["cluster"]["network"]["graph"]["nodes"][1]["name"] = name;
   sc["cluster"]["network"]["graph"]["links"][1]["from"] = name;
   write(s.path / "graph.json", sc.dump(2));
-  const Outcome o = run_cli("run " + q((s.path / "graph.json").string()) + " --quiet --out " + q((s.path / "r").string()));
+  const Outcome o =
+      run_cli("run " + q((s.path / "graph.json").string()) + " --quiet --out " + q((s.path / "r").string()));
   REQUIRE_MESSAGE(o.code == 0, o.err);
   const auto rows = stalesim::parse_csv(slurp(s.path / "r" / "links.csv"));
   REQUIRE(rows.size() == 9);  // the header and two directions of four links

@@ -58,9 +58,10 @@ bool complete_run(const fs::path& dir) {
 TEST_CASE("real refuses more ranks than this machine's CPUs can hold, naming the field and the count") {
   const auto s = stalesim::testing::scenario(real_json(100000, 8));
   const std::string why = stalesim::real_local_refusal(s, 2, std::nullopt, "");
-  CHECK(why.starts_with("/cluster/workers: a real run of this scenario takes 100001 MPI ranks (1 server "
-                        "shard + 100000 workers), and 'stalesim real' alone starts them all on this machine: "
-                        "at most 32 (16 per logical CPU, 2 CPUs)"));
+  CHECK(
+      why.starts_with("/cluster/workers: a real run of this scenario takes 100001 MPI ranks (1 server "
+                      "shard + 100000 workers), and 'stalesim real' alone starts them all on this machine: "
+                      "at most 32 (16 per logical CPU, 2 CPUs)"));
   CHECK(why.find("nothing was started") != std::string::npos);
   CHECK(stalesim::real_local_refusal(s, 100000 / 16 + 1, std::nullopt, "").empty());
 }
@@ -72,8 +73,9 @@ TEST_CASE("real refuses ranks whose estimated memory together exceeds the limit,
   CHECK(per_rank > stalesim::kRealRankMpiBytes + 2000.0 * 1000 * 4);  // at least one model copy
   CHECK(stalesim::real_local_refusal(s, 2, 32 * per_rank, "test").empty());
   const std::string why = stalesim::real_local_refusal(s, 2, 31 * per_rank, "STALESIM_MEMORY_LIMIT");
-  CHECK(why.starts_with("/cluster/workers: a real run of this scenario takes 32 MPI ranks (1 server shard + "
-                        "31 workers), each needing about "));
+  CHECK(
+      why.starts_with("/cluster/workers: a real run of this scenario takes 32 MPI ranks (1 server shard + "
+                      "31 workers), each needing about "));
   CHECK(why.find("(STALESIM_MEMORY_LIMIT)") != std::string::npos);
   CHECK(why.find("nothing was started") != std::string::npos);
 }
@@ -112,8 +114,8 @@ TEST_CASE("an interrupt after a --force rerun ended keeps the finished run and e
 TEST_CASE("an interrupt after a run ended into a new folder writes it whole and exits 130") {
   Scratch s("late-int-new");
   const fs::path r = s.path / "r";
-  const Outcome o =
-      run_cli("run " + kTiny + " --quiet --out " + q(r.string()), "STALESIM_INJECT_INTERRUPT_BEFORE_WRITE=1 ");
+  const Outcome o = run_cli("run " + kTiny + " --quiet --out " + q(r.string()),
+                            "STALESIM_INJECT_INTERRUPT_BEFORE_WRITE=1 ");
   CHECK(o.code == 130);
   CHECK(o.err.find("interrupted after the run ended; its complete outputs are in") != std::string::npos);
   CHECK(complete_run(r));
@@ -146,8 +148,8 @@ TEST_CASE("a sweep on a full disk exits 3 and leaves no half-written run") {
     fill << std::string(64 * 1024 - 8 * 1024, 'x');  // leaves two pages
   }
   const fs::path out = mnt / "sw";
-  const Outcome o = run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " +
-                            q(out.string()));
+  const Outcome o =
+      run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + q(out.string()));
   CHECK(o.code == 3);
   CHECK(o.err.find("No space left on device") != std::string::npos);
   if (fs::exists(out))
@@ -178,14 +180,16 @@ TEST_CASE("the memory estimate is within 30% of the measured peak for racks and 
     "stop": { "max_updates": 100 }, "eval": { "every_s": 1000 } })");
   json racks = base;
   racks["cluster"]["network"]["topology"] = "racks";
-  racks["cluster"]["network"]["racks"] = {{"count", 3000}, {"hosts_per_rack", 32}, {"uplink_bandwidth_gbps", 200}};
+  racks["cluster"]["network"]["racks"] = {
+      {"count", 3000}, {"hosts_per_rack", 32}, {"uplink_bandwidth_gbps", 200}};
   json graph = base;
   const int hosts = 5000, per = 32, edges = (hosts + per - 1) / per;
   graph["cluster"]["workers"][0]["count"] = hosts - 4;
   json nodes = json::array(), links = json::array();
   for (int i = 0; i < hosts; ++i) {
     nodes.push_back({{"name", "h" + std::to_string(i)}});
-    links.push_back({{"from", "h" + std::to_string(i)}, {"to", "e" + std::to_string(i / per)}, {"bandwidth_gbps", 25}});
+    links.push_back(
+        {{"from", "h" + std::to_string(i)}, {"to", "e" + std::to_string(i / per)}, {"bandwidth_gbps", 25}});
   }
   for (int e = 0; e < edges; ++e) {
     nodes.push_back({{"name", "e" + std::to_string(e)}, {"kind", "switch"}});
@@ -206,7 +210,8 @@ TEST_CASE("the memory estimate is within 30% of the measured peak for racks and 
     const double measured = stalesim::testing::peak_rss_of_run(file, s.path / cell);
     REQUIRE(measured > 0);
     MESSAGE(cell << ": estimate " << stalesim::format_bytes(e.total()) << " (topology "
-                 << stalesim::format_bytes(e.topology_bytes) << "), peak RSS " << stalesim::format_bytes(measured));
+                 << stalesim::format_bytes(e.topology_bytes) << "), peak RSS "
+                 << stalesim::format_bytes(measured));
     CHECK(e.topology_bytes > 0.25 * e.total());  // the topology's share is what is checked
     CHECK(e.total() == doctest::Approx(measured).epsilon(0.3));
   }
@@ -232,6 +237,6 @@ TEST_CASE("the memory estimate of a ring all-reduce is within 30% of the measure
   const double measured = stalesim::testing::peak_rss_of_run(file, s.path / "r");
   REQUIRE(measured > 0);
   MESSAGE("ring all-reduce, 64 workers: estimate " << stalesim::format_bytes(estimate) << ", peak RSS "
-                                                  << stalesim::format_bytes(measured));
+                                                   << stalesim::format_bytes(measured));
   CHECK(estimate == doctest::Approx(measured).epsilon(0.3));
 }

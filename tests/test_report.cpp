@@ -59,8 +59,8 @@ TEST_CASE("report refuses a folder that is not a run or a sweep, and an output f
   const fs::path dir = fresh("cli");
   fs::create_directories(dir / "notes");
   write(dir / "notes" / "notes.txt", "mine");
-  const auto bad_input = run_cli(fmt::format("report {} --out {}", q((dir / "notes").string()),
-                                             q((dir / "out").string())));
+  const auto bad_input =
+      run_cli(fmt::format("report {} --out {}", q((dir / "notes").string()), q((dir / "out").string())));
   CHECK(bad_input.code == 2);
   CHECK(has(bad_input.err, "not a run folder or a sweep folder"));
   CHECK_FALSE(fs::exists(dir / "out"));  // nothing half-written
@@ -68,10 +68,11 @@ TEST_CASE("report refuses a folder that is not a run or a sweep, and an output f
   CHECK(missing.code == 2);
   CHECK(has(missing.err, "no such folder"));
   // A run folder as input, a foreign folder as output: refused before anything is drawn.
-  const auto run = run_cli(fmt::format("run tests/golden/tiny/scenario.json --out {} --quiet", q((dir / "run").string())));
+  const auto run =
+      run_cli(fmt::format("run tests/golden/tiny/scenario.json --out {} --quiet", q((dir / "run").string())));
   REQUIRE(run.code == 0);
-  const auto foreign = run_cli(fmt::format("report {} --out {} --force", q((dir / "run").string()),
-                                           q((dir / "notes").string())));
+  const auto foreign = run_cli(
+      fmt::format("report {} --out {} --force", q((dir / "run").string()), q((dir / "notes").string())));
   CHECK(foreign.code == 2);
   CHECK(has(foreign.err, "exists and is not a report folder"));
   CHECK(fs::exists(dir / "notes" / "notes.txt"));
@@ -79,7 +80,8 @@ TEST_CASE("report refuses a folder that is not a run or a sweep, and an output f
   fs::create_directories(dir / "old");
   write(dir / "old" / "report.json", R"({"stalesim_report": "0.1.0", "files": ["report.html"]})");
   write(dir / "old" / "report.html", "<html>old</html>");
-  const auto again = run_cli(fmt::format("report {} --out {}", q((dir / "run").string()), q((dir / "old").string())));
+  const auto again =
+      run_cli(fmt::format("report {} --out {}", q((dir / "run").string()), q((dir / "old").string())));
   CHECK(again.code == 2);
   CHECK(has(again.err, "a report folder exists there (use --force to replace it)"));
   CHECK(slurp(dir / "old" / "report.html") == "<html>old</html>");
@@ -102,8 +104,9 @@ TEST_CASE("the report page names no network address and forbids loading any") {
   CHECK_FALSE(has(html, "https://"));
   CHECK(has(html, "src=\"data:image/png;base64,iVBORw==\""));
   CHECK(has(html, "a &lt;caption&gt;"));
-  CHECK(has(html, "4 workers (1 gtx1060, 3 gtx1080ti); a star network of 10 Gbit/s with 50 µs latency; policy SSP "
-                  "(staleness 3); rule sgd, lr 0.05, batch 32"));
+  CHECK(has(html,
+            "4 workers (1 gtx1060, 3 gtx1080ti); a star network of 10 Gbit/s with 50 µs latency; policy SSP "
+            "(staleness 3); rule sgd, lr 0.05, batch 32"));
 }
 
 TEST_CASE("base64 follows RFC 4648, padding included") {
@@ -120,9 +123,9 @@ TEST_CASE("default output folders go under --results, else $STALESIM_RESULTS, el
                               fmt::format("STALESIM_RESULTS={} ", q((dir / "env").string())));
   CHECK(by_env.code == 0);
   CHECK(fs::is_regular_file(dir / "env" / "golden-tiny" / "done"));
-  const auto by_option = run_cli(fmt::format("run tests/golden/tiny/scenario.json --quiet --results {}",
-                                             q((dir / "opt").string())),
-                                 fmt::format("STALESIM_RESULTS={} ", q((dir / "env2").string())));
+  const auto by_option = run_cli(
+      fmt::format("run tests/golden/tiny/scenario.json --quiet --results {}", q((dir / "opt").string())),
+      fmt::format("STALESIM_RESULTS={} ", q((dir / "env2").string())));
   CHECK(by_option.code == 0);
   CHECK(fs::is_regular_file(dir / "opt" / "golden-tiny" / "done"));  // the option wins over the variable
   CHECK_FALSE(fs::exists(dir / "env2"));
@@ -139,7 +142,8 @@ TEST_CASE("a sweep with a report folder inside resumes: its points are skipped, 
                                         q((dir / "sweep").string()));
   REQUIRE(run_cli(sweep).code == 0);
   fs::create_directories(dir / "sweep" / "report");
-  write(dir / "sweep" / "report" / "report.json", R"({"stalesim_report": "0.1.0", "files": ["report.html"]})");
+  write(dir / "sweep" / "report" / "report.json",
+        R"({"stalesim_report": "0.1.0", "files": ["report.html"]})");
   write(dir / "sweep" / "report" / "report.html", "<html></html>");
   const auto again = run_cli(sweep);
   CHECK(again.code == 0);

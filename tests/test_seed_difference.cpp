@@ -31,7 +31,8 @@ json recorded_baseline() {
 
 std::vector<double> censored(const json& side) {
   std::vector<double> out;
-  for (const auto& t : side.at("time")) out.push_back(t.is_null() ? side.at("length").get<double>() : t.get<double>());
+  for (const auto& t : side.at("time"))
+    out.push_back(t.is_null() ? side.at("length").get<double>() : t.get<double>());
   return out;
 }
 
@@ -43,7 +44,8 @@ json python_point(const std::string& a, const std::string& b, const std::string&
       "pick = (lambda s: pc.censored(s)) if \"{2}\" == \"time\" else (lambda s: s[\"{2}\"])\n"
       "a, b = pick(base[\"{0}\"]), pick(base[\"{1}\"])\n"
       "p = pc.point(\"x\", pc.mean(a) - pc.mean(b), *pc.se_of(a, b))\n"
-      "print(json.dumps({{\"d\": p[\"d\"], \"se\": p[\"se\"], \"df\": p[\"df\"], \"verdict\": p[\"verdict\"]}}))\n",
+      "print(json.dumps({{\"d\": p[\"d\"], \"se\": p[\"se\"], \"df\": p[\"df\"], \"verdict\": "
+      "p[\"verdict\"]}}))\n",
       a, b, what);
   // papers_claims.py imports the plots' module, which needs matplotlib: tools/find-python's python3
   // (the papers_claims CTest needs it the same way).
@@ -66,7 +68,8 @@ std::string our_word(const std::string& python_verdict) {
 
 }  // namespace
 
-TEST_CASE("the difference over seeds is the paper claims' rule: d, its standard error and a symmetric verdict") {
+TEST_CASE(
+    "the difference over seeds is the paper claims' rule: d, its standard error and a symmetric verdict") {
   const SeedDifference s = seed_difference({1, 2, 3}, {5, 6, 7});
   CHECK(s.d == doctest::Approx(-4));
   REQUIRE(s.se);
@@ -79,7 +82,8 @@ TEST_CASE("the difference over seeds is the paper claims' rule: d, its standard 
   CHECK(one.verdict == "inconclusive");
 }
 
-TEST_CASE("summarize --compare's arithmetic gives what papers_claims.py gives on the recorded DSSP baseline") {
+TEST_CASE(
+    "summarize --compare's arithmetic gives what papers_claims.py gives on the recorded DSSP baseline") {
   const json base = recorded_baseline();
   for (const std::string other : {"bsp", "bsp per-clock", "ssp(3)", "dssp(3)", "dssp(3) unbounded"}) {
     for (const std::string what : {"time", "updates"}) {
@@ -119,14 +123,16 @@ TEST_CASE("the t tail is papers_claims.py's: Welch's degrees of freedom, not the
   CHECK(difference_verdict(-3.0, 1.0, 8.0) == "A lower");
 }
 
-TEST_CASE("summarize --compare on a sweep of the recorded numbers: difference, SE, seeds, misses and verdict") {
+TEST_CASE(
+    "summarize --compare on a sweep of the recorded numbers: difference, SE, seeds, misses and verdict") {
   namespace fs = std::filesystem;
   const json base = recorded_baseline();
   const fs::path dir = fs::temp_directory_path() / fmt::format("stalesim-compare-sweep-{}", ::getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string csv =
-      "policy.type,seed,folder,status,quality_metric,quality,final_test_accuracy,final_test_loss,time_to_target_s,"
+      "policy.type,seed,folder,status,quality_metric,quality,final_test_accuracy,final_test_loss,time_to_"
+      "target_s,"
       "virtual_time_s,server_updates,staleness_mean,staleness_max,missed_updates_mean,bytes_push,bytes_pull,"
       "mean_wait_fraction\n";
   for (const std::string policy : {"asp", "ssp(3)"}) {
@@ -137,8 +143,8 @@ TEST_CASE("summarize --compare on a sweep of the recorded numbers: difference, S
       std::ofstream(dir / folder / "summary.json")
           << R"({"manifest": {"scenario": {"stop": {"target_accuracy": 0.8}}}})";
       const json& t = side.at("time")[i];
-      csv += fmt::format("{},{},{},completed,test_accuracy,0.8,0.8,1,{},{},{},0,0,0,0,0,0\n", policy, i + 1, folder,
-                         t.is_null() ? std::string() : fmt::format("{}", t.get<double>()),
+      csv += fmt::format("{},{},{},completed,test_accuracy,0.8,0.8,1,{},{},{},0,0,0,0,0,0\n", policy, i + 1,
+                         folder, t.is_null() ? std::string() : fmt::format("{}", t.get<double>()),
                          side.at("length").get<double>(), side.at("updates")[i].get<double>());
     }
   }
@@ -158,10 +164,11 @@ TEST_CASE("summarize --compare on a sweep of the recorded numbers: difference, S
   CHECK(metrics[1].at("d").get<double>() == doctest::Approx(py_updates.at("d").get<double>()).epsilon(1e-12));
   CHECK(metrics[1].at("verdict") == our_word(py_updates.at("verdict").get<std::string>()));
   CHECK(has(c.table, "asp lower"));  // ASP reaches the target sooner: 30 s against 44 s
-  CHECK_THROWS_WITH_AS(compare_sweep(dir.string(), "policy", "asp", "ssp(3)"),
-                       doctest::Contains("no column 'policy' to compare by (the sweep's columns: policy.type)"),
-                       IoError);
+  CHECK_THROWS_WITH_AS(
+      compare_sweep(dir.string(), "policy", "asp", "ssp(3)"),
+      doctest::Contains("no column 'policy' to compare by (the sweep's columns: policy.type)"), IoError);
   CHECK_THROWS_WITH_AS(compare_sweep(dir.string(), "policy.type", "asp", "bsp"),
-                       doctest::Contains("'bsp' is not a value of policy.type (its values: asp, ssp(3))"), IoError);
+                       doctest::Contains("'bsp' is not a value of policy.type (its values: asp, ssp(3))"),
+                       IoError);
   fs::remove_all(dir);
 }

@@ -206,7 +206,7 @@ TEST_CASE("on a tree a route walks its one path: the search's routes, and none t
     const Topology t = build_topology(scenario(j));
     const auto walked = walked_routes(t);
     CHECK(walked == searched_routes(t));
-    CHECK(walked[1 * 6 + 3].size() == 2);                   // a to h: through s1
+    CHECK(walked[1 * 6 + 3].size() == 2);                  // a to h: through s1
     CHECK(walked[1 * 6 + 5] == std::vector<int32_t>{-1});  // a to c: only through h, a host
     CHECK(walked[4 * 6 + 0] == std::vector<int32_t>{-1});  // alone has no link
   }
@@ -231,8 +231,9 @@ TEST_CASE("reaching every shard: a worker on two switches, each with some of the
                { "from": "a", "to": "s1", "bandwidth_gbps": 8 }, { "from": "a", "to": "s2", "bandwidth_gbps": 8 },
                { "from": "b", "to": "s1", "bandwidth_gbps": 8 } ] })");
   j["cluster"]["servers"] = 2;
-  check_error(j, "test.json: /cluster/network/graph/nodes/3: worker 1 cannot reach shard 1: no route of links "
-                 "from host 'b' to host 'p1'");
+  check_error(j,
+              "test.json: /cluster/network/graph/nodes/3: worker 1 cannot reach shard 1: no route of links "
+              "from host 'b' to host 'p1'");
   j["cluster"]["network"]["graph"]["links"].push_back({{"from", "b"}, {"to", "p1"}, {"bandwidth_gbps", 8}});
   CHECK_NOTHROW(scenario(j));
 }
@@ -311,13 +312,15 @@ TEST_CASE("bad topologies are rejected with the element and its JSON path") {
     auto j = racks_json(2);
     j["cluster"]["network"]["racks"]["count"] = 1000;
     j["cluster"]["network"]["racks"]["hosts_per_rack"] = 1000000;
-    check_error(j, "test.json: /cluster/network/racks/count: 1000 racks x hosts_per_rack 1000000 is "
-                   "1000000000 hosts; at most 1000000");
+    check_error(j,
+                "test.json: /cluster/network/racks/count: 1000 racks x hosts_per_rack 1000000 is "
+                "1000000000 hosts; at most 1000000");
     j["cluster"]["network"]["racks"].erase("count");
     j["cluster"]["workers"][0]["count"] = 1000000;
     j["cluster"]["network"]["racks"]["hosts_per_rack"] = 1000;
-    check_error(j, "test.json: /cluster/network/racks/hosts_per_rack: 1001 racks (just enough for the workers "
-                   "and shards) x hosts_per_rack 1000 is 1001000 hosts; at most 1000000");
+    check_error(j,
+                "test.json: /cluster/network/racks/hosts_per_rack: 1001 racks (just enough for the workers "
+                "and shards) x hosts_per_rack 1000 is 1001000 hosts; at most 1000000");
   }
   SUBCASE("zero bandwidth") {
     auto j = graph_json();

@@ -33,9 +33,10 @@ CompareOption parse_compare(const std::string& spec) {
   const size_t eq = spec.find('='), comma = spec.find(',', eq == std::string::npos ? 0 : eq);
   if (eq == std::string::npos || eq == 0 || comma == std::string::npos || comma == eq + 1 ||
       comma + 1 == spec.size() || spec.find(',', comma + 1) != std::string::npos)
-    throw UsageError(fmt::format("--compare '{}': expected KEY=A,B (two values of one column of sweep.csv, "
-                                 "e.g. policy.type=asp,ssp)",
-                                 spec));
+    throw UsageError(
+        fmt::format("--compare '{}': expected KEY=A,B (two values of one column of sweep.csv, "
+                    "e.g. policy.type=asp,ssp)",
+                    spec));
   return {spec.substr(0, eq), spec.substr(eq + 1, comma - eq - 1), spec.substr(comma + 1)};
 }
 

@@ -61,7 +61,8 @@ int cmd_calibrate_cpu(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim calibrate --cpu SCENARIO [options]\n\nOptions");
   add_scenario_options(o);
   o.add_options()("cpu", "time this machine's CPU and MPI transport")(
-      "out", po::value<std::string>(), "folder for profile.json and network.json (default: RESULTS/calibrate-cpu, RESULTS: --results)")(
+      "out", po::value<std::string>(),
+      "folder for profile.json and network.json (default: RESULTS/calibrate-cpu, RESULTS: --results)")(
       "name", po::value<std::string>(), "profile name (default: cpu-<host name>)")(
       "repeats", po::value<int32_t>()->default_value(200), "timed gradients and round trips per size")(
       "warmup", po::value<int32_t>()->default_value(20), "untimed ones before each measurement")(

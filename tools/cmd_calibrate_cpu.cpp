@@ -119,14 +119,16 @@ void check_calibrate_output(const fs::path& file, bool replace, const std::strin
   if (st.type() == fs::file_type::not_found) return;
   const std::string name = escaped(file.string());
   if (st.type() == fs::file_type::symlink)
-    throw IoError(fmt::format("{}: is a symbolic link; calibrate never writes through one, so nothing was "
-                              "measured: remove it or choose another {}",
-                              name, how));
+    throw IoError(
+        fmt::format("{}: is a symbolic link; calibrate never writes through one, so nothing was "
+                    "measured: remove it or choose another {}",
+                    name, how));
   if (!replace) throw IoError(fmt::format("{}: exists; --force replaces it", name));
   if (!calibrate_wrote(file))
-    throw IoError(fmt::format("{}: exists and is not a file calibrate wrote; nothing was measured: choose "
-                              "another {}",
-                              name, how));
+    throw IoError(
+        fmt::format("{}: exists and is not a file calibrate wrote; nothing was measured: choose "
+                    "another {}",
+                    name, how));
 }
 
 void write_calibrate_output(const fs::path& file, const std::string& text, bool replace) {
@@ -145,9 +147,10 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   const fs::path dir = resolve_output_path(c.out);
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
-    throw IoError(fmt::format("{}: exists and is not a folder; --out names the folder of profile.json and "
-                              "network.json",
-                              escaped(c.out)));
+    throw IoError(
+        fmt::format("{}: exists and is not a folder; --out names the folder of profile.json and "
+                    "network.json",
+                    escaped(c.out)));
   for (const char* f : {"profile.json", "network.json"}) check_calibrate_output(dir / f, c.force, "--out");
   const auto& model_traits = traits(c.scenario.model.type);
   if (!model_traits.has_math)
@@ -226,9 +229,9 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
       "calibrate --cpu: {} gradient (batch {}): median {} us, batch 1 {} us -> profile \"{}\" ({:.6g} "
       "TFLOP/s sustained, overhead {} us); MPI link: latency {} us (8-byte round trip median {} us, p90 {}), "
       "bandwidth {:.4g} Gbit/s ({} MiB round trip median {} us); wrote {}/profile.json and {}/network.json\n",
-      to_string(c.scenario.model.type), B, us(g.at_batch_s), us(g.at_one_s), escaped(name), peak_tflops, us(overhead),
-      us(link->latency_s), us(link->small_round_trip_s), us(link->small_p90_s), gbps, po.large_bytes >> 20,
-      us(link->large_round_trip_s), escaped(c.out), escaped(c.out));
+      to_string(c.scenario.model.type), B, us(g.at_batch_s), us(g.at_one_s), escaped(name), peak_tflops,
+      us(overhead), us(link->latency_s), us(link->small_round_trip_s), us(link->small_p90_s), gbps,
+      po.large_bytes >> 20, us(link->large_round_trip_s), escaped(c.out), escaped(c.out));
   return 0;
 }
 

@@ -158,12 +158,13 @@ namespace {
 int launch(const RealCommand& c) {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
-  const int cpu_count =
-      ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  const int cpu_count = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0
+                            ? CPU_COUNT(&cpus)
+                            : static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   const auto limit = memory_limit(env("STALESIM_MEMORY_LIMIT"));
-  if (const std::string why = real_local_refusal(c.scenario, cpu_count,
-                                                 limit ? std::optional(limit->bytes) : std::nullopt,
-                                                 limit ? limit->source : std::string());
+  if (const std::string why =
+          real_local_refusal(c.scenario, cpu_count, limit ? std::optional(limit->bytes) : std::nullopt,
+                             limit ? limit->source : std::string());
       !why.empty())
     throw ScenarioError(fmt::format("{}: the real mode cannot start this scenario here: {}", c.origin, why));
   require_mpirun();
@@ -227,7 +228,8 @@ int real_main(RealCommand c) {
 int cmd_real(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim real SCENARIO [options]\n\nOptions");
   add_scenario_options(o);
-  o.add_options()("out", po::value<std::string>(), "output folder (default: RESULTS/<scenario name>-real, RESULTS: --results)")(
+  o.add_options()("out", po::value<std::string>(),
+                  "output folder (default: RESULTS/<scenario name>-real, RESULTS: --results)")(
       "force", "replace the output folder when it holds a stalesim run")(
       "timing", po::value<std::string>()->default_value("emulated"),
       "emulated: pad compute and messages to the scenario's devices and network; measured: no padding")(

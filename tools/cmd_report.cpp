@@ -53,7 +53,8 @@ std::string shell_quote(const std::string& s) {
 std::string find_python(const fs::path& plots) {
   const fs::path finder = plots.parent_path() / "tools" / "find-python";
   std::FILE* f = ::popen(("/bin/sh " + shell_quote(finder.string())).c_str(), "r");
-  if (!f) throw ScenarioError(fmt::format("report: cannot run {}: {}", finder.string(), std::strerror(errno)));
+  if (!f)
+    throw ScenarioError(fmt::format("report: cannot run {}: {}", finder.string(), std::strerror(errno)));
   std::string out;
   char buf[512];
   while (std::fgets(buf, sizeof buf, f)) out += buf;
@@ -107,8 +108,10 @@ int cmd_report(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim report RUN_OR_SWEEP... [options]\n\nOptions");
   o.add_options()("inputs", po::value<std::vector<std::string>>()->composing(),
                   "run folders and sweep folders")(
-      "out", po::value<std::string>(), "the report folder (default: RESULTS/report-NAME, NAME the first input's)")(
-      "compare", po::value<std::string>(), "KEY=A,B: for each sweep, A against B over seeds (summarize --compare)")(
+      "out", po::value<std::string>(),
+      "the report folder (default: RESULTS/report-NAME, NAME the first input's)")(
+      "compare", po::value<std::string>(),
+      "KEY=A,B: for each sweep, A against B over seeds (summarize --compare)")(
       "force", "replace an existing report folder")("help,h", "show this help");
   add_results_option(o);
   po::positional_options_description pos;
@@ -143,14 +146,15 @@ Exit 2 on bad input (a folder that is neither a run nor a sweep, an output folde
           : c.kind == FolderKind::kReport ? std::string("it is a report folder")
                                           : "it " + c.why));
     if (c.kind == FolderKind::kSweep && !fs::exists(fs::path(dir) / "sweep.csv"))
-      throw IoError(fmt::format("{}: a sweep folder without sweep.csv: not finished (run the sweep again)", dir));
+      throw IoError(
+          fmt::format("{}: a sweep folder without sweep.csv: not finished (run the sweep again)", dir));
     inputs.push_back(dir);
   }
   const std::optional<CompareOption> compare =
       p.vm.count("compare") ? std::optional(parse_compare(p.vm["compare"].as<std::string>())) : std::nullopt;
-  const std::string out =
-      display_path(p.vm.count("out") ? p.vm["out"].as<std::string>()
-                                     : default_output(p.vm, "report-" + fs::path(inputs.front()).filename().string()));
+  const std::string out = display_path(
+      p.vm.count("out") ? p.vm["out"].as<std::string>()
+                        : default_output(p.vm, "report-" + fs::path(inputs.front()).filename().string()));
   const fs::path target = resolve_output_path(out);
   const fs::path parent = target.parent_path();
   std::error_code ec;
@@ -163,10 +167,11 @@ Exit 2 on bad input (a folder that is neither a run nor a sweep, an output folde
       throw IoError(fmt::format("{}: a report folder exists there (use --force to replace it)", out));
     refuse_protected(out, target, {}, env("HOME"));
   } else if (existing.kind != FolderKind::kAbsent && existing.kind != FolderKind::kEmpty) {
-    throw IoError(fmt::format("{}: exists and is not a report folder ({}); report writes only a new, empty or "
-                              "report folder: choose another --out",
-                              out, existing.kind == FolderKind::kOther ? "it " + existing.why
-                                                                       : std::string("a run or sweep folder")));
+    throw IoError(fmt::format(
+        "{}: exists and is not a report folder ({}); report writes only a new, empty or "
+        "report folder: choose another --out",
+        out,
+        existing.kind == FolderKind::kOther ? "it " + existing.why : std::string("a run or sweep folder")));
   }
   const fs::path plots = plots_dir();
   const std::string python = find_python(plots);
@@ -195,7 +200,8 @@ Exit 2 on bad input (a folder that is neither a run nor a sweep, an output folde
       s.title = js.at("title").get<std::string>();
       for (const auto& r : js.at("runs")) {
         const std::string folder = r.at("folder").get<std::string>();
-        s.runs.push_back({folder, r.at("label").get<std::string>(), read_json(fs::path(folder) / "summary.json")});
+        s.runs.push_back(
+            {folder, r.at("label").get<std::string>(), read_json(fs::path(folder) / "summary.json")});
       }
       for (const auto& f : js.at("figures")) {
         ReportFigure fig{f.at("file").get<std::string>(), f.at("kind").get<std::string>(),
@@ -222,19 +228,21 @@ Exit 2 on bad input (a folder that is neither a run nor a sweep, an output folde
       sections.push_back(std::move(s));
     }
     std::string title = "stalesim report: ";
-    for (size_t i = 0; i < inputs.size(); ++i) title += (i ? ", " : "") + fs::path(inputs[i]).filename().string();
+    for (size_t i = 0; i < inputs.size(); ++i)
+      title += (i ? ", " : "") + fs::path(inputs[i]).filename().string();
     write_text_file(tmp / "report.html", report_html(title, inputs, sections));
-    const nlohmann::json manifest{{"stalesim_report", build_info_json().value("stalesim_version", std::string("?"))},
-                                  {"inputs", inputs},
-                                  {"files", files}};
+    const nlohmann::json manifest{
+        {"stalesim_report", build_info_json().value("stalesim_version", std::string("?"))},
+        {"inputs", inputs},
+        {"files", files}};
     write_text_file(tmp / std::string(kReportManifest), manifest.dump(2) + "\n");
     install_folder(temporary, target);
   } catch (...) {
     discard_temporary(temporary);
     throw;
   }
-  fmt::print("{}: {} inputs; wrote {}/report.html ({} figures inlined, also beside it)\n", out, inputs.size(), out,
-             figures);
+  fmt::print("{}: {} inputs; wrote {}/report.html ({} figures inlined, also beside it)\n", out, inputs.size(),
+             out, figures);
   return kExitOk;
 }
 

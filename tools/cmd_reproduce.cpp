@@ -42,7 +42,8 @@ int reproduce_sweep(const std::string& dir, int threads) {
   std::vector<std::vector<std::string>> rows = {in.header()};
   for (size_t i = 0; i < in.rows(); ++i) rows.push_back(in.cells(i));
   const auto& header = rows[0];
-  const size_t seed_col = in.column("seed"), folder_col = in.column("folder"), status_col = in.column("status");
+  const size_t seed_col = in.column("seed"), folder_col = in.column("folder"),
+               status_col = in.column("status");
   // Folders in order of their first point, with the points that share them.
   std::vector<std::pair<std::string, std::vector<size_t>>> folders;
   std::vector<size_t> not_run;
@@ -129,8 +130,8 @@ int reproduce_sweep(const std::string& dir, int threads) {
     fmt::print("NOT RUN: {}: status {}, no finished folder to compare\n", describe_row(r),
                escaped(rows[r][status_col]));
   fmt::print("{}: {} of {} folders match ({} points), {} mismatch, {} points not run\n",
-             escaped(fs::path(dir).lexically_normal().string()), matched, folders.size(), rows.size() - 1, mismatched,
-             not_run.size());
+             escaped(fs::path(dir).lexically_normal().string()), matched, folders.size(), rows.size() - 1,
+             mismatched, not_run.size());
   return mismatched + not_run.size() > 0 ? kExitFailed : kExitOk;
 }
 

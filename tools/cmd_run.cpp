@@ -21,7 +21,8 @@ namespace stalesim::cli {
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim run SCENARIO [options]\n\nOptions");
   add_scenario_options(o);
-  o.add_options()("out", po::value<std::string>(), "output folder (default: RESULTS/<scenario name>, RESULTS: --results)")(
+  o.add_options()("out", po::value<std::string>(),
+                  "output folder (default: RESULTS/<scenario name>, RESULTS: --results)")(
       "force",
       "replace the output folder when it holds a stalesim run (never anything else; REFERENCE.md \"Safety "
       "and errors\")")("quiet", "no progress line and no closing summary on stderr")(

@@ -19,7 +19,8 @@ int cmd_summarize(const std::vector<std::string>& args) {
   o.add_options()("dir", po::value<std::string>()->required(), "a sweep folder (with sweep.csv)")(
       "quiet", "write the files without printing the table")(
       "compare", po::value<std::string>(), "KEY=A,B: A against B over seeds, per other point (see below)")(
-      "json", "with --compare: print the comparison as JSON instead of the table")("help,h", "show this help");
+      "json", "with --compare: print the comparison as JSON instead of the table")("help,h",
+                                                                                   "show this help");
   po::positional_options_description pos;
   pos.add("dir", 1);
   const auto p = parse(args, o, pos);
@@ -62,14 +63,16 @@ run's end and says how many missed. --json prints the same as JSON. Nothing is w
     std::error_code ec;
     return std::filesystem::symlink_status(f, ec).type() == std::filesystem::file_type::regular;
   };
-  for (const auto& [name, text] : {std::pair{"sweep-summary.csv", &s.summary_csv}, std::pair{"curves.csv", &s.curves_csv}})
+  for (const auto& [name, text] :
+       {std::pair{"sweep-summary.csv", &s.summary_csv}, std::pair{"curves.csv", &s.curves_csv}})
     try {
       replace_file_checked(root / name, *text, ours);
     } catch (const IoError& e) {
       if (std::string(e.what()).find("exists and is not ours") == std::string::npos) throw;
-      throw IoError(fmt::format("{}: exists and is not a file (a symbolic link or a folder); summarize writes "
-                                "only plain files and left it as it is",
-                                escaped((root / name).string())));
+      throw IoError(
+          fmt::format("{}: exists and is not a file (a symbolic link or a folder); summarize writes "
+                      "only plain files and left it as it is",
+                      escaped((root / name).string())));
     }
   if (p.vm.count("quiet") == 0) std::cout << s.table;
   fmt::print(

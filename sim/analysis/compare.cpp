@@ -65,7 +65,8 @@ class SummaryReader {
   }
   int64_t integer(const std::string& ptr, int64_t min, int64_t max) const {
     const json& v = at(ptr);
-    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max)) ||
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max)) ||
         v.get<int64_t>() < min || v.get<int64_t>() > max)
       fail(ptr, fmt::format("expected an integer in [{}, {}], got {}", min, max, shown(v)));
     return v.get<int64_t>();
@@ -249,10 +250,12 @@ ComparedRun read_compared_run(const std::string& dir) {
   const json& manifest = s.at("/manifest");
   if (!manifest.is_object()) s.fail("/manifest", "expected an object");
   r.real = manifest.contains("real");
-  const bool diverged = r.summary.contains("status") && r.summary["status"].is_string() &&
-                        enum_from_name<RunStatus>(r.summary["status"].get<std::string>()) == RunStatus::kDiverged;
+  const bool diverged =
+      r.summary.contains("status") && r.summary["status"].is_string() &&
+      enum_from_name<RunStatus>(r.summary["status"].get<std::string>()) == RunStatus::kDiverged;
   r.end_s = s.number("/virtual_time_s", 0, kMaxSeconds);
-  if (!s.at("/time_to_target_s").is_null()) r.time_to_target_s = s.number("/time_to_target_s", 0, kMaxSeconds);
+  if (!s.at("/time_to_target_s").is_null())
+    r.time_to_target_s = s.number("/time_to_target_s", 0, kMaxSeconds);
   r.staleness_mean = s.number("/staleness/mean", 0, 1e18);
   r.missed_updates_mean = s.number("/missed_updates/mean", 0, 1e18);
   const json& workers = s.at("/workers");
@@ -271,8 +274,8 @@ ComparedRun read_compared_run(const std::string& dir) {
     r.workers.push_back(std::move(worker));
   }
 
-  const CsvInput st = CsvInput::read(dir + "/staleness.csv",
-                                     {"value", "staleness_gradients", "missed_updates_gradients"});
+  const CsvInput st =
+      CsvInput::read(dir + "/staleness.csv", {"value", "staleness_gradients", "missed_updates_gradients"});
   const size_t st_value = st.column("value"), st_clock = st.column("staleness_gradients"),
                st_missed = st.column("missed_updates_gradients");
   int64_t clock_total = 0, missed_total = 0;
@@ -289,8 +292,8 @@ ComparedRun read_compared_run(const std::string& dir) {
   if (clock_total == 0 || missed_total == 0)
     throw IoError(fmt::format("{}: counts no gradient: no distribution to compare", escaped(st.path())));
 
-  const CsvInput mp = CsvInput::read(dir + "/metrics.csv", {"virtual_time_s", "server_version", "test_loss",
-                                                            "test_accuracy"});
+  const CsvInput mp = CsvInput::read(dir + "/metrics.csv",
+                                     {"virtual_time_s", "server_version", "test_loss", "test_accuracy"});
   const size_t m_time = mp.column("virtual_time_s"), m_version = mp.column("server_version"),
                m_loss = mp.column("test_loss"), m_acc = mp.column("test_accuracy");
   for (size_t i = 0; i < mp.rows(); ++i) {
@@ -365,8 +368,8 @@ json compare_runs(const ComparedRun& a, const std::vector<ComparedRun>& b) {
   for (const auto& r : b) index_b.push_back(worker_index(r));
   for (const auto& r : b)
     if (r.workers.size() != a.workers.size())
-      throw IoError(fmt::format("{} has {} workers and {} has {}: compare runs of one cluster", escaped(a.dir),
-                                a.workers.size(), escaped(r.dir), r.workers.size()));
+      throw IoError(fmt::format("{} has {} workers and {} has {}: compare runs of one cluster",
+                                escaped(a.dir), a.workers.size(), escaped(r.dir), r.workers.size()));
   json out;
   out["run_a"] = {{"dir", a.dir}, {"real", a.real}, {"end_s", a.end_s}};
   out["runs_b"] = json::array();
@@ -487,9 +490,9 @@ std::string compare_table(const json& c) {
     if (s["runs"].get<int64_t>() < 2) return num(s["mean"]);
     return fmt::format("{} ± {}", num(s["mean"]), num(s["sd"], "{:.2g}"));
   };
-  std::string out =
-      fmt::format("A: {}\nB: {} run(s); equal time t = {:.4g} s\n\n", escaped(c["run_a"]["dir"].get<std::string>()),
-                  c["runs_b"].size(), c["equal_time_s"].get<double>());
+  std::string out = fmt::format("A: {}\nB: {} run(s); equal time t = {:.4g} s\n\n",
+                                escaped(c["run_a"]["dir"].get<std::string>()), c["runs_b"].size(),
+                                c["equal_time_s"].get<double>());
   out += "| figure | A | B (mean ± sd) | error |\n|---|---|---|---|\n";
   const json& o = c["overall"];
   const json& sp = o["spread"];

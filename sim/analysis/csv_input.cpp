@@ -55,7 +55,8 @@ std::vector<CsvRow> split_csv(std::string_view text, const std::string& path) {
       cell += c;
     }
   }
-  if (quoted) throw IoError(fmt::format("{}: line {}: a quote opened here is never closed", escaped(path), quote_line));
+  if (quoted)
+    throw IoError(fmt::format("{}: line {}: a quote opened here is never closed", escaped(path), quote_line));
   if (any || !cell.empty() || !row.cells.empty()) {
     row.cells.push_back(std::move(cell));
     rows.push_back(std::move(row));
@@ -89,14 +90,15 @@ CsvInput CsvInput::parse(const std::string& path, std::string_view text,
       throw IoError(fmt::format("{}: line 1: the column '{}' is named twice", escaped(path), escaped(name)));
   for (const auto& r : rows) {
     if (r.cells == in.header_)
-      throw IoError(fmt::format("{}: line {} repeats the header: two files joined into one?", escaped(path), r.line));
+      throw IoError(
+          fmt::format("{}: line {} repeats the header: two files joined into one?", escaped(path), r.line));
     if (r.cells.size() != in.header_.size())
-      throw IoError(fmt::format("{}: line {}: {} cells, the header has {}", escaped(path), r.line, r.cells.size(),
-                                in.header_.size()));
+      throw IoError(fmt::format("{}: line {}: {} cells, the header has {}", escaped(path), r.line,
+                                r.cells.size(), in.header_.size()));
   }
   if (rows.size() < min_rows)
-    throw IoError(fmt::format("{}: {} rows after the header, expected at least {}", escaped(path), rows.size(),
-                              min_rows));
+    throw IoError(fmt::format("{}: {} rows after the header, expected at least {}", escaped(path),
+                              rows.size(), min_rows));
   in.rows_ = std::move(rows);
   return in;
 }
@@ -117,7 +119,8 @@ void CsvInput::fail(size_t row, size_t column, const std::string& what) const {
                             escaped(header_[column]), what));
 }
 
-std::optional<double> CsvInput::number(size_t row, size_t column, double min, double max, bool empty_ok) const {
+std::optional<double> CsvInput::number(size_t row, size_t column, double min, double max,
+                                       bool empty_ok) const {
   const std::string& s = cell(row, column);
   if (s.empty() && empty_ok) return std::nullopt;
   double v = 0;

@@ -52,7 +52,8 @@ class CsvInput {
   std::optional<double> number(size_t row, size_t column, double min = std::numeric_limits<double>::lowest(),
                                double max = std::numeric_limits<double>::max(), bool empty_ok = false) const;
   // The cell as an integer in [min, max].
-  int64_t integer(size_t row, size_t column, int64_t min, int64_t max = std::numeric_limits<int64_t>::max()) const;
+  int64_t integer(size_t row, size_t column, int64_t min,
+                  int64_t max = std::numeric_limits<int64_t>::max()) const;
   // An IoError at the cell: "PATH: line L, column C (NAME): WHAT".
   [[noreturn]] void fail(size_t row, size_t column, const std::string& what) const;
 

@@ -15,11 +15,20 @@ std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -46,7 +55,8 @@ std::string cell(const json& summary, const char* ptr, const char* f = "{:.4g}")
 // "SSP (staleness 3)": the type in capitals and the policy's numeric fields, as resolved.
 std::string policy_words(const json& p) {
   std::string upper;
-  for (char c : p.value("type", std::string("?"))) upper += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  for (char c : p.value("type", std::string("?")))
+    upper += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
   std::string fields;
   for (const auto& [key, value] : p.items())
     if (value.is_number()) fields += fmt::format("{}{} {}", fields.empty() ? "" : ", ", key, text_of(value));
@@ -61,7 +71,8 @@ std::string base64(const std::string& bytes) {
   out.reserve((bytes.size() + 2) / 3 * 4);
   size_t i = 0;
   for (; i + 2 < bytes.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8) |
+    const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) |
+                       (static_cast<unsigned char>(bytes[i + 1]) << 8) |
                        static_cast<unsigned char>(bytes[i + 2]);
     out += kAlphabet[(v >> 18) & 63];
     out += kAlphabet[(v >> 12) & 63];
@@ -120,14 +131,16 @@ std::string scenario_in_words(const json& s) {
     parts.push_back(model);
   }
   std::vector<std::string> stops;
-  if (const json* t = at(s, "/stop/virtual_time_s")) stops.push_back(fmt::format("{} s of virtual time", text_of(*t)));
+  if (const json* t = at(s, "/stop/virtual_time_s"))
+    stops.push_back(fmt::format("{} s of virtual time", text_of(*t)));
   if (const json* u = at(s, "/stop/max_updates")) stops.push_back(fmt::format("{} updates", text_of(*u)));
   if (!stops.empty()) {
     std::string stop = "stops at " + stops[0];
     for (size_t i = 1; i < stops.size(); ++i) stop += " or " + stops[i];
     parts.push_back(stop);
   }
-  if (const json* t = at(s, "/stop/target_accuracy")) parts.push_back(fmt::format("target test accuracy {}", text_of(*t)));
+  if (const json* t = at(s, "/stop/target_accuracy"))
+    parts.push_back(fmt::format("target test accuracy {}", text_of(*t)));
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
   return out;
@@ -156,9 +169,11 @@ pre { font-size: .8em; background: #f7f7f7; padding: .5em; overflow-x: auto; }
 <body>
 )";
   h += fmt::format("<h1>{}</h1>\n<p>stalesim report of ", escape(title));
-  for (size_t i = 0; i < inputs.size(); ++i) h += fmt::format("{}<code>{}</code>", i ? ", " : "", escape(inputs[i]));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    h += fmt::format("{}<code>{}</code>", i ? ", " : "", escape(inputs[i]));
   h += ". Virtual time throughout; every figure is also a PNG beside this page.</p>\n";
-  h += "<p><label><input type=\"checkbox\" id=\"logscale\"> staleness over time on a logarithmic axis</label></p>\n";
+  h += "<p><label><input type=\"checkbox\" id=\"logscale\"> staleness over time on a logarithmic "
+       "axis</label></p>\n";
   for (const auto& s : sections) {
     h += fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n", escape(s.id), escape(s.title));
     std::vector<std::string> words;
@@ -178,8 +193,10 @@ pre { font-size: .8em; background: #f7f7f7; padding: .5em; overflow-x: auto; }
       h += fmt::format("<li><b>{}</b>: {}.</li>\n", escape(r.label), escape(w));
       words.erase(it);
     }
-    h += "</ul>\n<h3>Comparison</h3>\n<table>\n<tr><th>run</th><th>seed</th><th>status</th><th>virtual time (s)</th>"
-         "<th>server updates</th><th>final test accuracy</th><th>time to target (s)</th><th>staleness mean</th>"
+    h += "</ul>\n<h3>Comparison</h3>\n<table>\n<tr><th>run</th><th>seed</th><th>status</th><th>virtual time "
+         "(s)</th>"
+         "<th>server updates</th><th>final test accuracy</th><th>time to target (s)</th><th>staleness "
+         "mean</th>"
          "<th>staleness max</th><th>missed updates mean</th><th>mean wait fraction</th></tr>\n";
     for (const auto& r : s.runs) {
       double wait = 0;
@@ -192,16 +209,19 @@ pre { font-size: .8em; background: #f7f7f7; padding: .5em; overflow-x: auto; }
           }
       const bool has_target = at(r.summary, "/manifest/scenario/stop/target_accuracy") != nullptr;
       h += fmt::format(
-          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</"
+          "td><td>{}</td>"
           "<td>{}</td><td>{}</td></tr>\n",
-          escape(r.label), escape(cell(r.summary, "/manifest/seed", "{:.0f}")), escape(cell(r.summary, "/status")),
-          escape(cell(r.summary, "/virtual_time_s")), escape(cell(r.summary, "/server_updates", "{:.0f}")),
+          escape(r.label), escape(cell(r.summary, "/manifest/seed", "{:.0f}")),
+          escape(cell(r.summary, "/status")), escape(cell(r.summary, "/virtual_time_s")),
+          escape(cell(r.summary, "/server_updates", "{:.0f}")),
           escape(cell(r.summary, "/final/test_accuracy")),
           escape(at(r.summary, "/time_to_target_s") ? cell(r.summary, "/time_to_target_s")
                  : has_target                       ? std::string("missed")
                                                     : std::string("no target")),
           escape(cell(r.summary, "/staleness/mean")), escape(cell(r.summary, "/staleness/max", "{:.0f}")),
-          escape(cell(r.summary, "/missed_updates/mean")), n ? fmt::format("{:.3f}", wait / static_cast<double>(n)) : "-");
+          escape(cell(r.summary, "/missed_updates/mean")),
+          n ? fmt::format("{:.3f}", wait / static_cast<double>(n)) : "-");
     }
     h += "</table>\n";
     if (!s.comparison.empty())
@@ -216,15 +236,21 @@ pre { font-size: .8em; background: #f7f7f7; padding: .5em; overflow-x: auto; }
           block += fmt::format(
               "<figure{}><img class=\"{}\" src=\"data:image/png;base64,{}\" alt=\"{}\"><figcaption>{} "
               "<a href=\"{}\">{}</a></figcaption></figure>\n",
-              cls, escape(f.kind), base64(f.png), escape(f.caption), escape(f.caption), escape(f.file), escape(f.file));
+              cls, escape(f.kind), base64(f.png), escape(f.caption), escape(f.caption), escape(f.file),
+              escape(f.file));
         }
-      if (!block.empty()) h += fmt::format("<h3>{}</h3>\n<div class=\"{}\">\n{}</div>\n", heading, div_class, block);
+      if (!block.empty())
+        h += fmt::format("<h3>{}</h3>\n<div class=\"{}\">\n{}</div>\n", heading, div_class, block);
     };
-    figures("Timelines", [](const std::string& k) { return k == "timeline"; }, "timelines");
-    figures("Staleness", [](const std::string& k) { return k == "staleness"; }, "staleness");
-    figures("Staleness over time", [](const std::string& k) { return k.rfind("staleness-time", 0) == 0; },
-            "staleness-time");
-    figures("Accuracy", [](const std::string& k) { return k == "accuracy"; }, "accuracy");
+    figures(
+        "Timelines", [](const std::string& k) { return k == "timeline"; }, "timelines");
+    figures(
+        "Staleness", [](const std::string& k) { return k == "staleness"; }, "staleness");
+    figures(
+        "Staleness over time", [](const std::string& k) { return k.rfind("staleness-time", 0) == 0; },
+        "staleness-time");
+    figures(
+        "Accuracy", [](const std::string& k) { return k == "accuracy"; }, "accuracy");
     h += "</section>\n";
   }
   h += R"(<pre id="selfcheck"></pre>

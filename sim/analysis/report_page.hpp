@@ -19,10 +19,10 @@
 namespace stalesim {
 
 struct ReportFigure {
-  std::string file;     // beside the page
-  std::string kind;     // timeline, staleness, staleness-time, staleness-time-log, accuracy
+  std::string file;  // beside the page
+  std::string kind;  // timeline, staleness, staleness-time, staleness-time-log, accuracy
   std::string caption;
-  std::string png;      // the file's bytes
+  std::string png;  // the file's bytes
 };
 
 struct ReportRun {

@@ -163,11 +163,13 @@ std::vector<std::string> dataset_changes(const json& manifest) {
     const json& f = files[i];
     // Each entry checked before use: a forged manifest is bad input naming the entry.
     if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("bytes") ||
-        !f["bytes"].is_number_integer() || (!f["bytes"].is_number_unsigned() && f["bytes"].get<int64_t>() < 0) ||
-        !f.contains("xxh64") || !f["xxh64"].is_string())
-      throw IoError(fmt::format("/manifest/datasets/{}: expected {{\"path\": string, \"bytes\": integer >= 0, "
-                                "\"xxh64\": string}}, got {}",
-                                i, escaped(f.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 80))));
+        !f["bytes"].is_number_integer() ||
+        (!f["bytes"].is_number_unsigned() && f["bytes"].get<int64_t>() < 0) || !f.contains("xxh64") ||
+        !f["xxh64"].is_string())
+      throw IoError(
+          fmt::format("/manifest/datasets/{}: expected {{\"path\": string, \"bytes\": integer >= 0, "
+                      "\"xxh64\": string}}, got {}",
+                      i, escaped(f.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 80))));
     const std::string path = f["path"].get<std::string>();
     const uint64_t bytes = f["bytes"].get<uint64_t>();
     const std::string xxh = f["xxh64"].get<std::string>();
@@ -211,10 +213,11 @@ Reproduction prepare_reproduction(const std::string& path) {
   // A real run (stalesim real) measured wall-clock times on real processes: no rerun gives its
   // bytes again, so it is not compared byte for byte but said so.
   if (r.summary["manifest"].is_object() && r.summary["manifest"].contains("real"))
-    throw IoError(fmt::format("{}: a real run (stalesim real): its times were measured, so it is not "
-                              "bit-reproducible; compare it with a simulation or another real run of the "
-                              "scenario: stalesim compare RUN_A RUN_B",
-                              escaped(r.summary_path)));
+    throw IoError(
+        fmt::format("{}: a real run (stalesim real): its times were measured, so it is not "
+                    "bit-reproducible; compare it with a simulation or another real run of the "
+                    "scenario: stalesim compare RUN_A RUN_B",
+                    escaped(r.summary_path)));
   const json status = r.summary.value("status", json());
   if (status.is_string() && enum_from_name<RunStatus>(status.get<std::string>()) == RunStatus::kInterrupted)
     throw IoError(

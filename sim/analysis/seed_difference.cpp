@@ -28,7 +28,8 @@ double betainc(double a, double b, double x) {
   if (x >= 1) return 1.0;
   if (x > (a + 1) / (a + b + 2)) return 1.0 - betainc(b, a, 1.0 - x);
   const double front =
-      std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x)) / a;
+      std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x)) /
+      a;
   const double tiny = 1e-300;
   double c = 1.0, d = 1.0 - (a + b) * x / (a + 1);
   d = 1.0 / (std::abs(d) > tiny ? d : tiny);
@@ -75,7 +76,8 @@ SeedDifference seed_difference(const std::vector<double>& a, const std::vector<d
     const double sa = sd_of(a), sb = sd_of(b);
     const double va = sa * sa / static_cast<double>(a.size()), vb = sb * sb / static_cast<double>(b.size());
     s.se = std::sqrt(va + vb);
-    const double den = va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1);
+    const double den =
+        va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1);
     if (den > 0) s.df = (va + vb) * (va + vb) / den;
   }
   s.verdict = difference_verdict(s.d, s.se, s.df);

@@ -26,10 +26,10 @@ namespace stalesim {
 struct SeedDifference {
   size_t n_a = 0, n_b = 0;
   double mean_a = 0, mean_b = 0;
-  double d = 0;               // mean_a - mean_b
-  std::optional<double> se;   // none when n_a < 2 or n_b < 2
-  std::optional<double> df;   // Welch's degrees of freedom; none without se or where se is 0
-  std::string verdict;        // "A higher", "A lower" or "inconclusive"
+  double d = 0;              // mean_a - mean_b
+  std::optional<double> se;  // none when n_a < 2 or n_b < 2
+  std::optional<double> df;  // Welch's degrees of freedom; none without se or where se is 0
+  std::string verdict;       // "A higher", "A lower" or "inconclusive"
 };
 
 // The rule's one-sided level: P(Z > 2) for a standard normal Z.

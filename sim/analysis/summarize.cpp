@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -33,9 +33,10 @@ std::string sweep_folder_problem(const std::filesystem::path& dir, const std::st
   std::error_code ec;
   if (folder.empty() || folder.find('/') != std::string::npos || folder.find('\0') != std::string::npos ||
       folder.starts_with("."))
-    return fmt::format("folder '{}' is not a folder of this sweep (a row names a folder directly inside the "
-                       "sweep folder)",
-                       escaped(folder));
+    return fmt::format(
+        "folder '{}' is not a folder of this sweep (a row names a folder directly inside the "
+        "sweep folder)",
+        escaped(folder));
   const auto type = fs::symlink_status(dir / folder, ec).type();
   if (type != fs::file_type::directory)
     return fmt::format("folder '{}' is not a folder of this sweep ({})", escaped(folder),
@@ -150,8 +151,9 @@ std::optional<double> target_of(const fs::path& folder) {
   if (!j->contains(ptr) || j->at(ptr).is_null()) return std::nullopt;
   const auto& v = j->at(ptr);
   if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || v.get<double>() > 1)
-    throw IoError(fmt::format("{}: /manifest/scenario/stop/target_accuracy: expected a number in [0, 1], got {}",
-                              escaped(p.string()), escaped(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))));
+    throw IoError(fmt::format(
+        "{}: /manifest/scenario/stop/target_accuracy: expected a number in [0, 1], got {}",
+        escaped(p.string()), escaped(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))));
   return v.get<double>();
 }
 
@@ -182,13 +184,15 @@ SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
   for (size_t i = 0; i < in.rows(); ++i) {
     std::vector<std::string> row = in.cells(i);
     const std::optional<SweepStatus> status = enum_from_name<SweepStatus>(row[t.status_col]);
-    if (!status) in.fail(i, t.status_col, fmt::format("expected a sweep status, got '{}'", escaped(row[t.status_col])));
+    if (!status)
+      in.fail(i, t.status_col, fmt::format("expected a sweep status, got '{}'", escaped(row[t.status_col])));
     const std::string& seed = row[t.seed_col];
     if (seed.empty() || seed.size() > 20 || seed.find_first_not_of("0123456789") != std::string::npos)
       in.fail(i, t.seed_col, fmt::format("expected an integer >= 0, got '{}'", escaped(seed)));
     const std::vector<std::string> point(row.begin(), row.begin() + static_cast<long>(t.seed_col) + 1);
     if (const auto [it, fresh] = points.emplace(point, i); !fresh)
-      in.fail(i, t.seed_col, fmt::format("repeats the point of line {} (the same values and seed)", in.line(it->second)));
+      in.fail(i, t.seed_col,
+              fmt::format("repeats the point of line {} (the same values and seed)", in.line(it->second)));
     const std::vector<std::string> key(row.begin(), row.begin() + static_cast<long>(t.seed_col));
     auto [it, fresh] = index.emplace(key, t.keys.size());
     if (fresh) {
@@ -200,13 +204,15 @@ SweepRows read_sweep_rows(const std::string& dir, const fs::path& root) {
     t.members[it->second].push_back(r);
     if (!t.ok(r)) continue;
     const std::string& folder = t.rows[r][t.folder_col];
-    if (const std::string why = sweep_folder_problem(root, folder); !why.empty()) in.fail(i, t.folder_col, why);
+    if (const std::string why = sweep_folder_problem(root, folder); !why.empty())
+      in.fail(i, t.folder_col, why);
     const auto [seen, first] = folder_of_group.emplace(std::pair{it->second, folder}, i);
     if (!first)
-      in.fail(i, t.folder_col,
-              fmt::format("names the folder of line {}, another seed of the same point: one run cannot have two "
-                          "seeds",
-                          in.line(seen->second)));
+      in.fail(
+          i, t.folder_col,
+          fmt::format("names the folder of line {}, another seed of the same point: one run cannot have two "
+                      "seeds",
+                      in.line(seen->second)));
     for (const char* m : kMetrics)
       in.number(i, t.col(m), std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max(),
                 /*empty_ok=*/true);
@@ -332,8 +338,9 @@ void write_curves_csv(const fs::path& root, const SweepRows& t, SweepSummary& ou
         for (size_t c = 1; c < in.header().size(); ++c) {
           const std::string& cell = in.cell(i, c);
           if (diverged && (cell == "nan" || cell == "-nan" || cell == "inf" || cell == "-inf")) continue;
-          if (auto x = in.number(i, c, std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max(),
-                                 /*empty_ok=*/true))
+          if (auto x =
+                  in.number(i, c, std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max(),
+                            /*empty_ok=*/true))
             slot.second[in.header()[c]].push_back(*x);
         }
       }
@@ -474,12 +481,13 @@ SweepComparison compare_sweep(const std::string& dir, const std::string& key, co
                               const std::string& b) {
   const fs::path root(dir);
   const SweepRows t = read_sweep_rows(dir, root);
-  const std::vector<std::string> group_columns(t.rows[0].begin(), t.rows[0].begin() + static_cast<long>(t.seed_col));
+  const std::vector<std::string> group_columns(t.rows[0].begin(),
+                                               t.rows[0].begin() + static_cast<long>(t.seed_col));
   const auto kc = std::find(group_columns.begin(), group_columns.end(), key);
   if (kc == group_columns.end())
-    throw IoError(fmt::format("{}: --compare {}={},{}: no column '{}' to compare by (the sweep's columns: {})",
-                              t.csv_path.string(), key, a, b, key,
-                              group_columns.empty() ? std::string("none") : join(group_columns, ", ")));
+    throw IoError(fmt::format(
+        "{}: --compare {}={},{}: no column '{}' to compare by (the sweep's columns: {})", t.csv_path.string(),
+        key, a, b, key, group_columns.empty() ? std::string("none") : join(group_columns, ", ")));
   const size_t k = static_cast<size_t>(kc - group_columns.begin());
   std::vector<std::string> values;
   for (const auto& g : t.keys)
@@ -535,7 +543,8 @@ SweepComparison compare_sweep(const std::string& dir, const std::string& key, co
       };
       if (va.empty() || vb.empty()) {
         m["verdict"] = nullptr;
-        table.push_back({metric, cell(va, sa.missed), cell(vb, sb.missed), "-", "-", "no values on one side"});
+        table.push_back(
+            {metric, cell(va, sa.missed), cell(vb, sb.missed), "-", "-", "no values on one side"});
       } else {
         const SeedDifference d = seed_difference(va, vb);
         m["mean_a"] = d.mean_a;
@@ -559,9 +568,9 @@ SweepComparison compare_sweep(const std::string& dir, const std::string& key, co
     out.json["contexts"].push_back({{"context", context}, {"metrics", metrics}});
   }
   if (compared == 0)
-    throw IoError(fmt::format("{}: --compare {}={},{}: no points of {} and {} agree in every other column ({})",
-                              t.csv_path.string(), key, a, b, a, b,
-                              join(group_columns, ", ")));
+    throw IoError(
+        fmt::format("{}: --compare {}={},{}: no points of {} and {} agree in every other column ({})",
+                    t.csv_path.string(), key, a, b, a, b, join(group_columns, ", ")));
   std::vector<size_t> width(6, 0);
   const auto display = [](const std::string& s) {
     size_t n = 0;
@@ -587,7 +596,8 @@ SweepComparison compare_sweep(const std::string& dir, const std::string& key, co
   out.table +=
       "A - B: the difference of the means over seeds; SE: its standard error (unpaired); verdict: beyond the "
       "rule's level\neither way (Welch's t, one-sided 0.0228: two SE in large samples) or inconclusive (the "
-      "paper claims' rule,\nsim/analysis/seed_difference.hpp). time_to_target_s counts each miss at its run's "
+      "paper claims' rule,\nsim/analysis/seed_difference.hpp). time_to_target_s counts each miss at its "
+      "run's "
       "end.\n";
   return out;
 }

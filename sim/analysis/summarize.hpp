@@ -44,7 +44,8 @@ SweepSummary summarize_sweep(const std::string& dir);
 // updates and final test accuracy; the difference of the means over seeds, its standard error and
 // the verdict of sim/analysis/seed_difference.hpp. `json`: {"key", "a", "b", "contexts": [{"context":
 // {column: value}, "metrics": [{"metric", "n_a", "n_b", "mean_a", "mean_b", "d", "se" (null: a side
-// with fewer than 2 seeds), "df" (Welch's; null without se or where se is 0), "verdict", "missed_a", "missed_b" (time to target only)}]}]}.
+// with fewer than 2 seeds), "df" (Welch's; null without se or where se is 0), "verdict", "missed_a",
+// "missed_b" (time to target only)}]}]}.
 struct SweepComparison {
   std::string table;  // for the terminal
   nlohmann::json json;

@@ -163,7 +163,8 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan, const Run
 
   double server = 1;  // the update buffer
   server += policy.server_vectors;
-  if (s.optimizer.momentum > 0 || s.optimizer.momentum_step == MomentumStep::kPerClock) server += 1;  // velocity
+  if (s.optimizer.momentum > 0 || s.optimizer.momentum_step == MomentumStep::kPerClock)
+    server += 1;                                                          // velocity
   if (s.optimizer.momentum_step == MomentumStep::kPerClock) server += 2;  // the clock's sum and start
   // DC-ASGD's backups per worker (server_vectors_per_worker) are the versions the workers hold,
   // counted in the snapshots, not copies.
@@ -191,7 +192,8 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan, const Run
     const double racks = rack_count(s);
     e.topology_bytes = (racks * net.racks.hosts_per_rack + racks) * kRacksLinkBytes;
   } else if (net.topology == TopologyKind::kGraph) {
-    e.topology_bytes = static_cast<double>(net.graph.nodes.size() + net.graph.links.size()) * kGraphElementBytes;
+    e.topology_bytes =
+        static_cast<double>(net.graph.nodes.size() + net.graph.links.size()) * kGraphElementBytes;
   }
   return e;
 }

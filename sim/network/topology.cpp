@@ -202,9 +202,8 @@ std::vector<int32_t> Topology::route(int32_t from, int32_t to) const {
     }
   }
   if (via[static_cast<size_t>(dst)] == -1)
-    throw TopologyError{
-        "", fmt::format("no route of links from host '{}' to host '{}'", escaped(host_name(from)),
-                        escaped(host_name(to)))};
+    throw TopologyError{"", fmt::format("no route of links from host '{}' to host '{}'",
+                                        escaped(host_name(from)), escaped(host_name(to)))};
   std::vector<int32_t> r;
   for (int32_t n = dst; n != src;) {
     const int32_t ch = via[static_cast<size_t>(n)];

@@ -73,10 +73,12 @@ std::string TopologyNetwork::links_csv(SimTime end) const {
     const int32_t from = ch % 2 == 0 ? l.a : l.b;
     const int32_t to = ch % 2 == 0 ? l.b : l.a;
     const int64_t busy = st.busy_ns + (st.active > 0 ? end.ns() - st.since_ns : 0);
-    out += fmt::format(
-        "{},{},{},{:g},{},{:.9f},{:.6f},{}\n", ch / 2, csv_escape(topo_.nodes[static_cast<size_t>(from)].name),
-        csv_escape(topo_.nodes[static_cast<size_t>(to)].name), l.gbps, st.bytes, static_cast<double>(busy) * 1e-9,
-        end.ns() > 0 ? static_cast<double>(busy) / static_cast<double>(end.ns()) : 0.0, st.peak);
+    out +=
+        fmt::format("{},{},{},{:g},{},{:.9f},{:.6f},{}\n", ch / 2,
+                    csv_escape(topo_.nodes[static_cast<size_t>(from)].name),
+                    csv_escape(topo_.nodes[static_cast<size_t>(to)].name), l.gbps, st.bytes,
+                    static_cast<double>(busy) * 1e-9,
+                    end.ns() > 0 ? static_cast<double>(busy) / static_cast<double>(end.ns()) : 0.0, st.peak);
   }
   return out;
 }

@@ -23,7 +23,8 @@ namespace stalesim {
 class IoError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
-  IoError(const std::string& what, bool write_failed) : std::runtime_error(what), write_failed_(write_failed) {}
+  IoError(const std::string& what, bool write_failed)
+      : std::runtime_error(what), write_failed_(write_failed) {}
   bool write_failed() const { return write_failed_; }
 
  private:

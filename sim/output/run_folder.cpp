@@ -408,7 +408,8 @@ void clean_stale_temporaries(const fs::path& parent, const std::string& name) {
 void write_text_file(const fs::path& path, std::string_view contents) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw IoError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)), storage_failed(errno));
+    throw IoError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)),
+                  storage_failed(errno));
   const char* p = contents.data();
   size_t left = contents.size();
   while (left > 0) {

@@ -37,8 +37,8 @@ inline constexpr std::string_view kReportManifest = "report.json";
 
 // Every file a sweep folder may hold besides its run folders: the manifest, the table, and what
 // `stalesim summarize` writes there.
-inline constexpr std::array<std::string_view, 4> kSweepFiles = {"sweep.json", "sweep.csv", "sweep-summary.csv",
-                                                                "curves.csv"};
+inline constexpr std::array<std::string_view, 4> kSweepFiles = {"sweep.json", "sweep.csv",
+                                                                "sweep-summary.csv", "curves.csv"};
 
 // The files our plot scripts wrote into the run or sweep folder `dir`, as its plots.list records
 // them (plots/stalesim_runs.py), one bare file name a line; empty when there is none.

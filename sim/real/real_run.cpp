@@ -81,10 +81,10 @@ std::string real_local_refusal(const Scenario& s, int cpus, std::optional<double
   const std::string takes =
       fmt::format("a real run of this scenario takes {} MPI ranks ({} server shard{} + {} workers)", ranks,
                   s.cluster.servers, s.cluster.servers == 1 ? "" : "s", s.cluster.worker_count());
-  const std::string cluster =
-      fmt::format("or start the ranks on a cluster with your own mpirun and hostfile ('mpirun -n {} "
-                  "--hostfile HOSTS stalesim real ...'); nothing was started",
-                  ranks);
+  const std::string cluster = fmt::format(
+      "or start the ranks on a cluster with your own mpirun and hostfile ('mpirun -n {} "
+      "--hostfile HOSTS stalesim real ...'); nothing was started",
+      ranks);
   const int64_t slots = int64_t{std::max(cpus, 1)} * kRealRanksPerCpu;
   if (ranks > slots)
     return fmt::format(

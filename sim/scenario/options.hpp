@@ -48,7 +48,8 @@ STALESIM_ENUM_NAMES(Backend, {Backend::kCpu, "cpu"}, {Backend::kCuda, "cuda"})
 
 // optimizer.momentum_step: when the server takes its momentum step (sim/rules/server_optimizer.hpp).
 enum class MomentumStep { kPerPush, kPerClock };
-STALESIM_ENUM_NAMES(MomentumStep, {MomentumStep::kPerPush, "per_push"}, {MomentumStep::kPerClock, "per_clock"})
+STALESIM_ENUM_NAMES(MomentumStep, {MomentumStep::kPerPush, "per_push"},
+                    {MomentumStep::kPerClock, "per_clock"})
 
 // compute.timing: what times an iteration.
 enum class Timing { kModelled, kMeasured };

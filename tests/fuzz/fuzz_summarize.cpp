@@ -33,7 +33,8 @@ const fs::path& folder() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto parts = stalesim::fuzz::parts_of(std::string_view(reinterpret_cast<const char*>(data), size), 3);
-  const fs::path files[] = {folder() / "sweep.csv", folder() / "p" / "metrics.csv", folder() / "p" / "summary.json"};
+  const fs::path files[] = {folder() / "sweep.csv", folder() / "p" / "metrics.csv",
+                            folder() / "p" / "summary.json"};
   for (size_t i = 0; i < 3; ++i) {
     std::error_code ec;
     fs::remove(files[i], ec);
