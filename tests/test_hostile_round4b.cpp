@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/estimate/memory_estimate.hpp"
+#include "sim/estimate/real_limits.hpp"
 #include "sim/output/outputs.hpp"
 #include "sim/output/run_folder.hpp"
 #include "sim/real/real_run.hpp"

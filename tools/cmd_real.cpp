@@ -19,6 +19,7 @@
 
 #include "models/dataset.hpp"
 #include "sim/estimate/memory_estimate.hpp"
+#include "sim/estimate/real_limits.hpp"
 #include "sim/real/real_run.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
 #include "tools/cli.hpp"

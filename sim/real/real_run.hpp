@@ -86,23 +86,6 @@ std::string real_refusal(const Scenario& s, bool emulated = true);
 // Ranks a real run of `s` takes: one per server shard (cluster.servers) and one per worker.
 int real_ranks(const Scenario& s);
 
-// `stalesim real` alone starts every rank on this machine, with --oversubscribe (the ranks sleep
-// between polls): at most kRealRanksPerCpu ranks per logical CPU this process may use.
-inline constexpr int kRealRanksPerCpu = 16;
-// What one rank holds besides its simulator core (OpenMPI's library and shared-memory buffers):
-// measured, 18 MiB peak per rank of scenarios/real/two-workers.json against 9 MiB for its
-// simulation (OpenMPI 4.1, issue 46).
-inline constexpr double kRealRankMpiBytes = 10.0 * 1024 * 1024;
-// The memory of one rank of a real run of `s`: each rank loads the data and builds the simulator's
-// worker core (estimate_memory, one thread, sim/estimate/memory_estimate.hpp) plus its MPI share.
-double real_rank_bytes(const Scenario& s);
-// Why `stalesim real` alone cannot start `s` on this machine of `cpus` logical CPUs with
-// `memory_limit` bytes (nullopt: unknown, not checked): more ranks than kRealRanksPerCpu x cpus,
-// or real_rank_bytes x ranks past the limit (`limit_source` names where the limit comes from). ""
-// when it can.
-std::string real_local_refusal(const Scenario& s, int cpus, std::optional<double> memory_limit,
-                               const std::string& limit_source);
-
 struct RealOptions {
   bool emulated = true;    // pad compute and messages to the scenario (see above); false: measured
   double watchdog_s = 60;  // the longest the server waits on a silent worker before it aborts
