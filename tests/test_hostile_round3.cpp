@@ -755,3 +755,22 @@ TEST_CASE("an empty writable folder inside an unwritable parent is accepted and 
   CHECK_FALSE(fs::exists(s.path / "locked" / "new"));
   fs::permissions(s.path / "locked", fs::perms::owner_all);
 }
+
+TEST_CASE("check_layers reads every enum's names table: an option that becomes an enum is covered at once") {
+  // Issue 47 point 6: the names compared as strings outside the loader come from the hand list and
+  // from every STALESIM_ENUM_NAMES table, so a new enum's values need no edit of the script.
+  Scratch s("layers-enum");
+  for (const char* d : {"sim", "models", "base", "tools"}) fs::create_directories(s.path / d);
+  s.write("sim/options.hpp",
+          "enum class Zq { kAlpha, kBeta };\nSTALESIM_ENUM_NAMES(Zq, {Zq::kAlpha, \"zq-alpha\"}, {Zq::kBeta, "
+          "\"zq-beta\"})\n");
+  const std::string script = std::string(STALESIM_SOURCE_DIR) + "/tests/layers/check_layers.sh";
+  const auto status = [&] {
+    return WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >/dev/null 2>&1").c_str()));
+  };
+  CHECK(status() == 0);
+  s.write("sim/uses.cpp", "bool f(const std::string& v) { return v == \"zq-beta\"; }\n");
+  CHECK(status() == 1);
+  s.write("sim/uses.cpp", "bool f(Zq v) { return v == Zq::kBeta; }\n");
+  CHECK(status() == 0);
+}
