@@ -1400,10 +1400,11 @@ def check_quotes(papers=PAPERS):
         return None
     text = " ".join(" ".join(open(os.path.join(papers, f), encoding="utf-8").read().split())
                     for f in sorted(os.listdir(papers)) if f.endswith(".txt"))
-    for c in load_protocol()["claims"]:
+    claims_ = load_protocol()["claims"]
+    for c in claims_:
         if "quote" in c and " ".join(c["quote"].split()) not in text:
             return f"{PROTOCOL}: claim '{c['id']}': its quote is not in the papers' text ({os.path.normpath(papers)})"
-    n = sum("quote" in c for c in load_protocol()["claims"])
+    n = sum("quote" in c for c in claims_)
     print(f"papers_claims.py: {n} quotes found verbatim in {os.path.normpath(papers)}")
     return None
 

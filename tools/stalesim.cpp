@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   } catch (const IoError& e) {
     fmt::print(stderr, "stalesim: {}\n", e.what());
     if (e.write_failed()) return kExitFailed;  // a full disk: the request was fine, the write failed
-  } catch (const TimeRangeError& e) {  // a duration past int64 nanoseconds: bad input
+  } catch (const TimeRangeError& e) {          // a duration past int64 nanoseconds: bad input
     fmt::print(stderr, "stalesim: {}\n", e.what());
   } catch (const DeviceError& e) {  // no GPU, or a build without CUDA
     fmt::print(stderr, "stalesim: {}\n", e.what());

@@ -56,8 +56,8 @@ struct MemoryEstimate {
   double worker_bytes = 0;
   double server_bytes = 0;
   double gradient_bytes = 0;
-  double scratch_bytes = 0;  // the model instances' scratch (models/model.hpp model_scratch_bytes)
-  double process_bytes = 0;  // the binary, its libraries and the allocator: a measured constant
+  double scratch_bytes = 0;   // the model instances' scratch (models/model.hpp model_scratch_bytes)
+  double process_bytes = 0;   // the binary, its libraries and the allocator: a measured constant
   double topology_bytes = 0;  // racks and graphs: nodes, links, routes, flow state
   double total() const {
     return process_bytes + dataset_bytes + snapshot_bytes + worker_bytes + server_bytes + gradient_bytes +
