@@ -396,11 +396,15 @@ TEST_CASE("a worker rank that hangs: the watchdog writes what was measured and e
 
 namespace {
 
-// Starts `stalesim real ARGS` in the background, sends it `sig` after `after_s` seconds, waits
-// for it; the shell's status for it (128 + N: ended by signal N).
-int run_and_signal(const std::string& args, const char* sig, double after_s) {
-  const std::string cmd = std::string("cd '") + STALESIM_SOURCE_DIR + "' && { '" + STALESIM_BINARY +
-                          "' real " + args + " >/dev/null 2>&1 </dev/null & p=$!; sleep " +
+// Starts `stalesim real ARGS` in the background, waits until rank 0 says the run has started
+// (its "the run starts" line on stderr; at most 120 s: mpirun's start takes 1-10 s, more on a
+// loaded machine), sends it `sig` `after_s` seconds later, and waits for it; the shell's status for
+// it (128 + N: ended by signal N). `err` holds its stderr.
+int run_and_signal(const std::string& args, const char* sig, double after_s, const fs::path& err) {
+  const std::string e = err.string();
+  const std::string cmd = std::string("cd '") + STALESIM_SOURCE_DIR + "' && { '" + STALESIM_BINARY + "' real " +
+                          args + " >/dev/null 2>'" + e + "' </dev/null & p=$!; i=0; while [ $i -lt 1200 ] && " +
+                          "! grep -q 'the run starts' '" + e + "'; do sleep 0.1; i=$((i+1)); done; sleep " +
                           std::to_string(after_s) + "; kill -" + sig + " $p; wait $p; exit $?; }";
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -420,8 +424,9 @@ bool gone_within(const std::string& marker, int seconds) {
 TEST_CASE("Ctrl-C of stalesim real: exit 130, what was measured written, no rank left behind") {
   Scratch t("sigint", "real");
   const std::string out = (t.path / "r").string();
-  // The run would last 6 s; SIGINT comes after 2.5 (mpirun's start and about 1.5 s of the run).
-  CHECK(run_and_signal("scenarios/real/two-workers.json --quiet --out " + out, "INT", 2.5) == 130);
+  // The run would last 6 s; SIGINT comes 1.5 s after it started.
+  CHECK(run_and_signal("scenarios/real/two-workers.json --out " + out, "INT", 1.5, t.path / "err") == 130);
+  INFO(slurp(t.path / "err"));
   CHECK(gone_within(out, 10));
   REQUIRE(fs::exists(t.path / "r" / "summary.json"));
   CHECK_FALSE(fs::exists(t.path / "r" / "done"));
@@ -433,7 +438,8 @@ TEST_CASE("Ctrl-C of stalesim real: exit 130, what was measured written, no rank
 TEST_CASE("SIGKILL of stalesim real (the launcher): mpirun and every rank end with it") {
   Scratch t("sigkill", "real");
   const std::string out = (t.path / "r").string();
-  CHECK(run_and_signal("scenarios/real/two-workers.json --quiet --out " + out, "KILL", 2.5) == 128 + SIGKILL);
+  CHECK(run_and_signal("scenarios/real/two-workers.json --out " + out, "KILL", 1.5, t.path / "err") ==
+        128 + SIGKILL);
   CHECK(gone_within(out, 10));
 }
 

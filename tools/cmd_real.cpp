@@ -236,7 +236,7 @@ int cmd_real(const std::vector<std::string>& args) {
       "emulated: pad compute and messages to the scenario's devices and network; measured: no padding")(
       "watchdog-s", po::value<double>()->default_value(60),
       "end the job when a worker the server waits for, or the server a worker waits for, sends nothing "
-      "for this many seconds")("quiet", "no mpirun line on stderr")("help,h", "show this help");
+      "for this many seconds")("quiet", "no mpirun line and no start line on stderr")("help,h", "show this help");
   add_results_option(o);
   po::positional_options_description pos;
   pos.add("scenario", 1);
@@ -270,6 +270,7 @@ int cmd_real(const std::vector<std::string>& args) {
     c.options.force = p.vm.count("force") > 0;
     c.options.guard = output_guard(c.origin);
     c.quiet = p.vm.count("quiet") > 0;
+    c.options.announce = !c.quiet;
     return real_main(std::move(c));
   } catch (const ScenarioError&) {
     if (quiet_rank()) return kExitBadInput;  // bad input: rank 0 says it, once

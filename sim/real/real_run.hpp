@@ -89,6 +89,7 @@ int real_ranks(const Scenario& s);
 struct RealOptions {
   bool emulated = true;    // pad compute and messages to the scenario (see above); false: measured
   double watchdog_s = 60;  // the longest the server waits on a silent worker before it aborts
+  bool announce = true;    // rank 0 says on stderr when every rank is ready and the run starts
   std::string out;         // the run folder rank 0 writes
   bool force = false;      // replace `out` when it holds a stalesim run
   OutputGuard guard;
