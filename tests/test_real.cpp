@@ -402,8 +402,9 @@ namespace {
 // it (128 + N: ended by signal N). `err` holds its stderr.
 int run_and_signal(const std::string& args, const char* sig, double after_s, const fs::path& err) {
   const std::string e = err.string();
-  const std::string cmd = std::string("cd '") + STALESIM_SOURCE_DIR + "' && { '" + STALESIM_BINARY + "' real " +
-                          args + " >/dev/null 2>'" + e + "' </dev/null & p=$!; i=0; while [ $i -lt 1200 ] && " +
+  const std::string cmd = std::string("cd '") + STALESIM_SOURCE_DIR + "' && { '" + STALESIM_BINARY +
+                          "' real " + args + " >/dev/null 2>'" + e +
+                          "' </dev/null & p=$!; i=0; while [ $i -lt 1200 ] && " +
                           "! grep -q 'the run starts' '" + e + "'; do sleep 0.1; i=$((i+1)); done; sleep " +
                           std::to_string(after_s) + "; kill -" + sig + " $p; wait $p; exit $?; }";
   const int status = std::system(cmd.c_str());

@@ -236,7 +236,8 @@ int cmd_real(const std::vector<std::string>& args) {
       "emulated: pad compute and messages to the scenario's devices and network; measured: no padding")(
       "watchdog-s", po::value<double>()->default_value(60),
       "end the job when a worker the server waits for, or the server a worker waits for, sends nothing "
-      "for this many seconds")("quiet", "no mpirun line and no start line on stderr")("help,h", "show this help");
+      "for this many seconds")("quiet", "no mpirun line and no start line on stderr")("help,h",
+                                                                                      "show this help");
   add_results_option(o);
   po::positional_options_description pos;
   pos.add("scenario", 1);

@@ -198,8 +198,10 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
   const real::Clock::time_point epoch{real::Clock::duration(origin)};
   if (mpi.rank() == 0) {
     if (options.announce) {  // from here on, a signal ends the run with what was measured written
-      fmt::print(stderr, "stalesim real: {} ranks ready, the run starts (Ctrl-C stops it and writes what was measured)\n",
-                 mpi.size());
+      fmt::print(
+          stderr,
+          "stalesim real: {} ranks ready, the run starts (Ctrl-C stops it and writes what was measured)\n",
+          mpi.size());
       std::fflush(stderr);
     }
     real::RealServer server(core, options, layout, epoch);
