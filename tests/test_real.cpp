@@ -337,6 +337,20 @@ TEST_CASE("the real mode's errors: wrong rank count, no mpirun, a refused scenar
           std::string::npos);
     CHECK_FALSE(fs::exists(t.path / "r"));
   }
+  // Measured timing compares the real model's cost with the simulation's: a cost architecture
+  // would charge another model's FLOPs and bytes (hetero8 charges ResNet-110 on an MLP's math).
+  SUBCASE("a cost architecture under measured timing; emulated timing runs it") {
+    const Outcome r =
+        run_cli("real scenarios/real/hetero8.json --timing measured --out " + (t.path / "r").string(),
+                "PATH=/nonexistent ");
+    CHECK(r.code == 2);
+    CHECK(r.err.find("the real mode cannot run this scenario: /model/cost: \"resnet110") !=
+          std::string::npos);
+    CHECK_FALSE(fs::exists(t.path / "r"));
+    const Outcome e =
+        run_cli("real scenarios/real/hetero8.json --out " + (t.path / "r").string(), "PATH=/nonexistent ");
+    CHECK(e.err.find("mpirun was not found on PATH") != std::string::npos);  // past the refusals
+  }
   SUBCASE("a bad --timing") {
     const Outcome r = run_cli("real " + kScenario + " --timing fast --out " + (t.path / "r").string());
     CHECK(r.code == 2);
@@ -459,8 +473,10 @@ TEST_CASE(
     "calibrate --cpu: a profile and a network block that a scenario loads, predicting the gradient time") {
   Scratch t("calibrate", "real");
   const std::string dir = (t.path / "cal").string();
-  const Outcome cal =
-      run_cli("calibrate --cpu scenarios/real/two-workers.json --repeats 40 --warmup 5 --quiet --out " + dir);
+  const Outcome cal = run_cli(
+      "calibrate --cpu scenarios/real/two-workers.json --repeats 40 --warmup 5 --concurrent 2 --quiet "
+      "--out " +
+      dir);
   REQUIRE_MESSAGE(cal.code == 0, cal.err);
   INFO(cal.out);
   const auto profile = nlohmann::json::parse(slurp(t.path / "cal" / "profile.json"));
@@ -469,10 +485,14 @@ TEST_CASE(
   CHECK(profile["efficiency"] == 1.0);
   CHECK(network["latency_us"].get<double>() > 0);
   CHECK(network["bandwidth_gbps"].get<double>() > 0);
-  // The batch median it printed ("... gradient (batch 10): median X us").
-  const auto at = cal.out.find("gradient (batch 10): median ");
+  // The batch median it printed ("... gradient (batch 10, 2 at once): median X us"), timed while
+  // another thread computed gradients too (as the run's other worker rank does).
+  const std::string printed = "gradient (batch 10, 2 at once): median ";
+  const auto at = cal.out.find(printed);
   REQUIRE(at != std::string::npos);
-  const double median_s = std::stod(cal.out.substr(at + std::strlen("gradient (batch 10): median "))) * 1e-6;
+  const double median_s = std::stod(cal.out.substr(at + printed.size())) * 1e-6;
+  CHECK(profile["source"].get<std::string>().find("while 1 other threads computed gradients at batch 10") !=
+        std::string::npos);
   // Both workers on the measured profile (no iteration_ms) and the measured network: the
   // simulation's mean compute time per iteration is the measured median (jitter: lognormal, mean 1).
   const std::string sets =

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <numeric>
 #include <span>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -66,6 +67,9 @@ int cmd_calibrate_cpu(const std::vector<std::string>& args) {
       "name", po::value<std::string>(), "profile name (default: cpu-<host name>)")(
       "repeats", po::value<int32_t>()->default_value(200), "timed gradients and round trips per size")(
       "warmup", po::value<int32_t>()->default_value(20), "untimed ones before each measurement")(
+      "concurrent", po::value<int32_t>(),
+      "gradients computed at once while one is timed (default: the scenario's workers, at most the "
+      "cores): a real run's worker ranks share the machine")(
       "force", "replace profile.json and network.json")("quiet", "no mpirun line on stderr")(
       "help,h", "show this help");
   add_results_option(o);
@@ -77,7 +81,8 @@ int cmd_calibrate_cpu(const std::vector<std::string>& args) {
       std::cout << o << R"TXT(
 Measures, on this machine, what a `stalesim real --timing measured` run of the scenario pays, so
 that a simulation can predict it: the median wall-clock time of the scenario's real gradient (its
-model, batch size and data, one thread) at the batch size and at batch 1, written as a device
+model, batch size and data, one thread, while --concurrent - 1 other threads compute gradients
+too, as the run's other worker ranks do) at the batch size and at batch 1, written as a device
 profile (profile.json: overhead_us and the sustained peak_fp32_tflops, efficiency 1, fitted so
 that the profile reproduces the median at the scenario's batch), and the MPI transport's latency
 and bandwidth from a ping-pong between 2 ranks (network.json, a cluster.network block). Starts
@@ -100,6 +105,11 @@ Exit codes: 0 written, 2 bad input (or a build without MPI), 3 the MPI job faile
       throw UsageError(fmt::format("--repeats: expected 5 to 100000, got {}", c.repeats));
     if (c.warmup < 0 || c.warmup > 100000)
       throw UsageError(fmt::format("--warmup: expected 0 to 100000, got {}", c.warmup));
+    const int32_t cores = std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
+    c.concurrent = p.vm.count("concurrent") ? p.vm["concurrent"].as<int32_t>()
+                                            : std::min(cores, std::max(1, c.scenario.cluster.worker_count()));
+    if (c.concurrent < 1 || c.concurrent > 256)
+      throw UsageError(fmt::format("--concurrent: expected 1 to 256, got {}", c.concurrent));
     c.force = p.vm.count("force") > 0;
     c.quiet = p.vm.count("quiet") > 0;
     return calibrate_cpu_main(std::move(c));

@@ -4,11 +4,13 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -57,13 +59,41 @@ struct GradientTiming {
 };
 
 // Median wall-clock seconds of the scenario's real gradient at its batch size and at batch 1, on
-// worker 0's shard, one thread (as a real run's ranks compute).
-GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup) {
+// worker 0's shard, one thread (as a real run's ranks compute), while `concurrent - 1` other
+// threads compute gradients at the scenario's batch size on their own copies of the model: a real
+// run's worker ranks compute at once and share the cores, the caches and the memory bus, and the
+// calibration times what one of them pays then.
+GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup, int32_t concurrent) {
   const DataSplit data = load_data(s);
   WorkerCore core(s, data, plan_run(s));
   Worker& w = core.worker(0);
   const auto params = core.store().peek();
   std::vector<float> grad(core.gradient_size());
+  std::atomic<bool> done{false};
+  std::vector<std::jthread> others;  // joined after `stop` (declared later) has told them to end
+  struct Stop {                      // the other threads end with this function, also when it throws
+    std::atomic<bool>& done;
+    ~Stop() { done.store(true); }
+  } stop{done};
+  if (concurrent > 1) {
+    std::vector<std::vector<int32_t>> batches;  // what the other threads cycle through
+    for (int i = 0; i < 8; ++i) {
+      const auto b = w.sampler->next(s.optimizer.batch_size);
+      batches.emplace_back(b.begin(), b.end());
+    }
+    for (int32_t k = 1; k < concurrent; ++k) {
+      std::unique_ptr<Model> m = core.model().clone();
+      if (!m)
+        throw ScenarioError(fmt::format(
+            "calibrate --cpu --concurrent {}: model \"{}\" has no copy for other threads; use --concurrent 1",
+            concurrent, to_string(s.model.type)));
+      others.emplace_back([&, batches, m = std::move(m)] {
+        std::vector<float> g(core.gradient_size());
+        for (size_t i = 0; !done.load(std::memory_order_relaxed); ++i)
+          m->loss_and_gradient(params, data.train, batches[i % batches.size()], g);
+      });
+    }
+  }
   const auto measure = [&](int32_t n) {
     std::vector<double> t;
     for (int32_t i = 0; i < warmup + repeats; ++i) {
@@ -169,7 +199,7 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   GradientTiming g;
   double mem_gbs = 0;
   if (mpi.rank() == 0) {  // rank 1 waits (with sleeps) in the probe meanwhile
-    g = time_gradients(c.scenario, c.repeats, c.warmup);
+    g = time_gradients(c.scenario, c.repeats, c.warmup, c.concurrent);
     mem_gbs = memory_bandwidth_gbs();
   }
   LinkProbeOptions po;
@@ -194,22 +224,25 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   const auto us = [](double s) { return fmt::format("{:.4g}", s * 1e6); };
   DeviceProfile p;
   p.name = name;
-  p.description = fmt::format("this machine's CPU, one thread, for scenario \"{}\"'s {} (measured)",
-                              c.scenario.name, to_string(c.scenario.model.type));
+  p.description = fmt::format(
+      "this machine's CPU, one thread of {} computing at once, for scenario \"{}\"'s {} (measured)",
+      c.concurrent, c.scenario.name, to_string(c.scenario.model.type));
   p.peak_fp32_tflops = significant6(peak_tflops);
   p.memory_bandwidth_gbs = significant6(mem_gbs);
   p.efficiency = 1.0;
   p.overhead_us = significant6(overhead * 1e6);
   p.source = fmt::format(
       "Measured by stalesim calibrate --cpu (stalesim {}, {}): wall-clock medians of loss_and_gradient of "
-      "scenario \"{}\"'s model on one thread over {} gradients after {} untimed: batch {} {} us, batch 1 {} "
-      "us. FLOPs per sample {:.6g} ({}). overhead_us = batch-1 median - one sample's time; "
+      "scenario \"{}\"'s model on one thread over {} gradients after {} untimed, while {} other threads "
+      "computed "
+      "gradients at batch {}: batch {} {} us, batch 1 {} us. FLOPs per sample {:.6g} ({}). overhead_us = "
+      "batch-1 median - one sample's time; "
       "peak_fp32_tflops = FLOPs per sample / one sample's time ((batch-{} median - batch-1 median) / {}), "
       "with efficiency 1, so that a simulation of the scenario reproduces the batch-{} median. "
       "memory_bandwidth_gbs: memcpy of 64 MiB, read and write counted. Valid for this model on this "
       "machine; other models are extrapolated.",
-      build_info().version, build_info().git_revision, c.scenario.name, c.repeats, c.warmup, B,
-      us(g.at_batch_s), us(g.at_one_s), f, g.flops_from, B, B - 1, B);
+      build_info().version, build_info().git_revision, c.scenario.name, c.repeats, c.warmup, c.concurrent - 1,
+      B, B, us(g.at_batch_s), us(g.at_one_s), f, g.flops_from, B, B - 1, B);
   if (const auto problem = profile_problem(p))
     throw ScenarioError(
         fmt::format("calibrate --cpu: the measured profile is not valid: {}", problem->what()));
@@ -226,12 +259,13 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   write_calibrate_output(dir / "profile.json", profile_to_json(p).dump(2) + "\n", c.force);
   write_calibrate_output(dir / "network.json", network.dump(2) + "\n", c.force);
   fmt::print(
-      "calibrate --cpu: {} gradient (batch {}): median {} us, batch 1 {} us -> profile \"{}\" ({:.6g} "
+      "calibrate --cpu: {} gradient (batch {}, {} at once): median {} us, batch 1 {} us -> profile \"{}\" "
+      "({:.6g} "
       "TFLOP/s sustained, overhead {} us); MPI link: latency {} us (8-byte round trip median {} us, p90 {}), "
       "bandwidth {:.4g} Gbit/s ({} MiB round trip median {} us); wrote {}/profile.json and {}/network.json\n",
-      to_string(c.scenario.model.type), B, us(g.at_batch_s), us(g.at_one_s), escaped(name), peak_tflops,
-      us(overhead), us(link->latency_s), us(link->small_round_trip_s), us(link->small_p90_s), gbps,
-      po.large_bytes >> 20, us(link->large_round_trip_s), escaped(c.out), escaped(c.out));
+      to_string(c.scenario.model.type), B, c.concurrent, us(g.at_batch_s), us(g.at_one_s), escaped(name),
+      peak_tflops, us(overhead), us(link->latency_s), us(link->small_round_trip_s), us(link->small_p90_s),
+      gbps, po.large_bytes >> 20, us(link->large_round_trip_s), escaped(c.out), escaped(c.out));
   return 0;
 }
 

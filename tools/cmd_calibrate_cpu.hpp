@@ -20,6 +20,7 @@ struct CalibrateCpuCommand {
   std::string name;               // the profile's name ("" : cpu-<host>)
   int32_t repeats = 200;          // timed gradients (and round trips) per size
   int32_t warmup = 20;
+  int32_t concurrent = 1;  // threads computing gradients at once while one is timed (--concurrent)
   bool force = false;  // replace profile.json and network.json
   bool quiet = false;
 };

@@ -424,6 +424,18 @@ json compare_runs(const ComparedRun& a, const std::vector<ComparedRun>& b) {
     spreads[name] = s;
   }
   for (auto& [k, v] : plain.items()) out[k] = v;
+  // The KS distance's sample sizes (gradients counted in staleness.csv; B: the mean over its runs)
+  // and the two-sample test's critical value at 5%, 1.358 sqrt((n + m) / (n m)): a distance under
+  // it is no evidence that the distributions differ.
+  const auto count = [](const std::vector<int64_t>& h) {
+    return std::accumulate(h.begin(), h.end(), int64_t{0});
+  };
+  double m = 0;
+  for (const auto& r : b) m += static_cast<double>(count(r.staleness)) / static_cast<double>(b.size());
+  const double n = static_cast<double>(count(a.staleness));
+  out["staleness_ks_samples"] = {{"a", n}, {"b", m}};
+  out["staleness_ks_critical_5pct"] =
+      n > 0 && m > 0 ? json(1.358 * std::sqrt((n + m) / (n * m))) : json(nullptr);
   overall["spread"] = spreads;
   out["overall"] = overall;
   out["workers_wait_s"] = json::object();
@@ -462,26 +474,121 @@ std::string pct(const json& s) {
 
 }  // namespace
 
-std::string compare_row_header() {
-  return "| run | iteration time A (s) | error | updates A | error | mean staleness A | B | error | "
-         "staleness KS "
-         "| time to target A (s) | B | error |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+std::string compare_row_header(bool verdict) {
+  return fmt::format(
+      "| run | iteration time A (s) | error | updates A | error | mean staleness A | B | error | staleness "
+      "KS "
+      "(5% critical) | time to target A (s) | B | error "
+      "|{}\n|---|---|---|---|---|---|---|---|---|---|---|---|{}\n",
+      verdict ? " verdict |" : "", verdict ? "---|" : "");
 }
 
-std::string compare_row(const json& c, const std::string& label) {
+std::string compare_row(const json& c, const std::string& label, const std::string& verdict) {
   const json& a = c["overall"]["a"];
   const json& b = c["overall"]["b"];
   const json& sp = c["overall"]["spread"];
   const auto b_mean = [&](const char* key) { return b[key].is_null() ? json(nullptr) : b[key]["mean"]; };
   const json& ks = sp["staleness_ks"];
-  return fmt::format(
-      "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", table_cell(label),
-      num(a["iteration_time_mean_s"]), pct(sp["iteration_time_rel_error"]), num(a["updates"]),
-      pct(sp["updates_rel_error"]), num(a["staleness_mean"], "{:.3f}"),
-      num(b_mean("staleness_mean"), "{:.3f}"), pct(sp["staleness_mean_rel_error"]),
-      ks.is_null() ? std::string("n/a")
-                   : fmt::format("{:.3f} (max {:.3f})", ks["mean"].get<double>(), ks["max"].get<double>()),
-      num(a["time_to_target_s"]), num(b_mean("time_to_target_s")), pct(sp["time_to_target_rel_error"]));
+  const json crit = c.value("staleness_ks_critical_5pct", json(nullptr));
+  return fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |{}\n", table_cell(label),
+                     num(a["iteration_time_mean_s"]), pct(sp["iteration_time_rel_error"]), num(a["updates"]),
+                     pct(sp["updates_rel_error"]), num(a["staleness_mean"], "{:.3f}"),
+                     num(b_mean("staleness_mean"), "{:.3f}"), pct(sp["staleness_mean_rel_error"]),
+                     ks.is_null() ? std::string("n/a")
+                                  : fmt::format("{:.3f} (max {:.3f}; {})", ks["mean"].get<double>(),
+                                                ks["max"].get<double>(), num(crit, "{:.3f}")),
+                     num(a["time_to_target_s"]), num(b_mean("time_to_target_s")),
+                     pct(sp["time_to_target_rel_error"]),
+                     verdict.empty() ? std::string() : " " + table_cell(verdict) + " |");
+}
+
+namespace {
+
+struct BoundFigure {
+  const char* name;
+  const char* key;  // in compare.json
+  const char* label;
+  bool relative;
+};
+constexpr BoundFigure kBoundFigures[] = {
+    {"iteration", "iteration_time_rel_error", "iteration time error", true},
+    {"updates", "updates_rel_error", "updates-by-equal-time error", true},
+    {"target", "time_to_target_rel_error", "time-to-target error", true},
+    {"ks", "staleness_ks", "staleness KS distance", false},
+};
+
+const BoundFigure* bound_figure(const std::string& name) {
+  for (const auto& f : kBoundFigures)
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<CompareBound> parse_compare_bounds(const std::string& text) {
+  std::vector<CompareBound> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string part = text.substr(at, comma - at);
+    const size_t eq = part.find('=');
+    const std::string name = part.substr(0, eq);
+    if (eq == std::string::npos || !bound_figure(name))
+      throw ScenarioError(fmt::format(
+          "compare --bounds: '{}': expected NAME=LIMIT with NAME one of iteration, updates, target, ks",
+          escaped(part)));
+    double limit = 0;
+    size_t used = 0;
+    try {
+      limit = std::stod(part.substr(eq + 1), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size() - eq - 1 || !(limit > 0) || !std::isfinite(limit))
+      throw ScenarioError(
+          fmt::format("compare --bounds: '{}': the limit must be a number > 0 (0.1 is 10%)", escaped(part)));
+    out.push_back({name, limit});
+    at = comma + 1;
+  }
+  return out;
+}
+
+std::vector<BoundCheck> check_compare_bounds(const json& c, const std::vector<CompareBound>& bounds) {
+  std::vector<BoundCheck> out;
+  for (const auto& b : bounds) {
+    const BoundFigure& f = *bound_figure(b.name);
+    BoundCheck k{b, std::nullopt, false, ""};
+    const json v = c.value(f.key, json(nullptr));
+    const auto shown = [&](double x) {
+      return f.relative ? fmt::format("{:+.1f}%", x * 100) : fmt::format("{:.3f}", x);
+    };
+    const std::string limit = f.relative ? fmt::format("{:g}%", b.limit * 100) : fmt::format("{:g}", b.limit);
+    if (v.is_null()) {
+      k.line = fmt::format("{}: not measured (a run lacks the figure): bound {} missed", f.label, limit);
+    } else {
+      k.value = v.get<double>();
+      k.pass = std::abs(*k.value) <= b.limit;
+      k.line = fmt::format("{} {}: {} {} ({})", f.label, shown(*k.value), k.pass ? "within" : "past", limit,
+                           k.pass ? "pass" : "miss");
+    }
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+std::string bounds_verdict(const std::vector<BoundCheck>& checks) {
+  std::string missed;
+  for (const auto& k : checks) {
+    if (k.pass) continue;
+    const BoundFigure& f = *bound_figure(k.bound.name);
+    const std::string value =
+        !k.value ? "n/a"
+                 : (f.relative ? fmt::format("{:+.1f}%", *k.value * 100) : fmt::format("{:.3f}", *k.value));
+    const std::string limit =
+        f.relative ? fmt::format("{:g}%", k.bound.limit * 100) : fmt::format("{:g}", k.bound.limit);
+    missed += fmt::format("{}{} {} > {}", missed.empty() ? "" : ", ", k.bound.name, value, limit);
+  }
+  return missed.empty() ? "pass" : "miss: " + missed;
 }
 
 std::string compare_table(const json& c) {

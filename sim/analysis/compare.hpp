@@ -80,7 +80,32 @@ std::string compare_table(const nlohmann::json& comparison);
 // under compare_row_header(): mean iteration time, updates by t, mean staleness (A -> B, error),
 // staleness KS distance, time to target (A -> B, error), each error the mean over the B runs with
 // its range.
-std::string compare_row_header();
-std::string compare_row(const nlohmann::json& comparison, const std::string& label);
+std::string compare_row_header(bool verdict = false);
+// With `verdict`, a last cell: "pass", or "miss: " and the figures past their bounds.
+std::string compare_row(const nlohmann::json& comparison, const std::string& label,
+                        const std::string& verdict = "");
+
+// Bounds a comparison must hold (`stalesim compare --bounds iteration=0.1,ks=0.1,...`): each a
+// figure of compare.json (the mean over the B runs) and its limit: |relative error| for iteration
+// (iteration_time_rel_error), updates (updates_rel_error) and target (time_to_target_rel_error),
+// the distance itself for ks (staleness_ks). A figure that is missing (null: a target not reached
+// by a run, say) fails its bound: what was not measured does not pass.
+struct CompareBound {
+  std::string name;  // iteration, updates, target, ks
+  double limit = 0;
+};
+// Parses "NAME=LIMIT,..." (limits > 0); throws ScenarioError naming the part and the allowed names.
+std::vector<CompareBound> parse_compare_bounds(const std::string& text);
+
+struct BoundCheck {
+  CompareBound bound;
+  std::optional<double> value;  // the figure (signed for relative errors); nullopt: missing
+  bool pass = false;
+  std::string line;  // "iteration time error +4.2%: within 10% (pass)"
+};
+std::vector<BoundCheck> check_compare_bounds(const nlohmann::json& comparison,
+                                             const std::vector<CompareBound>& bounds);
+// "pass", or "miss: " and each missed figure ("iteration +44.7% > 10%").
+std::string bounds_verdict(const std::vector<BoundCheck>& checks);
 
 }  // namespace stalesim

@@ -19,8 +19,17 @@
 
 namespace stalesim {
 
-std::string real_refusal(const Scenario& s, bool /*emulated*/) {
+std::string real_refusal(const Scenario& s, bool emulated) {
   const PolicySpec& p = s.policy;
+  // Measured timing validates the simulation's cost model: the real gradient must cost what the
+  // simulation charges, and each message carry the bytes it charges. A cost architecture charges
+  // another model's FLOPs and bytes than the math the ranks compute and send.
+  if (!emulated && !s.model.cost_derived())
+    return fmt::format(
+        "/model/cost: \"{}\" charges that architecture's FLOPs and message bytes, while the ranks compute "
+        "and send model \"{}\"'s: a measured run would be compared with a simulation of another model; "
+        "remove model.cost (the simulation then charges the model's own), or use --timing emulated",
+        s.model.cost, to_string(s.model.type));
   if (p.type == PolicyType::kVap)
     return "/policy/type: \"vap\" holds each update on its worker until every other worker has received "
            "the updates in transit (a value bound that needs every worker's view of every other's "

@@ -5,6 +5,7 @@
 
 #include "sim/real/real_server.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cmath>
@@ -411,6 +412,12 @@ RealOutcome RealServer::write(int ranks) {
   if (const auto nl = lib.find_first_of("\r\n,"); nl != std::string::npos) lib.resize(nl);
   char host[256] = "";
   ::gethostname(host, sizeof host - 1);
+  // The server rank's own CPU time (user + system, every thread): a measured run's server must
+  // stay a small share of a core, or its polling and applying compete with the workers' compute.
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  const double server_cpu_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
   summary["manifest"]["real"] = {
       {"real", true},
       {"bit_reproducible", false},
@@ -420,6 +427,7 @@ RealOutcome RealServer::write(int ranks) {
       {"server_shards", layout_.shards},
       {"mpi", lib},
       {"host", host},
+      {"server_cpu_s", std::round(server_cpu_s * 1000) / 1000},
       {"waiting", "MPI_Iprobe / MPI_Test polls with 50 to 200 us sleeps (no busy-polling)"}};
   files.summary_json = summary.dump(2) + "\n";
   // A failed run (a rank died, the watchdog, a signal) never replaces a finished run that --force
