@@ -132,7 +132,10 @@ bool quiet_rank();
 // ranks end with this process, even on SIGKILL). Returns 0 or 2 as the job exits, 130 when a
 // signal interrupted it (`on_interrupt` is added to that message), 3 for any other failure.
 // Throws ScenarioError when mpirun is not on PATH.
+// With `net` (--net kernel, tools/kernel_net.hpp): mpirun runs in the network's switch namespace
+// and each rank in its host's namespace, over TCP only.
+struct KernelNet;
 int launch_ranks(int ranks, const std::string& command, const std::vector<std::string>& args, bool quiet,
-                 const std::string& on_interrupt);
+                 const std::string& on_interrupt, const KernelNet* net = nullptr);
 
 }  // namespace stalesim::cli

@@ -70,6 +70,9 @@ int cmd_calibrate_cpu(const std::vector<std::string>& args) {
       "concurrent", po::value<int32_t>(),
       "gradients computed at once while one is timed (default: the scenario's workers, at most the "
       "cores): a real run's worker ranks share the machine")(
+      "net", po::value<std::string>()->default_value("none"),
+      "none: the 2 ranks talk as MPI likes; kernel: over a link the Linux kernel makes and shapes at "
+      "cluster.network.bandwidth_gbps (needs root; tools/real-net), as `real --net kernel` runs")(
       "force", "replace profile.json and network.json")("quiet", "no mpirun line on stderr")(
       "help,h", "show this help");
   add_results_option(o);
@@ -110,6 +113,10 @@ Exit codes: 0 written, 2 bad input (or a build without MPI), 3 the MPI job faile
                                             : std::min(cores, std::max(1, c.scenario.cluster.worker_count()));
     if (c.concurrent < 1 || c.concurrent > 256)
       throw UsageError(fmt::format("--concurrent: expected 1 to 256, got {}", c.concurrent));
+    const std::string net = p.vm["net"].as<std::string>();
+    if (net != "none" && net != "kernel")
+      throw UsageError(fmt::format("--net '{}': allowed: none, kernel", net));
+    c.kernel_net = net == "kernel";
     c.force = p.vm.count("force") > 0;
     c.quiet = p.vm.count("quiet") > 0;
     return calibrate_cpu_main(std::move(c));

@@ -26,6 +26,7 @@
 #include "sim/text.hpp"
 #include "sim/worker/core.hpp"
 #include "tools/cli.hpp"
+#include "tools/kernel_net.hpp"
 
 namespace stalesim::cli {
 
@@ -192,7 +193,16 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   if (!mpi_built())
     throw ScenarioError(
         "calibrate --cpu needs MPI for its network probe, and this stalesim was built without it");
-  if (mpi_launch_size() == 0) return launch_ranks(2, "calibrate", c.args, c.quiet, "; nothing was written");
+  if (mpi_launch_size() == 0) {
+    if (!c.kernel_net) return launch_ranks(2, "calibrate", c.args, c.quiet, "; nothing was written");
+    KernelNet net = plan_kernel_net(c.scenario, 2, /*calibrate=*/true);
+    kernel_net_up(net);
+    struct Down {  // the network goes with the job, also when the launch throws
+      KernelNet& net;
+      ~Down() { kernel_net_down(net); }
+    } down{net};
+    return launch_ranks(2, "calibrate", c.args, c.quiet, "; nothing was written", &net);
+  }
   MpiSession mpi;
   if (mpi.size() != 2)
     throw ScenarioError(fmt::format("calibrate --cpu runs on 2 MPI ranks; mpirun started {}", mpi.size()));

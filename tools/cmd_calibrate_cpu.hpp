@@ -21,6 +21,7 @@ struct CalibrateCpuCommand {
   int32_t repeats = 200;          // timed gradients (and round trips) per size
   int32_t warmup = 20;
   int32_t concurrent = 1;  // threads computing gradients at once while one is timed (--concurrent)
+  bool kernel_net = false;  // --net kernel: the 2 ranks' link made by the kernel (tools/kernel_net.hpp)
   bool force = false;  // replace profile.json and network.json
   bool quiet = false;
 };

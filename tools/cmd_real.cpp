@@ -23,6 +23,7 @@
 #include "sim/real/real_run.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
 #include "tools/cli.hpp"
+#include "tools/kernel_net.hpp"
 
 namespace stalesim::cli {
 
@@ -83,16 +84,22 @@ bool quiet_rank() {
 }
 
 int launch_ranks(int ranks, const std::string& command, const std::vector<std::string>& args, bool quiet,
-                 const std::string& on_interrupt) {
+                 const std::string& on_interrupt, const KernelNet* net) {
   const std::string mpirun = require_mpirun();
   std::error_code ec;
   const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) throw ScenarioError(fmt::format("cannot find this program (/proc/self/exe): {}", ec.message()));
-  std::vector<std::string> argv = {mpirun, "-n", std::to_string(ranks), "--bind-to", "none"};
+  std::vector<std::string> argv;
+  if (net) argv = kernel_net_before_mpirun(*net);
+  argv.insert(argv.end(), {mpirun, "-n", std::to_string(ranks), "--bind-to", "none"});
   // Always: OpenMPI counts slots by physical cores or the batch allocation, not by the logical CPUs
   // this process sees, and the ranks sleep between polls, so oversubscribing costs nothing.
   argv.emplace_back("--oversubscribe");
   if (::geteuid() == 0) argv.emplace_back("--allow-run-as-root");
+  if (net) {
+    for (auto& o : kernel_net_mpirun_options(*net)) argv.push_back(o);
+    for (auto& o : kernel_net_before_rank(*net)) argv.push_back(o);
+  }
   argv.push_back(self);
   argv.push_back(command);
   argv.insert(argv.end(), args.begin(), args.end());
@@ -128,7 +135,7 @@ int launch_ranks(int ranks, const std::string& command, const std::vector<std::s
     // loop over scenarios) stays the caller's.
     const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);  // nothing is read from it
     if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0) _exit(kExitFailed);
-    ::execv(mpirun.c_str(), cargv.data());
+    ::execv(cargv[0], cargv.data());
     _exit(127);
   }
   g_child = child;
@@ -170,15 +177,26 @@ int launch(const RealCommand& c) {
     throw ScenarioError(fmt::format("{}: the real mode cannot start this scenario here: {}", c.origin, why));
   require_mpirun();
   check_output_dir(c.options.out, c.options.force, c.options.guard);
+  if (!c.options.kernel_net)
+    return launch_ranks(real_ranks(c.scenario), "real", c.args, c.quiet,
+                        fmt::format(", partial outputs in {}/", c.options.out));
+  KernelNet net = plan_kernel_net(c.scenario, real_ranks(c.scenario), false);
+  kernel_net_up(net);
+  struct Down {  // the network goes with the job, also when the launch throws
+    KernelNet& net;
+    ~Down() { kernel_net_down(net); }
+  } down{net};
+  if (!c.quiet) fmt::print(stderr, "stalesim real: network {} made by the kernel ({} {})\n", net.id, net.tool,
+                           [&] { std::string a; for (const auto& x : net.up) a += (a.empty() ? "" : " ") + x; return a; }());
   return launch_ranks(real_ranks(c.scenario), "real", c.args, c.quiet,
-                      fmt::format(", partial outputs in {}/", c.options.out));
+                      fmt::format(", partial outputs in {}/", c.options.out), &net);
 }
 
 // Under mpirun: runs this rank. Alone: checks what can be checked, then starts
 // `mpirun -n S+N ... stalesim real ARGS` (S server shards, N workers) and waits for it. Returns the exit code
 // (README "Real runs").
 int real_main(RealCommand c) {
-  if (const std::string why = real_refusal(c.scenario, c.options.emulated); !why.empty())
+  if (const std::string why = real_refusal(c.scenario, c.options.emulated, c.options.kernel_net); !why.empty())
     throw ScenarioError(fmt::format("{}: the real mode cannot run this scenario: {}", c.origin, why));
   if (!mpi_built())
     throw ScenarioError(
@@ -234,6 +252,10 @@ int cmd_real(const std::vector<std::string>& args) {
       "force", "replace the output folder when it holds a stalesim run")(
       "timing", po::value<std::string>()->default_value("emulated"),
       "emulated: pad compute and messages to the scenario's devices and network; measured: no padding")(
+      "net", po::value<std::string>()->default_value("none"),
+      "none: the ranks talk as MPI likes (shared memory here); kernel: each rank on its own host in a "
+      "network the Linux kernel makes from the scenario's links (needs root and --timing measured; "
+      "star and racks; tools/real-net)")(
       "watchdog-s", po::value<double>()->default_value(60),
       "end the job when a worker the server waits for, or the server a worker waits for, sends nothing "
       "for this many seconds")("quiet", "no mpirun line and no start line on stderr")("help,h",
@@ -262,6 +284,14 @@ int cmd_real(const std::vector<std::string>& args) {
     if (timing != "emulated" && timing != "measured")
       throw UsageError(fmt::format("--timing '{}': allowed: emulated, measured", timing));
     c.options.emulated = timing == "emulated";
+    const std::string net = p.vm["net"].as<std::string>();
+    if (net != "none" && net != "kernel")
+      throw UsageError(fmt::format("--net '{}': allowed: none, kernel", net));
+    c.options.kernel_net = net == "kernel";
+    if (c.options.kernel_net && c.options.emulated)
+      throw UsageError(
+          "--net kernel: the kernel shapes the links, so nothing is padded: use --timing measured (emulated "
+          "timing would charge each message twice)");
     c.options.watchdog_s = p.vm["watchdog-s"].as<double>();
     if (!(c.options.watchdog_s > 0 && c.options.watchdog_s <= 86400))
       throw UsageError(

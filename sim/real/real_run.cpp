@@ -19,7 +19,7 @@
 
 namespace stalesim {
 
-std::string real_refusal(const Scenario& s, bool emulated) {
+std::string real_refusal(const Scenario& s, bool emulated, bool kernel_net) {
   const PolicySpec& p = s.policy;
   // Measured timing validates the simulation's cost model: the real gradient must cost what the
   // simulation charges, and each message carry the bytes it charges. A cost architecture charges
@@ -52,9 +52,13 @@ std::string real_refusal(const Scenario& s, bool emulated) {
              "those are the worker's own copy, which the real mode does not send back: use a "
              "pull-every-iteration policy";
   }
-  if (s.cluster.network.topology != TopologyKind::kStar)
-    return "/cluster/network/topology: the real mode emulates the star network only (each worker's link "
-           "and the server's FIFO link); racks and graphs are simulated, not emulated";
+  if (s.cluster.network.topology == TopologyKind::kRacks && !kernel_net)
+    return "/cluster/network/topology: \"racks\": the real mode emulates the star network only (each worker's "
+           "link and the server's FIFO link); a real run on racks needs the kernel to make them: --net kernel "
+           "--timing measured";
+  if (s.cluster.network.topology == TopologyKind::kGraph)
+    return "/cluster/network/topology: \"graph\": the real mode runs the star (emulated, or made by the "
+           "kernel with --net kernel) and racks (--net kernel); a graph is simulated only";
   if (s.cluster.order == Order::kUniform)
     return "/cluster/order: \"uniform\" is a simulated update order with no transfers; a real run has real "
            "ones";
@@ -137,7 +141,7 @@ void run_pull_worker(WorkerCore& c, int32_t id, const RealOptions& opt, const La
 }  // namespace real
 
 RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
-  if (const std::string why = real_refusal(s, options.emulated); !why.empty())
+  if (const std::string why = real_refusal(s, options.emulated, options.kernel_net); !why.empty())
     throw ScenarioError(fmt::format("the real mode cannot run this scenario: {}", why));
   MpiSession mpi;
   const int32_t shards = s.cluster.servers;

@@ -81,7 +81,7 @@ namespace stalesim {
 
 // Why the real mode cannot run `s` with that timing (the JSON path and the reason), or "" when it
 // can. Both timings run the same scenarios today (server shards included: a rank each).
-std::string real_refusal(const Scenario& s, bool emulated = true);
+std::string real_refusal(const Scenario& s, bool emulated = true, bool kernel_net = false);
 
 // Ranks a real run of `s` takes: one per server shard (cluster.servers) and one per worker.
 int real_ranks(const Scenario& s);
@@ -89,6 +89,7 @@ int real_ranks(const Scenario& s);
 struct RealOptions {
   bool emulated = true;    // pad compute and messages to the scenario (see above); false: measured
   double watchdog_s = 60;  // the longest the server waits on a silent worker before it aborts
+  bool kernel_net = false;  // --net kernel: the ranks run in a kernel-made network (tools/kernel_net.hpp)
   bool announce = true;    // rank 0 says on stderr when every rank is ready and the run starts
   std::string out;         // the run folder rank 0 writes
   bool force = false;      // replace `out` when it holds a stalesim run
