@@ -186,8 +186,12 @@ int launch(const RealCommand& c) {
     KernelNet& net;
     ~Down() { kernel_net_down(net); }
   } down{net};
-  if (!c.quiet) fmt::print(stderr, "stalesim real: network {} made by the kernel ({} {})\n", net.id, net.tool,
-                           [&] { std::string a; for (const auto& x : net.up) a += (a.empty() ? "" : " ") + x; return a; }());
+  if (!c.quiet)
+    fmt::print(stderr, "stalesim real: network {} made by the kernel ({} {})\n", net.id, net.tool, [&] {
+      std::string a;
+      for (const auto& x : net.up) a += (a.empty() ? "" : " ") + x;
+      return a;
+    }());
   return launch_ranks(real_ranks(c.scenario), "real", c.args, c.quiet,
                       fmt::format(", partial outputs in {}/", c.options.out), &net);
 }
@@ -196,7 +200,8 @@ int launch(const RealCommand& c) {
 // `mpirun -n S+N ... stalesim real ARGS` (S server shards, N workers) and waits for it. Returns the exit code
 // (README "Real runs").
 int real_main(RealCommand c) {
-  if (const std::string why = real_refusal(c.scenario, c.options.emulated, c.options.kernel_net); !why.empty())
+  if (const std::string why = real_refusal(c.scenario, c.options.emulated, c.options.kernel_net);
+      !why.empty())
     throw ScenarioError(fmt::format("{}: the real mode cannot run this scenario: {}", c.origin, why));
   if (!mpi_built())
     throw ScenarioError(

@@ -98,7 +98,8 @@ KernelNet plan_kernel_net(const Scenario& s, int ranks, bool calibrate) {
   } else if (n.topology == TopologyKind::kRacks) {
     const Topology t = build_topology(s);
     const auto host_of_rank = [&](size_t r) {
-      return r < static_cast<size_t>(shards) ? t.shard_host[r] : t.worker_host[r - static_cast<size_t>(shards)];
+      return r < static_cast<size_t>(shards) ? t.shard_host[r]
+                                             : t.worker_host[r - static_cast<size_t>(shards)];
     };
     for (size_t r = 0; r < rates.size(); ++r) {
       const int32_t h = host_of_rank(r);
@@ -148,13 +149,21 @@ void kernel_net_down(KernelNet& net) {
 }
 
 std::vector<std::string> kernel_net_before_mpirun(const KernelNet& net) {
-  return {net.tool, "switch", net.id, "env", "PMIX_MCA_ptl_tcp_remote_connections=1",
+  return {net.tool,
+          "switch",
+          net.id,
+          "env",
+          "PMIX_MCA_ptl_tcp_remote_connections=1",
           "PMIX_MCA_ptl_tcp_if_include=" + net.bridge};
 }
 
 std::vector<std::string> kernel_net_mpirun_options(const KernelNet& net) {
-  return {"-x", "PMIX_MCA_ptl_tcp_remote_connections", "-x", "PMIX_MCA_ptl_tcp_if_include", "--mca",
-          "oob_tcp_if_include", net.bridge, "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include",
+  return {"-x",          "PMIX_MCA_ptl_tcp_remote_connections",
+          "-x",          "PMIX_MCA_ptl_tcp_if_include",
+          "--mca",       "oob_tcp_if_include",
+          net.bridge,    "--mca",
+          "btl",         "tcp,self",
+          "--mca",       "btl_tcp_if_include",
           "192.0.2.0/24"};
 }
 

@@ -17,12 +17,12 @@
 namespace stalesim::cli {
 
 struct KernelNet {
-  std::string tool;               // tools/real-net
-  std::string id;                 // real-net's ID: "k" and 5 hex digits of this process's id
-  std::string state;              // real-net's state file
-  std::string bridge;             // the switch namespace's addressed bridge: br0 (star), spine (racks)
-  std::vector<std::string> up;    // real-net up's options after the ID
-  bool made = false;              // up succeeded: down must run
+  std::string tool;             // tools/real-net
+  std::string id;               // real-net's ID: "k" and 5 hex digits of this process's id
+  std::string state;            // real-net's state file
+  std::string bridge;           // the switch namespace's addressed bridge: br0 (star), spine (racks)
+  std::vector<std::string> up;  // real-net up's options after the ID
+  bool made = false;            // up succeeded: down must run
 };
 
 // The network of a job of `ranks` ranks of scenario `s` (ranks 0..S-1 the server shards, then the

@@ -53,8 +53,10 @@ std::string real_refusal(const Scenario& s, bool emulated, bool kernel_net) {
              "pull-every-iteration policy";
   }
   if (s.cluster.network.topology == TopologyKind::kRacks && !kernel_net)
-    return "/cluster/network/topology: \"racks\": the real mode emulates the star network only (each worker's "
-           "link and the server's FIFO link); a real run on racks needs the kernel to make them: --net kernel "
+    return "/cluster/network/topology: \"racks\": the real mode emulates the star network only (each "
+           "worker's "
+           "link and the server's FIFO link); a real run on racks needs the kernel to make them: --net "
+           "kernel "
            "--timing measured";
   if (s.cluster.network.topology == TopologyKind::kGraph)
     return "/cluster/network/topology: \"graph\": the real mode runs the star (emulated, or made by the "
