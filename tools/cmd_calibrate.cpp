@@ -24,6 +24,7 @@
 #include "sim/text.hpp"
 #include "tools/cli.hpp"
 #include "tools/cmd_calibrate_cpu.hpp"
+#include "tools/cpu_quota.hpp"
 
 namespace stalesim::cli {
 
@@ -70,6 +71,9 @@ int cmd_calibrate_cpu(const std::vector<std::string>& args) {
       "concurrent", po::value<int32_t>(),
       "gradients computed at once while one is timed (default: the scenario's workers, at most the "
       "cores): a real run's worker ranks share the machine")(
+      "cpu-quota", po::value<std::string>(),
+      "SHARE: time the gradient held to SHARE of one core (a cgroup CPU quota on the timing thread; "
+      "needs root), as `real --cpu-quota W=SHARE` holds worker W")(
       "net", po::value<std::string>()->default_value("none"),
       "none: the 2 ranks talk as MPI likes; kernel: over a link the Linux kernel makes and shapes at "
       "cluster.network.bandwidth_gbps (needs root; tools/real-net), as `real --net kernel` runs")(
@@ -83,11 +87,11 @@ int cmd_calibrate_cpu(const std::vector<std::string>& args) {
     if (p.help) {
       std::cout << o << R"TXT(
 Measures, on this machine, what a `stalesim real --timing measured` run of the scenario pays, so
-that a simulation can predict it: the median wall-clock time of the scenario's real gradient (its
+that a simulation can predict it: the mean wall-clock time of the scenario's real gradient (its
 model, batch size and data, one thread, while --concurrent - 1 other threads compute gradients
 too, as the run's other worker ranks do) at the batch size and at batch 1, written as a device
 profile (profile.json: overhead_us and the sustained peak_fp32_tflops, efficiency 1, fitted so
-that the profile reproduces the median at the scenario's batch), and the MPI transport's latency
+that the profile reproduces the mean at the scenario's batch), and the MPI transport's latency
 and bandwidth from a ping-pong between 2 ranks (network.json, a cluster.network block). Starts
 `mpirun -n 2` itself. Use them as
   --set cluster.workers.0.profile=DIR/profile.json --set "cluster.network=$(cat DIR/network.json)"
@@ -117,6 +121,8 @@ Exit codes: 0 written, 2 bad input (or a build without MPI), 3 the MPI job faile
     if (net != "none" && net != "kernel")
       throw UsageError(fmt::format("--net '{}': allowed: none, kernel", net));
     c.kernel_net = net == "kernel";
+    if (p.vm.count("cpu-quota"))
+      c.cpu_quota = parse_cpu_quota(p.vm["cpu-quota"].as<std::string>(), 1, /*with_worker=*/false).share;
     c.force = p.vm.count("force") > 0;
     c.quiet = p.vm.count("quiet") > 0;
     return calibrate_cpu_main(std::move(c));

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <numeric>
 #include <thread>
 
 #include <fmt/format.h>
@@ -26,6 +27,7 @@
 #include "sim/text.hpp"
 #include "sim/worker/core.hpp"
 #include "tools/cli.hpp"
+#include "tools/cpu_quota.hpp"
 #include "tools/kernel_net.hpp"
 
 namespace stalesim::cli {
@@ -54,7 +56,7 @@ std::string host_name() {
 }
 
 struct GradientTiming {
-  double at_batch_s = 0, at_one_s = 0;  // medians
+  double at_batch_s = 0, at_one_s = 0;  // means
   double flops_per_sample = 0;          // what a simulation of the scenario times
   std::string flops_from;
 };
@@ -95,6 +97,9 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
       });
     }
   }
+  // The timing thread alone joins the --cpu-quota group (the other threads, started before, stay
+  // out): it then computes as the limited worker's rank will, beside an unlimited one.
+  join_cpu_group(0, /*thread_only=*/true);
   const auto measure = [&](int32_t n) {
     std::vector<double> t;
     for (int32_t i = 0; i < warmup + repeats; ++i) {
@@ -103,7 +108,9 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
       core.model().loss_and_gradient(params, data.train, batch, grad);
       if (i >= warmup) t.push_back(std::chrono::duration<double>(WallClock::now() - start).count());
     }
-    return median_of(std::move(t));
+    // The mean, not the median: a run's iteration times average over everything a gradient pays
+    // (a CPU quota's throttled slices, the other ranks' turns), and so does this.
+    return std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
   };
   GradientTiming g;
   g.at_batch_s = measure(s.optimizer.batch_size);
@@ -194,6 +201,13 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
     throw ScenarioError(
         "calibrate --cpu needs MPI for its network probe, and this stalesim was built without it");
   if (mpi_launch_size() == 0) {
+    std::vector<CpuQuota> quotas;
+    if (c.cpu_quota) quotas.push_back(CpuQuota{0, *c.cpu_quota, "", false});
+    cpu_quota_make(quotas);
+    struct Remove {  // the group goes with the job
+      std::vector<CpuQuota>& q;
+      ~Remove() { cpu_quota_remove(q); }
+    } remove{quotas};
     if (!c.kernel_net) return launch_ranks(2, "calibrate", c.args, c.quiet, "; nothing was written");
     KernelNet net = plan_kernel_net(c.scenario, 2, /*calibrate=*/true);
     kernel_net_up(net);
@@ -220,7 +234,7 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
 
   // The simulation's time per iteration: batch x FLOPs / (peak x efficiency) + overhead. Fitted
   // through batch 1 and the scenario's batch B, with efficiency 1 (peak is what this machine
-  // sustains on this model): the profile reproduces the median at B.
+  // sustains on this model): the profile reproduces the mean at B.
   const int32_t B = c.scenario.optimizer.batch_size;
   const double f = g.flops_per_sample;
   double per_sample = B > 1 ? (g.at_batch_s - g.at_one_s) / (B - 1) : g.at_batch_s;
@@ -235,20 +249,21 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   DeviceProfile p;
   p.name = name;
   p.description = fmt::format(
-      "this machine's CPU, one thread of {} computing at once, for scenario \"{}\"'s {} (measured)",
-      c.concurrent, c.scenario.name, to_string(c.scenario.model.type));
+      "this machine's CPU, one thread of {} computing at once{}, for scenario \"{}\"'s {} (measured)",
+      c.concurrent, c.cpu_quota ? fmt::format(", held to {:g} of a core", *c.cpu_quota) : "", c.scenario.name,
+      to_string(c.scenario.model.type));
   p.peak_fp32_tflops = significant6(peak_tflops);
   p.memory_bandwidth_gbs = significant6(mem_gbs);
   p.efficiency = 1.0;
   p.overhead_us = significant6(overhead * 1e6);
   p.source = fmt::format(
-      "Measured by stalesim calibrate --cpu (stalesim {}, {}): wall-clock medians of loss_and_gradient of "
+      "Measured by stalesim calibrate --cpu (stalesim {}, {}): wall-clock means of loss_and_gradient of "
       "scenario \"{}\"'s model on one thread over {} gradients after {} untimed, while {} other threads "
       "computed "
       "gradients at batch {}: batch {} {} us, batch 1 {} us. FLOPs per sample {:.6g} ({}). overhead_us = "
-      "batch-1 median - one sample's time; "
-      "peak_fp32_tflops = FLOPs per sample / one sample's time ((batch-{} median - batch-1 median) / {}), "
-      "with efficiency 1, so that a simulation of the scenario reproduces the batch-{} median. "
+      "batch-1 mean - one sample's time; "
+      "peak_fp32_tflops = FLOPs per sample / one sample's time ((batch-{} mean - batch-1 mean) / {}), "
+      "with efficiency 1, so that a simulation of the scenario reproduces the batch-{} mean. "
       "memory_bandwidth_gbs: memcpy of 64 MiB, read and write counted. Valid for this model on this "
       "machine; other models are extrapolated.",
       build_info().version, build_info().git_revision, c.scenario.name, c.repeats, c.warmup, c.concurrent - 1,
@@ -269,7 +284,7 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   write_calibrate_output(dir / "profile.json", profile_to_json(p).dump(2) + "\n", c.force);
   write_calibrate_output(dir / "network.json", network.dump(2) + "\n", c.force);
   fmt::print(
-      "calibrate --cpu: {} gradient (batch {}, {} at once): median {} us, batch 1 {} us -> profile \"{}\" "
+      "calibrate --cpu: {} gradient (batch {}, {} at once): mean {} us, batch 1 {} us -> profile \"{}\" "
       "({:.6g} "
       "TFLOP/s sustained, overhead {} us); MPI link: latency {} us (8-byte round trip median {} us, p90 {}), "
       "bandwidth {:.4g} Gbit/s ({} MiB round trip median {} us); wrote {}/profile.json and {}/network.json\n",

@@ -5,6 +5,7 @@
 // on this machine. tools/cmd_calibrate.cpp parses the options and calls calibrate_cpu_main.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct CalibrateCpuCommand {
   int32_t repeats = 200;          // timed gradients (and round trips) per size
   int32_t warmup = 20;
   int32_t concurrent = 1;  // threads computing gradients at once while one is timed (--concurrent)
+  std::optional<double> cpu_quota;  // --cpu-quota SHARE: the timing thread's share of one core
   bool kernel_net = false;  // --net kernel: the 2 ranks' link made by the kernel (tools/kernel_net.hpp)
   bool force = false;  // replace profile.json and network.json
   bool quiet = false;

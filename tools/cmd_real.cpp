@@ -23,6 +23,7 @@
 #include "sim/real/real_run.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
 #include "tools/cli.hpp"
+#include "tools/cpu_quota.hpp"
 #include "tools/kernel_net.hpp"
 
 namespace stalesim::cli {
@@ -36,6 +37,7 @@ struct RealCommand {
   std::string origin;             // the scenario file, for messages
   std::vector<std::string> args;  // `real`'s arguments as given, for the mpirun this command starts
   RealOptions options;
+  std::vector<CpuQuota> quotas;  // --cpu-quota: slower workers made by the kernel
   bool quiet = false;
 };
 
@@ -177,6 +179,12 @@ int launch(const RealCommand& c) {
     throw ScenarioError(fmt::format("{}: the real mode cannot start this scenario here: {}", c.origin, why));
   require_mpirun();
   check_output_dir(c.options.out, c.options.force, c.options.guard);
+  std::vector<CpuQuota> quotas = c.quotas;
+  cpu_quota_make(quotas);
+  struct Remove {  // the groups go with the job
+    std::vector<CpuQuota>& q;
+    ~Remove() { cpu_quota_remove(q); }
+  } remove{quotas};
   if (!c.options.kernel_net)
     return launch_ranks(real_ranks(c.scenario), "real", c.args, c.quiet,
                         fmt::format(", partial outputs in {}/", c.options.out));
@@ -231,6 +239,8 @@ int real_main(RealCommand c) {
     c.options.fault = fault;
   }
   if (mpi_launch_size() == 0) return launch(c);
+  if (const char* r = std::getenv("OMPI_COMM_WORLD_RANK"))  // a limited worker's rank joins its cgroup
+    join_cpu_group(std::atoi(r) - c.scenario.cluster.servers, /*thread_only=*/false);
   const RealOutcome r = run_real_rank(c.scenario, c.options);
   if (r.bad_input) return kExitBadInput;  // rank 0 said why
   if (quiet_rank()) return kExitOk;
@@ -257,6 +267,9 @@ int cmd_real(const std::vector<std::string>& args) {
       "force", "replace the output folder when it holds a stalesim run")(
       "timing", po::value<std::string>()->default_value("emulated"),
       "emulated: pad compute and messages to the scenario's devices and network; measured: no padding")(
+      "cpu-quota", po::value<std::vector<std::string>>(),
+      "WORKER=SHARE: that worker's rank gets SHARE of one core (a cgroup CPU quota; needs root): a "
+      "slower worker made by the kernel (repeatable)")(
       "net", po::value<std::string>()->default_value("none"),
       "none: the ranks talk as MPI likes (shared memory here); kernel: each rank on its own host in a "
       "network the Linux kernel makes from the scenario's links (needs root and --timing measured; "
@@ -293,6 +306,13 @@ int cmd_real(const std::vector<std::string>& args) {
     if (net != "none" && net != "kernel")
       throw UsageError(fmt::format("--net '{}': allowed: none, kernel", net));
     c.options.kernel_net = net == "kernel";
+    if (p.vm.count("cpu-quota"))
+      for (const auto& q : p.vm["cpu-quota"].as<std::vector<std::string>>())
+        c.quotas.push_back(parse_cpu_quota(q, c.scenario.cluster.worker_count(), /*with_worker=*/true));
+    if (!c.quotas.empty() && c.options.emulated)
+      throw UsageError(
+          "--cpu-quota: emulated timing pads each gradient to the scenario's time, so a quota changes "
+          "nothing it reports: use --timing measured");
     if (c.options.kernel_net && c.options.emulated)
       throw UsageError(
           "--net kernel: the kernel shapes the links, so nothing is padded: use --timing measured (emulated "
