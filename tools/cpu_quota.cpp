@@ -45,8 +45,9 @@ CpuQuota parse_cpu_quota(const std::string& text, int32_t workers, bool with_wor
       used = 0;
     }
     if (eq == std::string::npos || used != eq || w < 0 || w >= workers)
-      throw UsageError(fmt::format("--cpu-quota '{}': expected WORKER=SHARE with WORKER 0 to {} (SHARE: of one core)",
-                                   text, workers - 1));
+      throw UsageError(
+          fmt::format("--cpu-quota '{}': expected WORKER=SHARE with WORKER 0 to {} (SHARE: of one core)",
+                      text, workers - 1));
     q.worker = static_cast<int32_t>(w);
     share = text.substr(eq + 1);
   }
@@ -57,8 +58,8 @@ CpuQuota parse_cpu_quota(const std::string& text, int32_t workers, bool with_wor
     used = 0;
   }
   if (used == 0 || used != share.size() || !(q.share >= 0.01 && q.share <= 64))
-    throw UsageError(
-        fmt::format("--cpu-quota '{}': the share must be a number of cores from 0.01 to 64 (0.5: half a core)", text));
+    throw UsageError(fmt::format(
+        "--cpu-quota '{}': the share must be a number of cores from 0.01 to 64 (0.5: half a core)", text));
   return q;
 }
 
