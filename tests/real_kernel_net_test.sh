@@ -5,6 +5,7 @@
 #  - the run completes and writes its outputs, and no network namespace of its making is left;
 #  - the bytes cross the shaped links: at 20 Mbit/s per link (a 400 KiB message takes 0.16 s
 #    each way) the same 3-second run makes at most a third of the updates it makes over 1 Gbit/s;
+#  - a worker rank killed mid-run: exit 3, and nothing of the run is left;
 #  - SIGKILL of the launcher mid-run: mpirun, every rank and the namespaces go (real-net's guard).
 # Exit 77 (CTest's skip), said on stderr, without root or network namespaces, without mpirun, or
 # with a stalesim built without MPI: never a pass.
@@ -53,6 +54,16 @@ grep -q "network k[0-9a-f]* made by the kernel (.* --racks 2 --uplink-mbit 500 -
 star=$(run star 1)
 [[ ${star:-0} -gt 30 ]] || fail "the star over 1 Gbit/s made ${star:-0} updates (expected more than 30)"
 echo "real_kernel_net: star, 3 s of ASP over 1 Gbit/s links: $star updates"
+
+# A worker rank that dies mid-run (fault injection): the job fails (exit 3) and its network goes.
+STALESIM_REAL_INJECT_FAULT=1:20:kill "$bin" real $scenario --set stop.virtual_time_s=30 --timing measured --net kernel \
+  --out "$tmp/rank-died" </dev/null >"$tmp/rank-died.log" 2>&1 &
+pid=$!
+wait $pid
+rc=$?
+[[ $rc -eq 3 ]] || fail "a killed worker rank: exit $rc, not 3: $(tail -3 "$tmp/rank-died.log")"
+[[ $(namespaces_of $pid) -eq 0 ]] || fail "a killed worker rank: namespaces left: $(ip netns list | tr '\n' ' ')"
+pgrep -f "$tmp/rank-died" >/dev/null && fail "a killed worker rank: processes left: $(pgrep -af "$tmp/rank-died" | head -3)"
 
 # SIGKILL of the launcher once the run has started: nothing of it is left within 10 s.
 "$bin" real $scenario --set stop.virtual_time_s=30 --timing measured --net kernel --out "$tmp/killed" \
