@@ -108,6 +108,16 @@ TEST_CASE("the memory estimate is within 30% of the measured peak RSS for every 
                         {"classes": 10, "features": 16384, "train": 300, "test": 50}},
                       {"op": "replace", "path": "/cluster/workers/0/count", "value": 8},
                       {"op": "replace", "path": "/stop/max_updates", "value": 20}])");
+  // cnn on 192 x 192 images with two gradient threads (issue 46): a second model instance's
+  // scratch, and the pool's gradients, one per worker at most (4 workers here, not 4 per thread
+  // with a pinned version each: estimated 1.73x the peak before).
+  cell("cnn-192-2-threads",
+       R"([{"op": "replace", "path": "/model", "value": {"type": "cnn"}},
+           {"op": "replace", "path": "/data/blobs", "value":
+             {"classes": 10, "features": 36864, "train": 100, "test": 20}},
+           {"op": "replace", "path": "/cluster/workers/0/count", "value": 4},
+           {"op": "replace", "path": "/stop/max_updates", "value": 20}])",
+       2);
   cell("mf", R"([{"op": "replace", "path": "/model", "value": {"type": "mf", "rank": 16}},
                  {"op": "replace", "path": "/data", "value": {"dataset": "ratings", "ratings":
                    {"rows": 20000, "cols": 20000, "train": 5000, "test": 100}}}])");

@@ -239,9 +239,9 @@ void estimate_allreduce_pace(const Scenario& s, RunEstimate& e, std::vector<doub
 
 }  // namespace
 
-RunEstimate estimate_run(const Scenario& s) { return estimate_run(s, plan_run(s)); }
+RunEstimate estimate_run(const Scenario& s, int threads) { return estimate_run(s, plan_run(s), threads); }
 
-RunEstimate estimate_run(const Scenario& s, const RunPlan& plan) {
+RunEstimate estimate_run(const Scenario& s, const RunPlan& plan, int threads) {
   RunEstimate e;
   estimate_messages(s, plan, e);
   const bool math = traits(s.model.type).has_math;
@@ -291,7 +291,7 @@ RunEstimate estimate_run(const Scenario& s, const RunPlan& plan) {
   e.math_gflop = math_flops / 1e9;
   e.events = iterations * (all_reduce ? 2 * n : kEventsPerIteration);
   e.wall_s = (math ? e.math_gflop / e.gflops : 0.0) + e.events * kAssumedEventUs * 1e-6;
-  e.memory = estimate_memory(s, plan, e);
+  e.memory = estimate_memory(s, plan, e, threads);
   if (c.network.topology != TopologyKind::kStar && !all_reduce)  // link_load: the parameter server's traffic
     e.topology = describe_link_load(s, link_load(s, e.push_bytes, e.pull_bytes), e.iterations_per_s);
 

@@ -94,8 +94,9 @@ struct RunEstimate {
 };
 
 // REQUIRES: a loaded (validated) scenario; `plan` is plan_run(s), the plan the run follows.
-RunEstimate estimate_run(const Scenario& s, const RunPlan& plan);
-RunEstimate estimate_run(const Scenario& s);  // with plan_run(s)
+// `threads`: the run's gradient threads, for its memory estimate (estimate_memory).
+RunEstimate estimate_run(const Scenario& s, const RunPlan& plan, int threads = 1);
+RunEstimate estimate_run(const Scenario& s, int threads = 1);  // with plan_run(s)
 
 // Refuses, before anything runs, a run the estimate already knows cannot finish: one expected to
 // end past the clock's range (int64 nanoseconds, about 292 years; e.g. stop.max_updates with a

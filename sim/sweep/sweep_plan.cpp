@@ -391,13 +391,13 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, siz
   return plan;
 }
 
-void check_sweep_memory(const SweepPlan& plan, const std::optional<MemoryLimit>& limit) {
+void check_sweep_memory(const SweepPlan& plan, const std::optional<MemoryLimit>& limit, int threads) {
   if (!limit) return;
   std::string listed;
   size_t over = 0, over_points = 0;
   for (const auto& run : plan.runs) {
     const SweepPoint& first = plan.points[run.points.front()];
-    const std::string shortfall = memory_shortfall(*first.scenario, *limit);
+    const std::string shortfall = memory_shortfall(*first.scenario, *limit, threads);
     if (shortfall.empty()) continue;
     over_points += run.points.size();
     if (++over > 3) continue;
