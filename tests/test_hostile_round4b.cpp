@@ -70,13 +70,15 @@ TEST_CASE("real refuses more ranks than this machine's CPUs can hold, naming the
 TEST_CASE("real refuses ranks whose estimated memory together exceeds the limit, and starts what fits") {
   // 31 workers and a server of a 1,000-input, 2,000-unit mlp: each rank its own data and model copies.
   const auto s = stalesim::testing::scenario(real_json(31, 2000));
-  const double per_rank = stalesim::real_rank_bytes(s);
-  CHECK(per_rank > stalesim::kRealRankMpiBytes + 2000.0 * 1000 * 4);  // at least one model copy
-  CHECK(stalesim::real_local_refusal(s, 2, 32 * per_rank, "test").empty());
-  const std::string why = stalesim::real_local_refusal(s, 2, 31 * per_rank, "STALESIM_MEMORY_LIMIT");
+  const stalesim::RealMemory m = stalesim::real_memory(s);
+  CHECK(m.worker > stalesim::kRealRankMpiBytes + 2000.0 * 1000 * 4);  // at least one model copy
+  CHECK(m.server > m.worker);  // the versions the workers read and their pushes
+  CHECK(m.total() == doctest::Approx(m.server + 31 * m.worker));
+  CHECK(stalesim::real_local_refusal(s, 2, m.total(), "test").empty());
+  const std::string why = stalesim::real_local_refusal(s, 2, 0.99 * m.total(), "STALESIM_MEMORY_LIMIT");
   CHECK(
       why.starts_with("/cluster/workers: a real run of this scenario takes 32 MPI ranks (1 server shard + "
-                      "31 workers), each needing about "));
+                      "31 workers), needing about "));
   CHECK(why.find("(STALESIM_MEMORY_LIMIT)") != std::string::npos);
   CHECK(why.find("nothing was started") != std::string::npos);
 }
