@@ -131,7 +131,7 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
   // Rank 0 checks that every point fits in memory (the limit `run` checks), then prepares the
   // folder; every rank follows its verdict. A refused sweep runs and writes nothing.
   const auto prepare = [&] {
-    check_sweep_memory(plan, memory_limit(env("STALESIM_MEMORY_LIMIT")), threads_option(p.vm, jobs));
+    check_sweep_memory(plan, memory_limit(env("STALESIM_MEMORY_LIMIT")), threads_option(p.vm, jobs), jobs);
     const OutputGuard guard = output_guard(spec.scenario_path);
     auto protect = guard.protect;
     if (from_file) protect.emplace_back(input);
