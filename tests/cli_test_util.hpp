@@ -77,12 +77,15 @@ inline Outcome run_cli(const std::string& args, const std::string& prefix_given 
   return o;
 }
 
-// Peak resident memory of one `stalesim run SCENARIO --out OUT --force --quiet`, in bytes: wait4's
-// ru_maxrss of that process alone (no shell in between, so nothing else is counted); -1 when it
-// did not exit 0.
-// `threads` > 0: passed as --threads.
-inline double peak_rss_of_run(const std::filesystem::path& scenario, const std::filesystem::path& out,
-                              int threads = 0) {
+// What one `stalesim run SCENARIO --out OUT --force --quiet` used: wait4's rusage of that process
+// alone (no shell in between, so nothing else is counted): its peak resident memory in bytes and
+// its CPU seconds (user + system); both -1 when it did not exit 0. `threads` > 0: passed as --threads.
+struct RunUsage {
+  double peak_rss = -1;
+  double cpu_s = -1;
+};
+inline RunUsage usage_of_run(const std::filesystem::path& scenario, const std::filesystem::path& out,
+                             int threads = 0) {
   const std::string bin = STALESIM_BINARY, sc = scenario.string(), o = out.string();
   const std::string t = std::to_string(threads);
   std::fflush(nullptr);  // the child must not write this process's buffered output again
@@ -100,8 +103,16 @@ inline double peak_rss_of_run(const std::filesystem::path& scenario, const std::
   int status = 0;
   struct rusage ru {};
   ::wait4(pid, &status, 0, &ru);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
-  return static_cast<double>(ru.ru_maxrss) * 1024.0;  // Linux: KiB
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return {};
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return {static_cast<double>(ru.ru_maxrss) * 1024.0,  // Linux: KiB
+          seconds(ru.ru_utime) + seconds(ru.ru_stime)};
+}
+
+// Peak resident memory of one run (usage_of_run), in bytes; -1 when it did not exit 0.
+inline double peak_rss_of_run(const std::filesystem::path& scenario, const std::filesystem::path& out,
+                              int threads = 0) {
+  return usage_of_run(scenario, out, threads).peak_rss;
 }
 
 // This machine's name, as stalesim's temporaries' markers record it (sim/output/run_folder.hpp).

@@ -108,6 +108,16 @@ TEST_CASE("the memory estimate is within 30% of the measured peak RSS for every 
                         {"classes": 10, "features": 16384, "train": 300, "test": 50}},
                       {"op": "replace", "path": "/cluster/workers/0/count", "value": 8},
                       {"op": "replace", "path": "/stop/max_updates", "value": 20}])");
+  // cnn on 192 x 192 images with two gradient threads (issue 46): a second model instance's
+  // scratch, and the pool's gradients, one per worker at most (4 workers here, not 4 per thread
+  // with a pinned version each: estimated 1.73x the peak before).
+  cell("cnn-192-2-threads",
+       R"([{"op": "replace", "path": "/model", "value": {"type": "cnn"}},
+           {"op": "replace", "path": "/data/blobs", "value":
+             {"classes": 10, "features": 36864, "train": 100, "test": 20}},
+           {"op": "replace", "path": "/cluster/workers/0/count", "value": 4},
+           {"op": "replace", "path": "/stop/max_updates", "value": 20}])",
+       2);
   cell("mf", R"([{"op": "replace", "path": "/model", "value": {"type": "mf", "rank": 16}},
                  {"op": "replace", "path": "/data", "value": {"dataset": "ratings", "ratings":
                    {"rows": 20000, "cols": 20000, "train": 5000, "test": 100}}}])");
@@ -152,6 +162,43 @@ TEST_CASE("the memory estimate is within 30% of the measured peak RSS for every 
     CHECK(estimate == doctest::Approx(measured).epsilon(0.3));
   }
   MESSAGE(table);
+}
+
+TEST_CASE("a large-image cnn is refused up front at the threads it would run on, and runs where it fits") {
+  if (kAddressSanitizer) {
+    MESSAGE("AddressSanitizer build: peak RSS counts shadow memory; this check runs in the Release pass");
+    return;
+  }
+  // 192 x 192 images, 4 workers: about 227 MiB at one gradient thread (peak 241 MiB), 414 MiB at
+  // two (peak 347 MiB: a second model instance and the pool's gradients). Under a 320 MiB limit
+  // the two-thread run is refused before anything is allocated (exit 2, never exit 4 mid-run),
+  // validate says the same figure, and the one-thread run fits and completes.
+  const json j = json::parse(R"({ "name": "cnn-192", "seed": 1, "optimizer": { "batch_size": 4, "lr": 0.01 },
+    "model": { "type": "cnn" }, "policy": { "type": "asp" },
+    "data": { "dataset": "blobs", "blobs": { "classes": 10, "features": 36864, "train": 100, "test": 20 } },
+    "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 4 } ],
+                 "network": { "bandwidth_gbps": 1000, "server_bandwidth_gbps": 1000 } },
+    "stop": { "max_updates": 20 }, "eval": { "every_s": 1000 } })");
+  Scratch s("cnn-limit");
+  const std::string file = (s.path / "cnn.json").string();
+  std::ofstream(file) << j.dump();
+  const auto sc = stalesim::load_scenario_file(file);
+  const double one = stalesim::estimate_memory(sc, 1).total(), two = stalesim::estimate_memory(sc, 2).total();
+  REQUIRE(one < 320.0 * 1024 * 1024);
+  REQUIRE(two > 320.0 * 1024 * 1024);
+  const std::string limit = "STALESIM_MEMORY_LIMIT=320M ";
+  const Outcome shown = run_cli("validate " + q(file) + " --threads 2", limit);
+  CHECK_MESSAGE(shown.code == 0, shown.err);
+  CHECK_MESSAGE(has(shown.err, "memory about " + stalesim::format_bytes(two)), shown.err);
+  const Outcome refused =
+      run_cli("run " + q(file) + " --threads 2 --out " + q((s.path / "two").string()), limit);
+  CHECK(refused.code == 2);
+  CHECK_MESSAGE(has(refused.err, "needs about " + stalesim::format_bytes(two)), refused.err);
+  CHECK_FALSE(fs::exists(s.path / "two"));
+  const Outcome ran =
+      run_cli("run " + q(file) + " --quiet --threads 1 --out " + q((s.path / "one").string()), limit);
+  CHECK_MESSAGE(ran.code == 0, ran.err);
+  CHECK(fs::exists(s.path / "one" / "done"));
 }
 
 TEST_CASE("a lazy cache with a huge staleness bound is not refused when its run is short") {

@@ -293,6 +293,29 @@ TEST_CASE("a grid value that makes a point invalid is bad input: exit 2 before a
   CHECK_FALSE(fs::exists(d));
 }
 
+TEST_CASE("a sweep whose points fit alone but not --jobs at once is refused, and runs with fewer jobs") {
+  const fs::path d = fresh_dir("memory-jobs");
+  // About 73 and 45 MiB alone (one gradient thread), 110 MiB together in one process (measured
+  // peak of --jobs 2: 98 MiB): under 100 MiB each fits, both at once do not.
+  const std::string sweep =
+      "sweep " + kTiny +
+      " --grid 'model.hidden=[2000,2000],[1500,1500]' --set stop.max_updates=6 --threads 1 "
+      "--quiet --out " +
+      d.string();
+  const auto r = shell("STALESIM_MEMORY_LIMIT=100M ", sweep + " --jobs 2");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.err.find(kTiny + ": --jobs 2: the 2 largest sweep points run at once need about ") !=
+                    std::string::npos,
+                r.err);
+  CHECK(r.err.find("but only 100 MiB is available (STALESIM_MEMORY_LIMIT); nothing was run") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(d));
+  const auto one = shell("STALESIM_MEMORY_LIMIT=100M ", sweep + " --jobs 1");
+  CHECK_MESSAGE(one.code == 0, one.err);
+  CHECK(fs::exists(d / "sweep.csv"));
+  fs::remove_all(d);
+}
+
 TEST_CASE("a sweep whose last point exceeds the memory limit is refused before any point runs") {
   const fs::path d = fresh_dir("memory");
   // Points 0 and 1 (about 8 MiB each) fit in 20 MiB; point 2 (two layers of 2000: 4 million

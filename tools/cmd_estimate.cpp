@@ -97,7 +97,7 @@ void use_this_machine(RunEstimate& e, const RunOptions& options, bool remeasure)
   use_machine_rate(e, r, note);
 }
 
-std::string describe_sweep_estimate(const SweepPlan& plan, int jobs) {
+std::string describe_sweep_estimate(const SweepPlan& plan, int jobs, int threads) {
   std::string note;
   const auto rate = cached_machine_rate(note);
   double virtual_s = 0, wall_s = 0, longest_s = 0, peak_bytes = 0;
@@ -105,7 +105,7 @@ std::string describe_sweep_estimate(const SweepPlan& plan, int jobs) {
   for (const auto& run : plan.runs) {
     const SweepPoint& p = plan.points.at(run.points.front());
     if (!p.scenario) continue;
-    RunEstimate e = estimate_run(*p.scenario);
+    RunEstimate e = estimate_run(*p.scenario, threads);
     if (rate) use_machine_rate(e, *rate, note);
     virtual_s += e.expected_end_s;
     wall_s += e.wall_s;

@@ -27,7 +27,8 @@ void use_this_machine(RunEstimate& e, const RunOptions& options, bool remeasure)
 
 // The whole grid's estimate, one line each starting "estimate: ": the runs (folders) and points,
 // their virtual time, the wall time on `jobs` threads (at the cached machine rate when there is
-// one, else the assumed rates, said as such) and the peak memory of `jobs` runs at once.
-std::string describe_sweep_estimate(const SweepPlan& plan, int jobs);
+// one, else the assumed rates, said as such) and the peak memory of `jobs` runs at once, each with
+// `threads` gradient threads.
+std::string describe_sweep_estimate(const SweepPlan& plan, int jobs, int threads = 1);
 
 }  // namespace stalesim::cli

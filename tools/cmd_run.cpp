@@ -79,7 +79,7 @@ int cmd_run(const std::vector<std::string>& args) {
   check_output_dir(out, force, guard);
   check_memory(sc, p.vm["scenario"].as<std::string>(), memory_limit(env("STALESIM_MEMORY_LIMIT")),
                threads_option(p.vm, 1));
-  const RunEstimate estimate = estimate_run(sc);
+  const RunEstimate estimate = estimate_run(sc, threads_option(p.vm, 1));  // the memory it checked
   check_feasible(sc, estimate, p.vm["scenario"].as<std::string>());
   if (!quiet) fmt::print(stderr, "{}\n", estimate.one_line());
 

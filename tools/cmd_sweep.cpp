@@ -131,7 +131,7 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
   // Rank 0 checks that every point fits in memory (the limit `run` checks), then prepares the
   // folder; every rank follows its verdict. A refused sweep runs and writes nothing.
   const auto prepare = [&] {
-    check_sweep_memory(plan, memory_limit(env("STALESIM_MEMORY_LIMIT")));
+    check_sweep_memory(plan, memory_limit(env("STALESIM_MEMORY_LIMIT")), threads_option(p.vm, jobs), jobs);
     const OutputGuard guard = output_guard(spec.scenario_path);
     auto protect = guard.protect;
     if (from_file) protect.emplace_back(input);
@@ -140,7 +140,7 @@ Exit codes: 0 every point ok, 2 bad input, 3 a point failed, 130 interrupted.
   const auto refuse = [](const std::exception& e) { fmt::print(stderr, "stalesim: {}\n", e.what()); };
   if (!prepare_on_rank0(mpi, prepare, refuse)) return kExitBadInput;
   if (rank == 0 && !quiet) {
-    fmt::print(stderr, "{}", describe_sweep_estimate(plan, jobs * ranks));
+    fmt::print(stderr, "{}", describe_sweep_estimate(plan, jobs * ranks, threads_option(p.vm, jobs)));
     for (const auto& n : plan.notes) fmt::print(stderr, "stalesim: note: {}\n", n);
     if (plan.skipped > 0)
       fmt::print(stderr, "stalesim: note: the constraints skip {} of {} points\n", plan.skipped,

@@ -17,7 +17,9 @@ int cmd_validate(const std::vector<std::string>& args) {
   po::options_description o("Usage: stalesim validate SCENARIO [options]\n\nOptions");
   add_scenario_options(o);
   o.add_options()("remeasure", "measure this machine again for the wall time, replacing the cached rate")(
-      "threads", po::value<int>(), "threads of the measuring runs (default: as for run)")("help,h", "show this help");
+      "threads", po::value<int>(),
+      "threads of the measuring runs and of the memory estimate (default: as for run)")("help,h",
+                                                                                        "show this help");
   po::positional_options_description pos;
   pos.add("scenario", 1);
   const auto p = parse(args, o, pos);
@@ -36,7 +38,8 @@ int cmd_validate(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const Scenario sc = load(p.vm);
-  RunEstimate estimate = estimate_run(sc);
+  // The memory at the gradient threads `run` would use here (more add the pool's buffers).
+  RunEstimate estimate = estimate_run(sc, threads_option(p.vm, 1));
   check_feasible(sc, estimate, p.vm["scenario"].as<std::string>());
   std::cout << scenario_to_json(sc).dump(2) << "\n";
   std::cout.flush();

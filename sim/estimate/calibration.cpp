@@ -7,6 +7,8 @@
 #include <cmath>
 #include <ctime>
 
+#include <time.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -22,8 +24,10 @@ constexpr const char* kFormat = "stalesim machine rate";
 constexpr uint64_t kMaxRateBytes = 64u << 10;
 
 // The reference cluster: four workers, asynchronous, a fast network; with `math` an MLP
-// (784-200-10 on blobs, the quick start's shape), else the same size time-only. Sized to take a
-// few tenths of a second here.
+// (784-200-10 on blobs, the quick start's shape), else the same size time-only on 16 workers (an
+// event costs more with more workers pending in the queue: CPU time of 1.5M updates of a
+// time-only ASP star, 0.39 s at 4 workers, 0.43 at 16, 0.45 to 0.48 at 64 to 4,000). Sized to
+// take a few tenths of a second here.
 Scenario reference(bool math, int64_t updates) {
   nlohmann::json j = {{"name", std::string("calibration-") + (math ? "mlp" : "time-only")},
                       {"seed", 1},
@@ -32,7 +36,7 @@ Scenario reference(bool math, int64_t updates) {
                         {"blobs", {{"classes", 10}, {"features", 784}, {"train", 2000}, {"test", 200}}}}},
                       {"optimizer", {{"rule", "sgd"}, {"lr", 0.05}, {"batch_size", 32}}},
                       {"policy", {{"type", "asp"}}},
-                      {"cluster", {{"workers", {{{"profile", "gtx1080ti"}, {"count", 4}}}}}},
+                      {"cluster", {{"workers", {{{"profile", "gtx1080ti"}, {"count", math ? 4 : 16}}}}}},
                       {"stop", {{"max_updates", updates}}},
                       {"eval", {{"every_s", 1000}}}};
   if (math) {
@@ -44,11 +48,22 @@ Scenario reference(bool math, int64_t updates) {
   return parse_scenario(j, "calibration");
 }
 
-// Wall seconds of one run of `s`.
-double timed(const Scenario& s, const RunOptions& options, int64_t& events) {
+// CPU seconds of this thread.
+double thread_cpu_s() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// Wall seconds of one run of `s`; `cpu`: this thread's CPU seconds instead (a run without the
+// gradient pool runs on this thread alone, and its CPU time does not count what other processes
+// take of the machine).
+double timed(const Scenario& s, const RunOptions& options, int64_t& events, bool cpu = false) {
   const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = thread_cpu_s();
   const RunResult r = run_scenario(s, options);
   events = r.events;
+  if (cpu) return thread_cpu_s() - c0;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -61,8 +76,10 @@ MachineRate measure_machine_rate(const RunOptions& options) {
   // (generating the data, the first and last evaluations, starting threads) cancels out.
   MachineRate r;
   int64_t events_short = 0, events_long = 0;
-  const double plain_short = timed(reference(false, 5000), options, events_short);
-  const double plain_long = timed(reference(false, 25000), options, events_long);
+  // The events: 800,000 apart (about 0.1 s here; 80,000 before, about 10 ms, read between 0.056 and
+  // 0.119 us per event on one loaded machine), in CPU time.
+  const double plain_short = timed(reference(false, 20000), options, events_short, true);
+  const double plain_long = timed(reference(false, 220000), options, events_long, true);
   r.event_us = std::max((plain_long - plain_short) /
                             static_cast<double>(std::max<int64_t>(events_long - events_short, 1)) * 1e6,
                         1e-3);
@@ -136,7 +153,7 @@ std::optional<MachineRate> read_machine_rate(const std::string& path, std::strin
 void use_machine_rate(RunEstimate& e, const MachineRate& r, const std::string& note) {
   if (e.gflops > 0) e.gflops *= r.speed;
   e.event_us = r.event_us;
-  e.wall_s = (e.gflops > 0 ? e.math_gflop / e.gflops : 0.0) + e.events * r.event_us * 1e-6;
+  e.wall_s = (e.gflops > 0 ? e.math_gflop / e.gflops : 0.0) + e.work_events() * r.event_us * 1e-6;
   e.rate_note = note;
 }
 

@@ -4,9 +4,10 @@
 // assumed_gflops and kAssumedEventUs); a calibration measures this machine instead, once, by
 // running short reference simulations in-process (each twice, short and longer, the difference
 // timed): a 784-200-10 MLP on generated blobs (the
-// quick start's shape; its math sets the speed factor against the assumed rate) and the same
-// cluster with the time-only model (its events set the cost per event). It takes about a second
-// on an idle 2-core machine, a few under load (which it then measures too).
+// quick start's shape; its math sets the speed factor against the assumed rate, in wall time) and
+// the same model time-only on 16 workers (its events set the cost per event, in this thread's CPU
+// time, which other processes change less). It takes about a second on an idle 2-core machine, a
+// few under load (which the math's rate then measures too).
 //
 // The result is cached as a small JSON file (the CLI chooses where, from the environment:
 // $XDG_CACHE_HOME/stalesim or ~/.cache/stalesim; the library reads no environment). A cache is

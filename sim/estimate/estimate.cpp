@@ -16,6 +16,12 @@ namespace stalesim {
 namespace {
 
 constexpr double kEventsPerIteration = 4;  // params arrive, compute done, push at server, applied
+// A link between switches as busy as this share of the busiest shard link: from kSplitFrom the
+// parts of a message begin to end apart, from kSplitAll every part ends alone
+// (flow_passes_per_iteration). Measured on racks of 32, 4 shards: busiest uplink at 0.72 of the
+// shard link (140 workers), 2.5 ends per update; 0.74 (128), 3.1; 0.81 (100), 7.1; 0.62 to 0.51
+// (250 to 3,000 workers), 2.0.
+constexpr double kSplitFrom = 0.72, kSplitAll = 0.82;
 
 double transfer_s(double bytes, double gbps) { return bytes * 8.0 / (gbps * 1e9); }
 
@@ -237,11 +243,33 @@ void estimate_allreduce_pace(const Scenario& s, RunEstimate& e, std::vector<doub
   e.server_offered = 0;
 }
 
+// Off the star (sim/network/flows.hpp) every flow start and end recomputes the max-min rates: a
+// pass over every flow slot (advance, finish times) and the channels in use, so an iteration
+// costs its recomputes times the flows in flight. Its recomputes: the push's and the pull's
+// start, and their ends: one each where the parts of a message (one per shard) share one
+// bottleneck, the shards' links, and so end together; one per part where a link between
+// switches is nearly as busy (kSplitFrom, kSplitAll: a part across it is held there now and
+// then). Flows in flight: each worker's parts while it is not computing.
+// Measured (issue 46; time-only ASP, 4 shards spread over racks of 32, CPU seconds, counters in
+// the flow network): 300, 1,000 and 3,000 workers, 4.0, 4.0 and 4.6 recomputes per update over
+// 1,199, 3,958 and 11,414 slots, 11.7, 13.1 and 11.0 ns per slot and recompute; 64 and 100
+// workers (4 racks, uplinks 0.8 as busy as a shard's link), 7.1 and 9.1 recomputes.
+double flow_passes_per_iteration(const Scenario& s, const RunEstimate& e, const LinkLoad& load) {
+  const double shards = s.cluster.servers;
+  double in_flight = 0;
+  for (const auto& ge : e.groups)
+    in_flight += ge.count * shards * std::clamp(1.0 - ge.compute_s / ge.iteration_s, 0.0, 1.0);
+  const double busy = load.shard_link_s > 0 ? load.switch_link_s / load.shard_link_s : 0.0;
+  const double apart = std::clamp((busy - kSplitFrom) / (kSplitAll - kSplitFrom), 0.0, 1.0);
+  const double ends = 1 + (shards - 1) * apart;
+  return (2 + 2 * ends) * in_flight;
+}
+
 }  // namespace
 
-RunEstimate estimate_run(const Scenario& s) { return estimate_run(s, plan_run(s)); }
+RunEstimate estimate_run(const Scenario& s, int threads) { return estimate_run(s, plan_run(s), threads); }
 
-RunEstimate estimate_run(const Scenario& s, const RunPlan& plan) {
+RunEstimate estimate_run(const Scenario& s, const RunPlan& plan, int threads) {
   RunEstimate e;
   estimate_messages(s, plan, e);
   const bool math = traits(s.model.type).has_math;
@@ -290,10 +318,18 @@ RunEstimate estimate_run(const Scenario& s, const RunPlan& plan) {
   e.gflops = math ? assumed_gflops(s.model.type) : 0.0;
   e.math_gflop = math_flops / 1e9;
   e.events = iterations * (all_reduce ? 2 * n : kEventsPerIteration);
-  e.wall_s = (math ? e.math_gflop / e.gflops : 0.0) + e.events * kAssumedEventUs * 1e-6;
-  e.memory = estimate_memory(s, plan, e);
-  if (c.network.topology != TopologyKind::kStar && !all_reduce)  // link_load: the parameter server's traffic
-    e.topology = describe_link_load(s, link_load(s, e.push_bytes, e.pull_bytes), e.iterations_per_s);
+  // The engine's events, and on the star each push's and pull's parts past the first (one per shard).
+  e.part_events = all_reduce || c.network.topology != TopologyKind::kStar
+                      ? 0.0
+                      : iterations * 2 * (c.servers - 1) * kShardPartEvents;
+  if (c.network.topology != TopologyKind::kStar &&
+      !all_reduce) {  // link_load: the parameter server's traffic
+    const LinkLoad load = link_load(s, e.push_bytes, e.pull_bytes);
+    e.topology = describe_link_load(s, load, e.iterations_per_s);
+    if (e.transfers_timed) e.flow_passes = iterations * flow_passes_per_iteration(s, e, load);
+  }
+  e.wall_s = (math ? e.math_gflop / e.gflops : 0.0) + e.work_events() * kAssumedEventUs * 1e-6;
+  e.memory = estimate_memory(s, plan, e, threads);
 
   if (e.communication_share > 0.9)
     e.warnings.push_back(fmt::format(
@@ -364,8 +400,12 @@ std::string RunEstimate::describe() const {
                                : "");
   out += fmt::format(
       "estimate: wall time about {} on this machine (math at {} {:.3g} GFLOP/s, {:.3g} us per "
-      "event{}); memory about {}\n",
+      "event{}{}); memory about {}\n",
       seconds(wall_s), rate_note.empty() ? "an assumed" : "a measured", gflops, event_us,
+      flow_passes > 0 ? fmt::format(", {:.3g} events and {:.3g} passes over flows in flight (each flow "
+                                    "start and end recomputes every rate), {:.3g} events' worth",
+                                    events, flow_passes, flow_passes * kFlowPassEvents)
+                      : "",
       rate_note.empty() ? ": assumed, not measured" : "; " + rate_note, memory.describe());
   out += topology;
   for (const auto& w : warnings) out += "estimate: warning: " + w + "\n";

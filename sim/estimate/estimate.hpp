@@ -46,6 +46,14 @@ namespace stalesim {
 // Time-only models do no math.
 double assumed_gflops(ModelType model_type);
 inline constexpr double kAssumedEventUs = 0.5;
+// Off the star, one flow slot's share of a max-min recompute (sim/network/flows.hpp) in events:
+// 9.4 to 13.1 ns per slot and recompute measured at 300 to 3,000 workers in racks (18.7 at 100),
+// against the calibration's 0.068 to 0.070 us per event (CPU time, the reference machine, issue 46).
+inline constexpr double kFlowPassEvents = 0.15;
+// Each message part past the first (a message is split over the server shards, each part on its
+// own link): CPU time of 1.5M updates of a time-only ASP star of 1,000 workers, 0.47 s on one
+// shard, 0.58 on 4 (64 workers: 0.48 on 2, 0.54 on 4, 0.63 on 8): 12 ns a part, in events.
+inline constexpr double kShardPartEvents = 0.18;
 
 struct GroupEstimate {
   std::string profile;  // the device profile's name
@@ -80,6 +88,10 @@ struct RunEstimate {
   double gflops = 0;                     // the rate assumed for it
   double math_gflop = 0;                 // the math the run computes (wall_s's first part: / gflops)
   double events = 0;                     // the events it processes (wall_s's second part: x event_us)
+  double part_events = 0;                // on the star: the shards' message parts past the first, in
+                                         // events (kShardPartEvents each)
+  double flow_passes = 0;                // off the star: flow slots passed over by its max-min
+                                         // recomputes (x kFlowPassEvents events each)
   double event_us = kAssumedEventUs;     // the cost assumed per event
   std::string rate_note;                 // "": the rates are assumed; else where the measured ones come
                                          // from (use_machine_rate, sim/estimate/calibration.hpp)
@@ -87,6 +99,8 @@ struct RunEstimate {
   std::vector<std::string> warnings;  // one sentence each
   std::string topology;               // off the star: its lines (sim/network/link_load.hpp)
 
+  // What the event loop's wall time is counted in: the events and the flow recomputes' passes.
+  double work_events() const { return events + part_events + flow_passes * kFlowPassEvents; }
   // Several lines for `validate`, each starting "estimate: ".
   std::string describe() const;
   // One line for `run`.
@@ -94,8 +108,9 @@ struct RunEstimate {
 };
 
 // REQUIRES: a loaded (validated) scenario; `plan` is plan_run(s), the plan the run follows.
-RunEstimate estimate_run(const Scenario& s, const RunPlan& plan);
-RunEstimate estimate_run(const Scenario& s);  // with plan_run(s)
+// `threads`: the run's gradient threads, for its memory estimate (estimate_memory).
+RunEstimate estimate_run(const Scenario& s, const RunPlan& plan, int threads = 1);
+RunEstimate estimate_run(const Scenario& s, int threads = 1);  // with plan_run(s)
 
 // Refuses, before anything runs, a run the estimate already knows cannot finish: one expected to
 // end past the clock's range (int64 nanoseconds, about 292 years; e.g. stop.max_updates with a

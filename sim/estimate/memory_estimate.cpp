@@ -173,13 +173,22 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan, const Run
 
   e.gradient_bytes = vec + (math ? train * 4.0 : 0.0);
   // The gradient pool (sim/gradient_pool.hpp; pull modes on the CPU with simulated times, more
-  // than one thread): up to 4 gradients per thread computed ahead, each with the version it reads
-  // pinned, two evaluations' parameter copies, and a model instance per thread.
+  // than one thread): up to 4 gradients per thread computed ahead, but one per worker at most
+  // (WorkerCore::start_task: a worker has one task out at a time, and the tasks' gradients are
+  // reused), two evaluations' parameter copies, and a model instance per thread. A task pins the
+  // version its worker read, which the worker holds anyway (counted in the snapshots), except
+  // where workers defer their gradients and let their versions go: then the pins keep one each,
+  // or one for all in lock step (they all read one version). Before, 4 pinned versions per thread
+  // were counted whatever the mode, and the 4 gradients per thread beyond the workers: a 256 x 256
+  // cnn on 4 workers at 2 threads was estimated at 1.05 GiB for a 618 MiB peak (issue 46).
   const bool pooled = math && threads > 1 && s.policy.pulls_every_clock() && !rule.gates_transfers &&
                       s.compute.timing != Timing::kMeasured && s.compute.backend == Backend::kCpu;
   const double instances = pooled ? threads : 1;
-  // Lock-step workers all read one version: their tasks pin that one, counted in the snapshots.
-  if (pooled) e.gradient_bytes += ((plan.lockstep ? 4.0 : 8.0) * threads + 2) * vec;
+  if (pooled) {
+    const double tasks = std::min(4.0 * threads, n);
+    const double pinned = deferred && !plan.lockstep ? tasks : 0.0;
+    e.gradient_bytes += (tasks + pinned + 2) * vec;
+  }
   e.scratch_bytes =
       math ? instances * model_scratch_bytes(s.model, plan.shape, static_cast<double>(s.optimizer.batch_size),
                                              s.eval.test_samples > 0

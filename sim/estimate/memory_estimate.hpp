@@ -27,7 +27,8 @@
 //   moving average and one backup copy per worker;
 // - gradients: the server's scratch gradient; batch indices (4 bytes per training sample); with
 //   more than one gradient thread where the pool applies (sim/gradient_pool.hpp), up to 4 gradients
-//   per thread computed ahead, each with its version pinned, and two evaluations' copies;
+//   per thread computed ahead and one per worker at most, the versions they pin where the workers
+//   defer (else those are the workers' own, counted above), and two evaluations' copies;
 // - model scratch: what each model instance (one, or one per gradient thread) holds for its largest
 //   batch or evaluation chunk (models/model.hpp model_scratch_bytes): the cnn's im2col matrices and
 //   per-sample buffers exceed its parameters many times over on large images;

@@ -11,7 +11,38 @@
 
 namespace stalesim {
 
-double real_rank_bytes(const Scenario& s) { return estimate_memory(s, 1).total() + kRealRankMpiBytes; }
+RealMemory real_memory(const Scenario& s) {
+  const MemoryEstimate e = estimate_memory(s, 1);
+  const double vec = e.parameters * 4.0;
+  const double n = s.cluster.worker_count();
+  const double staleness = static_cast<double>(s.policy.clock_bound().value_or(0));
+  const double updates = s.stop.max_updates ? static_cast<double>(*s.stop.max_updates) : n;
+  // Every rank: the process and MPI, the data, the model's scratch and the batch indices; and the
+  // worker core's first version, its server optimizer (e.server_bytes) and gradient scratch.
+  const double fixed =
+      e.process_bytes + kRealRankMpiBytes + e.dataset_bytes + e.scratch_bytes + (e.gradient_bytes - vec);
+  const double core = vec + e.server_bytes + vec;
+  RealMemory m;
+  m.shards = s.cluster.servers;
+  m.workers = s.cluster.worker_count();
+  const double shards = m.shards;
+  // The parts of a message: one slice per shard (P / S floats each).
+  double server_vectors = 0;
+  if (s.policy.caches_params()) {
+    const bool eager = s.policy.cache_mode() == CacheMode::kEager;
+    m.worker = fixed + core + (3 + (staleness + 1) + (eager ? 1 : 0) + 2 / shards) * vec;
+    server_vectors = 1 + 2 * n + 2;
+  } else {
+    // The whole parameters and the gradient; the message buffer, the part and the packed push, slices.
+    m.worker = fixed + core + (2 + 3 / shards) * vec;
+    server_vectors = std::min(n, updates) + 2 * n + 2;
+  }
+  // With shards, each shard rank keeps its slice of the core and the server's vectors
+  // (WorkerCore::keep_slice), and rank 0 also gathers the whole parameters for evaluations.
+  m.shard = fixed + (core + server_vectors * vec) / shards;
+  m.server = m.shard + n * 4096.0 + (shards > 1 ? vec : 0.0);
+  return m;
+}
 
 std::string real_local_refusal(const Scenario& s, int cpus, std::optional<double> memory_limit,
                                const std::string& limit_source) {
@@ -30,14 +61,16 @@ std::string real_local_refusal(const Scenario& s, int cpus, std::optional<double
         "logical CPU, {} CPU{}); use fewer workers or server shards, {}",
         takes, slots, kRealRanksPerCpu, cpus, cpus == 1 ? "" : "s", cluster);
   if (!memory_limit) return "";
-  const double per_rank = real_rank_bytes(s);
-  if (per_rank * ranks <= *memory_limit) return "";
+  const RealMemory m = real_memory(s);
+  if (m.total() <= *memory_limit) return "";
   return fmt::format(
-      "/cluster/workers: {}, each needing about {} (its simulator core: {}; plus {} for MPI), {} on this "
-      "machine in all, but only {} is available ({}); use fewer workers, a smaller model or less data, or "
-      "set STALESIM_MEMORY_LIMIT to override, {}",
-      takes, format_bytes(per_rank), estimate_memory(s, 1).describe(), format_bytes(kRealRankMpiBytes),
-      format_bytes(per_rank * ranks), format_bytes(*memory_limit), limit_source, cluster);
+      "/cluster/workers: {}, needing about {} on this machine in all (the server's rank {}{}, each worker's "
+      "{}; each with {} for MPI; the simulation's own estimate: {}), but only {} is available ({}); use "
+      "fewer workers, a smaller model or less data, or set STALESIM_MEMORY_LIMIT to override, {}",
+      takes, format_bytes(m.total()), format_bytes(m.server),
+      m.shards > 1 ? fmt::format(", each other shard's {}", format_bytes(m.shard)) : std::string(),
+      format_bytes(m.worker), format_bytes(kRealRankMpiBytes), estimate_memory(s, 1).describe(),
+      format_bytes(*memory_limit), limit_source, cluster);
 }
 
 }  // namespace stalesim

@@ -2,6 +2,7 @@
 
 #include "sim/network/link_load.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include <fmt/format.h>
@@ -23,12 +24,21 @@ LinkLoad link_load(const Scenario& s, double push_bytes, double pull_bytes) {
     }
   LinkLoad l;
   int32_t best = 0;
+  std::vector<char> shard_node(t.nodes.size(), 0);
+  for (int32_t h : t.shard_host) shard_node[static_cast<size_t>(t.hosts[static_cast<size_t>(h)])] = 1;
   for (int32_t ch = 0; ch < t.channels(); ++ch) {
     const double sec = bits[static_cast<size_t>(ch)] / (t.channel_gbps(ch) * 1e9);
     if (sec > l.round_s) {
       l.round_s = sec;
       best = ch;
     }
+    const auto& link = t.links[static_cast<size_t>(ch / 2)];
+    const auto& a = t.nodes[static_cast<size_t>(link.a)];
+    const auto& b = t.nodes[static_cast<size_t>(link.b)];
+    if (shard_node[static_cast<size_t>(link.a)] || shard_node[static_cast<size_t>(link.b)])
+      l.shard_link_s = std::max(l.shard_link_s, sec);
+    else if (!a.host && !b.host)
+      l.switch_link_s = std::max(l.switch_link_s, sec);
   }
   l.busiest = t.channel_name(best);
   l.busiest_gbps = t.channel_gbps(best);

@@ -18,6 +18,11 @@ struct LinkLoad {
   int32_t hosts = 0;
   int32_t racks = 0;            // racks only
   double oversubscription = 0;  // racks only
+  // The busiest server shard's host link and the busiest link between two switches, each in
+  // seconds per round (the wall-time estimate: where a link between switches is nearly as busy as
+  // the shards' links, the parts of one message have different bottlenecks and end apart).
+  double shard_link_s = 0;
+  double switch_link_s = 0;
 };
 
 // REQUIRES: a loaded scenario whose topology is not the star.

@@ -148,8 +148,12 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, siz
 // run` checks) and throws ScenarioError when any exceeds `limit`, before anything runs or is
 // written: the message names the sweep file (or the scenario file of a sweep given by flags), how
 // many points exceed, and the first three (index, values, folder, estimate against the limit).
-// Nothing is checked when `limit` is nullopt.
-void check_sweep_memory(const SweepPlan& plan, const std::optional<MemoryLimit>& limit);
+// Nothing is checked when `limit` is nullopt. `threads`: each point's gradient threads
+// (SweepOptions::threads), as its run will have them. `jobs` (SweepOptions::jobs): points run at
+// once in this process, so the `jobs` largest together (one process's own share) must fit too;
+// refused otherwise, naming --jobs.
+void check_sweep_memory(const SweepPlan& plan, const std::optional<MemoryLimit>& limit, int threads = 1,
+                        int jobs = 1);
 
 // "ROOT/<base name>-sweep" (ROOT: the results root, tools/cli.hpp results_root).
 std::string default_sweep_dir(const SweepPlan& plan, const std::string& root = "results");

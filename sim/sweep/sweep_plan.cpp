@@ -3,8 +3,11 @@
 #include "sim/sweep/sweep.hpp"
 
 #include <algorithm>
+#include <cstddef>
+#include <functional>
 #include <map>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -391,14 +394,22 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::function<void(size_t, siz
   return plan;
 }
 
-void check_sweep_memory(const SweepPlan& plan, const std::optional<MemoryLimit>& limit) {
+void check_sweep_memory(const SweepPlan& plan, const std::optional<MemoryLimit>& limit, int threads,
+                        int jobs) {
   if (!limit) return;
   std::string listed;
   size_t over = 0, over_points = 0;
+  std::vector<double> each;  // each run's estimate less the process's own share
+  double process = 0;
   for (const auto& run : plan.runs) {
     const SweepPoint& first = plan.points[run.points.front()];
-    const std::string shortfall = memory_shortfall(*first.scenario, *limit);
-    if (shortfall.empty()) continue;
+    const std::string shortfall = memory_shortfall(*first.scenario, *limit, threads);
+    if (shortfall.empty()) {
+      const MemoryEstimate e = estimate_memory(*first.scenario, threads);
+      each.push_back(e.total() - e.process_bytes);
+      process = e.process_bytes;
+      continue;
+    }
     over_points += run.points.size();
     if (++over > 3) continue;
     const std::string shared =
@@ -406,12 +417,25 @@ void check_sweep_memory(const SweepPlan& plan, const std::optional<MemoryLimit>&
     listed += fmt::format("\n  point {} ({}){}, folder {}: {}", first.index,
                           describe_point(plan, first.index), shared, run.folder, shortfall);
   }
-  if (over == 0) return;
+  const std::string origin = plan.spec.spec_file.empty() ? plan.spec.scenario_path : plan.spec.spec_file;
+  if (over > 0)
+    throw ScenarioError(fmt::format(
+        "{}: {} of {} sweep points need more memory than is available; nothing was run:{}{}\n  {}", origin,
+        over_points, plan.points.size(), listed,
+        over > 3 ? fmt::format("\n  and {} more folder(s)", over - 3) : std::string(), kMemoryAdvice));
+  // Every point fits alone; `jobs` of them run at once in this process (the largest, at worst).
+  const size_t at_once = std::min(each.size(), static_cast<size_t>(std::max(jobs, 1)));
+  if (at_once < 2) return;
+  std::partial_sort(each.begin(), each.begin() + static_cast<std::ptrdiff_t>(at_once), each.end(),
+                    std::greater<>());
+  double together = process;
+  for (size_t i = 0; i < at_once; ++i) together += each[i];
+  if (together <= limit->bytes) return;
   throw ScenarioError(fmt::format(
-      "{}: {} of {} sweep points need more memory than is available; nothing was run:{}{}\n  {}",
-      plan.spec.spec_file.empty() ? plan.spec.scenario_path : plan.spec.spec_file, over_points,
-      plan.points.size(), listed,
-      over > 3 ? fmt::format("\n  and {} more folder(s)", over - 3) : std::string(), kMemoryAdvice));
+      "{}: --jobs {}: the {} largest sweep points run at once need about {} together, but only {} is "
+      "available ({}); nothing was run; run fewer points at once (--jobs), or {}",
+      origin, jobs, at_once, format_bytes(together), format_bytes(limit->bytes), limit->source,
+      kMemoryAdvice));
 }
 
 std::string default_sweep_dir(const SweepPlan& plan, const std::string& root) {
