@@ -240,7 +240,7 @@ int real_main(RealCommand c) {
   }
   if (mpi_launch_size() == 0) return launch(c);
   if (const char* r = std::getenv("OMPI_COMM_WORLD_RANK"))  // a limited worker's rank joins its cgroup
-    join_cpu_group(std::atoi(r) - c.scenario.cluster.servers, /*thread_only=*/false);
+    join_cpu_group(std::atoi(r), /*thread_only=*/false);
   const RealOutcome r = run_real_rank(c.scenario, c.options);
   if (r.bad_input) return kExitBadInput;  // rank 0 said why
   if (quiet_rank()) return kExitOk;
@@ -309,6 +309,7 @@ int cmd_real(const std::vector<std::string>& args) {
     if (p.vm.count("cpu-quota"))
       for (const auto& q : p.vm["cpu-quota"].as<std::vector<std::string>>())
         c.quotas.push_back(parse_cpu_quota(q, c.scenario.cluster.worker_count(), /*with_worker=*/true));
+    for (auto& q : c.quotas) q.rank = c.scenario.cluster.servers + q.worker;
     if (!c.quotas.empty() && c.options.emulated)
       throw UsageError(
           "--cpu-quota: emulated timing pads each gradient to the scenario's time, so a quota changes "

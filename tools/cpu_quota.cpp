@@ -87,7 +87,7 @@ void cpu_quota_make(std::vector<CpuQuota>& quotas) {
       cpu_quota_remove(quotas);
       throw ScenarioError(fmt::format("--cpu-quota: cannot set the quota of {}", q.group));
     }
-    env += fmt::format("{}{}:{}", env.empty() ? "" : ",", q.worker, q.group);
+    env += fmt::format("{}{}:{}", env.empty() ? "" : ",", q.rank, q.group);
   }
   ::setenv(kEnv, env.c_str(), 1);
   // The guard: when this process is gone (even by SIGKILL), remove the groups, by their names.
@@ -115,17 +115,23 @@ void cpu_quota_remove(std::vector<CpuQuota>& quotas) {
   }
 }
 
-void join_cpu_group(int32_t worker, bool thread_only) {
+void join_cpu_group(int32_t rank, bool thread_only) {
   const char* env = std::getenv(kEnv);
   if (!env || !*env) return;
   const std::string all = env;
-  const std::string key = std::to_string(worker) + ":";
+  const std::string key = std::to_string(rank) + ":";
   size_t at = 0;
   while (at < all.size()) {
     const size_t comma = std::min(all.find(',', at), all.size());
     const std::string item = all.substr(at, comma - at);
     if (item.starts_with(key)) {
       const fs::path group = item.substr(key.size());
+      if (!thread_only) {  // already there (real-net's exec moved it before the namespace)?
+        std::ifstream in("/proc/self/cgroup");
+        const std::string name = "/" + group.filename().string();
+        for (std::string line; std::getline(in, line);)
+          if (line.find(":cpu") != std::string::npos && line.ends_with(name)) return;
+      }
       const long id = thread_only ? ::syscall(SYS_gettid) : static_cast<long>(::getpid());
       if (!write_file(group / (thread_only ? "tasks" : "cgroup.procs"), std::to_string(id)))
         throw std::runtime_error(fmt::format("cannot join the cgroup {} (--cpu-quota)", group.string()));

@@ -3,8 +3,9 @@
 // point 5): a slower worker made by the kernel. The launcher makes one cgroup (v1 cpu controller,
 // /sys/fs/cgroup/cpu/stalesim-<launcher pid>-w<worker>) per limited worker, with cpu.cfs_quota_us
 // = SHARE x cpu.cfs_period_us (10 ms; SHARE 0.5: half of one core), and hands the ranks their groups in
-// the environment (STALESIM_REAL_CPU_GROUPS=W:PATH,...); the worker's rank moves itself into its
-// group. calibrate --cpu moves only its timing thread, so that the profile it writes is the
+// the environment (STALESIM_REAL_CPU_GROUPS=RANK:PATH,...); the worker's rank moves itself into its
+// group (under --net kernel, tools/real-net's exec moves it before it enters its namespace, whose
+// own /sys has no cgroups; the group is inherited). calibrate --cpu moves only its timing thread, so that the profile it writes is the
 // limited worker's speed while another worker computes beside it: the simulation learns the slow
 // worker only through that calibration. The launcher removes the groups it made (rmdir, by their
 // own names) when the job ends, and a detached guard does when the launcher dies, even by SIGKILL.
@@ -18,6 +19,7 @@ namespace stalesim::cli {
 
 struct CpuQuota {
   int32_t worker = 0;  // calibrate: 0
+  int32_t rank = 0;    // the MPI rank it runs as (real: server shards + worker; calibrate: 0)
   double share = 1;    // of one core, in (0, 64]
   std::string group;   // the cgroup's folder
   bool made = false;
@@ -32,9 +34,9 @@ CpuQuota parse_cpu_quota(const std::string& text, int32_t workers, bool with_wor
 void cpu_quota_make(std::vector<CpuQuota>& quotas);
 void cpu_quota_remove(std::vector<CpuQuota>& quotas);
 
-// In a rank: moves this process (or, with `thread_only`, the calling thread) into worker `w`'s
-// group from STALESIM_REAL_CPU_GROUPS; nothing when it names none. Throws std::runtime_error when
-// the move fails.
-void join_cpu_group(int32_t worker, bool thread_only);
+// In a rank: moves this process (or, with `thread_only`, the calling thread) into rank `rank`'s
+// group from STALESIM_REAL_CPU_GROUPS; nothing when it names none or the process is in it already
+// (/proc/self/cgroup). Throws std::runtime_error when the move fails.
+void join_cpu_group(int32_t rank, bool thread_only);
 
 }  // namespace stalesim::cli
