@@ -202,7 +202,8 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
         "calibrate --cpu needs MPI for its network probe, and this stalesim was built without it");
   if (mpi_launch_size() == 0) {
     std::vector<CpuQuota> quotas;
-    if (c.cpu_quota) quotas.push_back(CpuQuota{.worker = 0, .rank = 0, .share = *c.cpu_quota, .group = "", .made = false});
+    if (c.cpu_quota)
+      quotas.push_back(CpuQuota{.worker = 0, .rank = 0, .share = *c.cpu_quota, .group = "", .made = false});
     cpu_quota_make(quotas);
     struct Remove {  // the group goes with the job
       std::vector<CpuQuota>& q;

@@ -5,10 +5,10 @@
 // = SHARE x cpu.cfs_period_us (10 ms; SHARE 0.5: half of one core), and hands the ranks their groups in
 // the environment (STALESIM_REAL_CPU_GROUPS=RANK:PATH,...); the worker's rank moves itself into its
 // group (under --net kernel, tools/real-net's exec moves it before it enters its namespace, whose
-// own /sys has no cgroups; the group is inherited). calibrate --cpu moves only its timing thread, so that the profile it writes is the
-// limited worker's speed while another worker computes beside it: the simulation learns the slow
-// worker only through that calibration. The launcher removes the groups it made (rmdir, by their
-// own names) when the job ends, and a detached guard does when the launcher dies, even by SIGKILL.
+// own /sys has no cgroups; the group is inherited). calibrate --cpu moves only its timing thread, so that the
+// profile it writes is the limited worker's speed while another worker computes beside it: the simulation
+// learns the slow worker only through that calibration. The launcher removes the groups it made (rmdir, by
+// their own names) when the job ends, and a detached guard does when the launcher dies, even by SIGKILL.
 
 #include <sys/types.h>
 #include <cstdint>
