@@ -21,7 +21,8 @@ ip netns add "$probe" 2>/dev/null || skip "this machine cannot make network name
 ip netns del "$probe"
 tmp=$(mktemp -d)
 # A stalesim built without MPI (tools/check's sanitizer build) says so before it looks for mpirun.
-if PATH=/nonexistent "$bin" real "$root/scenarios/real/two-workers.json" --out "$tmp/probe" 2>&1 | grep -q "built without"; then
+probe_out=$(PATH=/nonexistent "$bin" real "$root/scenarios/real/two-workers.json" --out "$tmp/probe" 2>&1)
+if grep -q "built without" <<<"$probe_out"; then  # (not a pipe: pipefail would take the exit 2)
   rm -rf "$tmp"; echo "real_kernel_net: skipped: this stalesim was built without MPI (the sanitizer build)" >&2; exit 77
 fi
 trap 'rm -rf "$tmp"' EXIT

@@ -14,7 +14,8 @@ bin=${1:?usage: validate_real_test.sh STALESIM}
 command -v mpirun >/dev/null || { echo "validate_real: skipped: mpirun is not on PATH" >&2; exit 77; }
 tmp=$(mktemp -d)
 # A stalesim built without MPI (tools/check's sanitizer build) says so before it looks for mpirun.
-if PATH=/nonexistent "$bin" real "$root/scenarios/real/two-workers.json" --out "$tmp/probe" 2>&1 | grep -q "built without"; then
+probe_out=$(PATH=/nonexistent "$bin" real "$root/scenarios/real/two-workers.json" --out "$tmp/probe" 2>&1)
+if grep -q "built without" <<<"$probe_out"; then  # (not a pipe: pipefail would take the exit 2)
   rm -rf "$tmp"; echo "validate_real: skipped: this stalesim was built without MPI (the sanitizer build)" >&2; exit 77
 fi
 trap 'rm -rf "$tmp"' EXIT
