@@ -25,6 +25,7 @@
 #include "tools/cli.hpp"
 #include "tools/cmd_calibrate_cpu.hpp"
 #include "tools/cpu_quota.hpp"
+#include "tools/kernel_net.hpp"
 
 namespace stalesim::cli {
 
@@ -117,10 +118,8 @@ Exit codes: 0 written, 2 bad input (or a build without MPI), 3 the MPI job faile
                                             : std::min(cores, std::max(1, c.scenario.cluster.worker_count()));
     if (c.concurrent < 1 || c.concurrent > 256)
       throw UsageError(fmt::format("--concurrent: expected 1 to 256, got {}", c.concurrent));
-    const std::string net = p.vm["net"].as<std::string>();
-    if (net != "none" && net != "kernel")
-      throw UsageError(fmt::format("--net '{}': allowed: none, kernel", net));
-    c.kernel_net = net == "kernel";
+
+    c.kernel_net = kernel_net_option(p.vm["net"].as<std::string>());
     if (p.vm.count("cpu-quota"))
       c.cpu_quota = parse_cpu_quota(p.vm["cpu-quota"].as<std::string>(), 1, /*with_worker=*/false).share;
     c.force = p.vm.count("force") > 0;

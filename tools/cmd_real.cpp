@@ -302,10 +302,8 @@ int cmd_real(const std::vector<std::string>& args) {
     if (timing != "emulated" && timing != "measured")
       throw UsageError(fmt::format("--timing '{}': allowed: emulated, measured", timing));
     c.options.emulated = timing == "emulated";
-    const std::string net = p.vm["net"].as<std::string>();
-    if (net != "none" && net != "kernel")
-      throw UsageError(fmt::format("--net '{}': allowed: none, kernel", net));
-    c.options.kernel_net = net == "kernel";
+
+    c.options.kernel_net = kernel_net_option(p.vm["net"].as<std::string>());
     if (p.vm.count("cpu-quota"))
       for (const auto& q : p.vm["cpu-quota"].as<std::vector<std::string>>())
         c.quotas.push_back(parse_cpu_quota(q, c.scenario.cluster.worker_count(), /*with_worker=*/true));

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/file_read.hpp"
 #include "tools/cli.hpp"
 
 namespace stalesim::cli {
@@ -127,10 +128,16 @@ void join_cpu_group(int32_t rank, bool thread_only) {
     if (item.starts_with(key)) {
       const fs::path group = item.substr(key.size());
       if (!thread_only) {  // already there (real-net's exec moved it before the namespace)?
-        std::ifstream in("/proc/self/cgroup");
+        std::string error;
+        const std::string text = read_regular_file("/proc/self/cgroup", 1 << 20, error).value_or("");
         const std::string name = "/" + group.filename().string();
-        for (std::string line; std::getline(in, line);)
+        size_t from = 0;
+        while (from < text.size()) {
+          const size_t nl = std::min(text.find('\n', from), text.size());
+          const std::string line = text.substr(from, nl - from);
           if (line.find(":cpu") != std::string::npos && line.ends_with(name)) return;
+          from = nl + 1;
+        }
       }
       const long id = thread_only ? ::syscall(SYS_gettid) : static_cast<long>(::getpid());
       if (!write_file(group / (thread_only ? "tasks" : "cgroup.procs"), std::to_string(id)))

@@ -6,9 +6,12 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <filesystem>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -42,7 +45,7 @@ int run_tool(const std::vector<std::string>& argv, std::string& output) {
   if (::pipe2(pipefd, O_CLOEXEC) != 0) return -1;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDWR, 0);  // nothing is read from it
   posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDERR_FILENO);
   std::vector<char*> cargv;
@@ -72,6 +75,14 @@ int run_tool(const std::vector<std::string>& argv, std::string& output) {
 }
 
 }  // namespace
+
+bool kernel_net_option(const std::string& value) {
+  // --net's values, in one place: "none" (false) or "kernel" (true).
+  static constexpr std::array<std::string_view, 2> kValues = {"none", "kernel"};
+  const auto at = std::find(kValues.begin(), kValues.end(), value);
+  if (at == kValues.end()) throw UsageError(fmt::format("--net '{}': allowed: none, kernel", value));
+  return at != kValues.begin();
+}
 
 KernelNet plan_kernel_net(const Scenario& s, int ranks, bool calibrate) {
   const NetworkSpec& n = s.cluster.network;

@@ -25,6 +25,9 @@ struct KernelNet {
   bool made = false;            // up succeeded: down must run
 };
 
+// --net's value: false for "none", true for "kernel"; UsageError naming the allowed values.
+bool kernel_net_option(const std::string& value);
+
 // The network of a job of `ranks` ranks of scenario `s` (ranks 0..S-1 the server shards, then the
 // workers; calibrate's 2 ranks: two hosts at the network's bandwidth). Throws ScenarioError naming
 // the field when the scenario's network cannot be built (a graph topology, more than 253 hosts).
