@@ -15,6 +15,7 @@
 
 #include "sim/output/outputs.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "tools/cpu_quota.hpp"
 
 namespace stalesim::cli {
 
@@ -137,5 +138,17 @@ bool quiet_rank();
 struct KernelNet;
 int launch_ranks(int ranks, const std::string& command, const std::vector<std::string>& args, bool quiet,
                  const std::string& on_interrupt, const KernelNet* net = nullptr);
+
+// What the launcher makes on this machine for the job, and removes after it (even when the launch
+// throws): CPU quota groups (tools/cpu_quota.hpp) and, with `kernel_net_of`, the network of that
+// scenario made by the kernel (tools/kernel_net.hpp; `calibrate`: calibrate's two hosts).
+struct MachineShaping {
+  std::vector<CpuQuota> quotas;
+  const Scenario* kernel_net_of = nullptr;
+  bool calibrate = false;
+};
+// launch_ranks inside what `shaping` makes; said on stderr unless `quiet`.
+int launch_on_machine(int ranks, const std::string& command, const std::vector<std::string>& args, bool quiet,
+                      const std::string& on_interrupt, MachineShaping shaping);
 
 }  // namespace stalesim::cli

@@ -204,19 +204,8 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
     std::vector<CpuQuota> quotas;
     if (c.cpu_quota)
       quotas.push_back(CpuQuota{.worker = 0, .rank = 0, .share = *c.cpu_quota, .group = "", .made = false});
-    cpu_quota_make(quotas);
-    struct Remove {  // the group goes with the job
-      std::vector<CpuQuota>& q;
-      ~Remove() { cpu_quota_remove(q); }
-    } remove{quotas};
-    if (!c.kernel_net) return launch_ranks(2, "calibrate", c.args, c.quiet, "; nothing was written");
-    KernelNet net = plan_kernel_net(c.scenario, 2, /*calibrate=*/true);
-    kernel_net_up(net);
-    struct Down {  // the network goes with the job, also when the launch throws
-      KernelNet& net;
-      ~Down() { kernel_net_down(net); }
-    } down{net};
-    return launch_ranks(2, "calibrate", c.args, c.quiet, "; nothing was written", &net);
+    return launch_on_machine(2, "calibrate", c.args, c.quiet, "; nothing was written",
+                             {quotas, c.kernel_net ? &c.scenario : nullptr, true});
   }
   MpiSession mpi;
   if (mpi.size() != 2)

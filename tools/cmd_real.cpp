@@ -162,6 +162,29 @@ int launch_ranks(int ranks, const std::string& command, const std::vector<std::s
   return kExitFailed;
 }
 
+int launch_on_machine(int ranks, const std::string& command, const std::vector<std::string>& args, bool quiet,
+                      const std::string& on_interrupt, MachineShaping shaping) {
+  cpu_quota_make(shaping.quotas);
+  struct Remove {  // the groups go with the job, also when the launch throws
+    std::vector<CpuQuota>& q;
+    ~Remove() { cpu_quota_remove(q); }
+  } remove{shaping.quotas};
+  if (!shaping.kernel_net_of) return launch_ranks(ranks, command, args, quiet, on_interrupt);
+  KernelNet net = plan_kernel_net(*shaping.kernel_net_of, ranks, shaping.calibrate);
+  kernel_net_up(net);
+  struct Down {  // and so does the network
+    KernelNet& net;
+    ~Down() { kernel_net_down(net); }
+  } down{net};
+  if (!quiet)
+    fmt::print(stderr, "stalesim {}: network {} made by the kernel ({} {})\n", command, net.id, net.tool, [&] {
+      std::string a;
+      for (const auto& x : net.up) a += (a.empty() ? "" : " ") + x;
+      return a;
+    }());
+  return launch_ranks(ranks, command, args, quiet, on_interrupt, &net);
+}
+
 namespace {
 
 // Alone: checks the output folder, then starts one rank per process of the real run.
@@ -179,29 +202,9 @@ int launch(const RealCommand& c) {
     throw ScenarioError(fmt::format("{}: the real mode cannot start this scenario here: {}", c.origin, why));
   require_mpirun();
   check_output_dir(c.options.out, c.options.force, c.options.guard);
-  std::vector<CpuQuota> quotas = c.quotas;
-  cpu_quota_make(quotas);
-  struct Remove {  // the groups go with the job
-    std::vector<CpuQuota>& q;
-    ~Remove() { cpu_quota_remove(q); }
-  } remove{quotas};
-  if (!c.options.kernel_net)
-    return launch_ranks(real_ranks(c.scenario), "real", c.args, c.quiet,
-                        fmt::format(", partial outputs in {}/", c.options.out));
-  KernelNet net = plan_kernel_net(c.scenario, real_ranks(c.scenario), false);
-  kernel_net_up(net);
-  struct Down {  // the network goes with the job, also when the launch throws
-    KernelNet& net;
-    ~Down() { kernel_net_down(net); }
-  } down{net};
-  if (!c.quiet)
-    fmt::print(stderr, "stalesim real: network {} made by the kernel ({} {})\n", net.id, net.tool, [&] {
-      std::string a;
-      for (const auto& x : net.up) a += (a.empty() ? "" : " ") + x;
-      return a;
-    }());
-  return launch_ranks(real_ranks(c.scenario), "real", c.args, c.quiet,
-                      fmt::format(", partial outputs in {}/", c.options.out), &net);
+  return launch_on_machine(real_ranks(c.scenario), "real", c.args, c.quiet,
+                           fmt::format(", partial outputs in {}/", c.options.out),
+                           {c.quotas, c.options.kernel_net ? &c.scenario : nullptr, false});
 }
 
 // Under mpirun: runs this rank. Alone: checks what can be checked, then starts
