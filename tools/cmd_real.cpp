@@ -177,11 +177,12 @@ int launch_on_machine(int ranks, const std::string& command, const std::vector<s
     ~Down() { kernel_net_down(net); }
   } down{net};
   if (!quiet)
-    fmt::print(stderr, "stalesim {}: network {} made by the kernel ({} {})\n", command, net.id, net.tool, [&] {
-      std::string a;
-      for (const auto& x : net.up) a += (a.empty() ? "" : " ") + x;
-      return a;
-    }());
+    fmt::print(stderr, "stalesim {}: network {} made by the kernel ({} {})\n", command, net.id, net.tool,
+               [&] {
+                 std::string a;
+                 for (const auto& x : net.up) a += (a.empty() ? "" : " ") + x;
+                 return a;
+               }());
   return launch_ranks(ranks, command, args, quiet, on_interrupt, &net);
 }
 
