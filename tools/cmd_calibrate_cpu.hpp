@@ -21,10 +21,10 @@ struct CalibrateCpuCommand {
   std::string name;               // the profile's name ("" : cpu-<host>)
   int32_t repeats = 200;          // timed gradients (and round trips) per size
   int32_t warmup = 20;
-  int32_t concurrent = 1;  // threads computing gradients at once while one is timed (--concurrent)
+  int32_t concurrent = 1;           // threads computing gradients at once while one is timed (--concurrent)
   std::optional<double> cpu_quota;  // --cpu-quota SHARE: the timing thread's share of one core
   bool kernel_net = false;  // --net kernel: the 2 ranks' link made by the kernel (tools/kernel_net.hpp)
-  bool force = false;  // replace profile.json and network.json
+  bool force = false;       // replace profile.json and network.json
   bool quiet = false;
 };
 

@@ -1,8 +1,8 @@
 #pragma once
-// The estimate as the commands print it (issue 32 point 6), shared by `validate` and `sweep` (tools/cmd_validate.cpp, tools/cmd_sweep.cpp): this
-// machine's measured rate for `validate` (measured once, cached under the user's cache folder:
-// the environment is read here, not in the library; sim/estimate/calibration.hpp), and a sweep's
-// estimate for its whole grid before it starts.
+// The estimate as the commands print it (issue 32 point 6), shared by `validate` and `sweep`
+// (tools/cmd_validate.cpp, tools/cmd_sweep.cpp): this machine's measured rate for `validate` (measured once,
+// cached under the user's cache folder: the environment is read here, not in the library;
+// sim/estimate/calibration.hpp), and a sweep's estimate for its whole grid before it starts.
 
 #include <optional>
 #include <string>

@@ -87,12 +87,12 @@ std::string real_refusal(const Scenario& s, bool emulated = true, bool kernel_ne
 int real_ranks(const Scenario& s);
 
 struct RealOptions {
-  bool emulated = true;    // pad compute and messages to the scenario (see above); false: measured
-  double watchdog_s = 60;  // the longest the server waits on a silent worker before it aborts
+  bool emulated = true;     // pad compute and messages to the scenario (see above); false: measured
+  double watchdog_s = 60;   // the longest the server waits on a silent worker before it aborts
   bool kernel_net = false;  // --net kernel: the ranks run in a kernel-made network (tools/kernel_net.hpp)
-  bool announce = true;    // rank 0 says on stderr when every rank is ready and the run starts
-  std::string out;         // the run folder rank 0 writes
-  bool force = false;      // replace `out` when it holds a stalesim run
+  bool announce = true;     // rank 0 says on stderr when every rank is ready and the run starts
+  std::string out;          // the run folder rank 0 writes
+  bool force = false;       // replace `out` when it holds a stalesim run
   OutputGuard guard;
   // Fault injection for tests (STALESIM_REAL_INJECT_FAULT=WORKER:ITERATION:kill|stop): that
   // worker's rank sends itself SIGKILL (dies) or SIGSTOP (hangs) when it is about to push that
