@@ -357,6 +357,27 @@ TEST_CASE("the real mode's errors: wrong rank count, no mpirun, a refused scenar
         run_cli("real scenarios/real/hetero8.json --out " + (t.path / "r").string(), "PATH=/nonexistent ");
     CHECK(e.err.find("mpirun was not found on PATH") != std::string::npos);  // past the refusals
   }
+  SUBCASE("a bad --net, --net kernel with emulated timing, a bad --cpu-quota") {
+    const std::string out = " --out " + (t.path / "r").string();
+    const Outcome net = run_cli("real " + kScenario + " --timing measured --net wifi" + out);
+    CHECK(net.code == 2);
+    CHECK(net.err.find("--net 'wifi': allowed: none, kernel") != std::string::npos);
+    const Outcome emulated = run_cli("real " + kScenario + " --net kernel" + out);
+    CHECK(emulated.code == 2);
+    CHECK(emulated.err.find("--net kernel: the kernel shapes the links, so nothing is padded") !=
+          std::string::npos);
+    for (const char* q : {"2=0.5", "1=0", "1=x", "0.5"}) {
+      CAPTURE(q);
+      const Outcome quota = run_cli("real " + kScenario + " --timing measured --cpu-quota " + q + out);
+      CHECK(quota.code == 2);
+      CHECK(quota.err.find(std::string("--cpu-quota '") + q + "'") != std::string::npos);
+    }
+    const Outcome cal = run_cli("calibrate --cpu " + kScenario + " --cpu-quota 99" + out);
+    CHECK(cal.code == 2);
+    CHECK(cal.err.find("--cpu-quota '99': the share must be a number of cores from 0.01 to 64") !=
+          std::string::npos);
+    CHECK_FALSE(fs::exists(t.path / "r"));
+  }
   SUBCASE("a bad --timing") {
     const Outcome r = run_cli("real " + kScenario + " --timing fast --out " + (t.path / "r").string());
     CHECK(r.code == 2);

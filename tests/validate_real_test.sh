@@ -12,12 +12,10 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:?usage: validate_real_test.sh STALESIM}
 command -v mpirun >/dev/null || { echo "validate_real: skipped: mpirun is not on PATH" >&2; exit 77; }
+# shellcheck source=tests/real_skip.sh
+source "$root/tests/real_skip.sh"
+skip_without_mpi validate_real "$bin" "$root"
 tmp=$(mktemp -d)
-# A stalesim built without MPI (tools/check's sanitizer build) says so before it looks for mpirun.
-probe_out=$(PATH=/nonexistent "$bin" real "$root/scenarios/real/two-workers.json" --out "$tmp/probe" 2>&1)
-if grep -q "built without" <<<"$probe_out"; then  # (not a pipe: pipefail would take the exit 2)
-  rm -rf "$tmp"; echo "validate_real: skipped: this stalesim was built without MPI (the sanitizer build)" >&2; exit 77
-fi
 trap 'rm -rf "$tmp"' EXIT
 cd "$root" || exit 1
 
