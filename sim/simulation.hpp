@@ -8,7 +8,8 @@
 // When the push is applied the server asks the policy whether the worker may start its next
 // clock; if not, the worker waits at the server. Message timing: a message of B bytes from or to
 // worker w occupies w's link for B/bandwidth, takes latency_us once, and occupies the server's
-// link (one FIFO shared by pushes and pulls in arrival order) for B/server_bandwidth.
+// link (full duplex: one FIFO per direction, pushes in, pulls out, each in arrival order) for
+// B/server_bandwidth.
 //   push:  leaves at t; reaches the server at t + B/bw_w + lat; served on the server link.
 //   reply: queued on the server link when granted; arrives at end + lat + B/bw_w.
 // The gradient is computed from the parameters and batch fixed when compute starts; it is

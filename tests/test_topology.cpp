@@ -10,6 +10,7 @@
 #include "sim/network/flows.hpp"
 #include "sim/network/topology.hpp"
 #include "sim/network/topology_network.hpp"
+#include "sim/worker/network.hpp"
 #include "tests/sim_test_util.hpp"
 
 using namespace stalesim;
@@ -245,6 +246,27 @@ TEST_CASE("a shard's link shared by two pulls: both arrive together, unlike the 
   CHECK(run(j).end_time.ns() == 5'000'000);
   j["cluster"]["network"] = {{"latency_us", 0}, {"bandwidth_gbps", 8}};
   CHECK(run(j).end_time.ns() == 6'000'000);
+}
+
+TEST_CASE("the star's shard links are full duplex: a push and a pull at once do not queue, two pushes do") {
+  // Issue 43: one network model, full duplex as hardware is. Two shards at 10 Gbit/s (1.25 bytes
+  // per ns), 8001-byte messages: parts of 4001 and 4000 bytes, 3200.8 and 3200 ns, plus 2 us of
+  // overhead per part.
+  auto j = racks_json(2);
+  j["cluster"]["servers"] = 2;
+  j["cluster"]["network"] = {
+      {"latency_us", 0}, {"bandwidth_gbps", 10}, {"server_bandwidth_gbps", 10}, {"message_overhead_us", 2}};
+  const Scenario s = scenario(j);
+  Network net(s);
+  const SimTime t0 = SimTime::from_us(10);
+  // A push and a pull reaching the shards at once each take their own direction: 5.2008 us.
+  CHECK(net.server_transfer(t0, 8001, 0, WireKind::kPush, nullptr).ns() == 10'000 + 5'201);
+  CHECK(net.server_transfer(t0, 8001, 1, WireKind::kPull, nullptr).ns() == 10'000 + 5'201);
+  // A second push queues behind the first on each shard's link into the server (shard 0's part
+  // is the longer one: 2 x 5,201 ns), and a pull later in time behind the first pull only.
+  CHECK(net.server_transfer(t0, 8001, 1, WireKind::kPush, nullptr).ns() == 10'000 + 2 * 5'201);
+  CHECK(net.server_transfer(t0 + SimTime::from_us(100), 8001, 0, WireKind::kPull, nullptr).ns() ==
+        110'000 + 5'201);
 }
 
 TEST_CASE("an oversubscribed uplink slows the traffic that crosses it, and latency adds per hop") {

@@ -178,7 +178,7 @@ TEST_CASE("the quick-start scenario's trace passes a schema check of the Trace E
   window.to = SimTime::from_seconds(0.3);
   const Traced t = run_traced(s, window);
   const json events = check_trace_schema(t.trace);
-  // One named track per worker plus the server's three, and the events a reader needs.
+  // One named track per worker plus the server's four, and the events a reader needs.
   std::set<std::string> names, threads;
   double first = 1e300, last = 0;
   for (const auto& e : events) {
@@ -190,7 +190,8 @@ TEST_CASE("the quick-start scenario's trace passes a schema check of the Trace E
     }
   }
   CHECK(threads == std::set<std::string>{"worker 0 (gtx1060)", "worker 1 (gtx1060)", "worker 2 (gtx1080ti)",
-                                         "worker 3 (gtx1080ti)", "updates", "link", "policy"});
+                                         "worker 3 (gtx1080ti)", "updates", "link in (pushes)",
+                                         "link out (pulls)", "policy"});
   for (const char* n : {"compute", "push", "pull", "update", "applied gradient", "accuracy", "loss"})
     CHECK_MESSAGE(names.count(n) == 1, n);
   // ts in microseconds of virtual time, cut to the window [0.1 s, 0.3 s).
@@ -286,49 +287,51 @@ TEST_CASE("explain logs each BSP wait and resume with its reason") {
 
 // The DSSP case, checked by hand at the first grant: worker 0 pushes every 1250 + 56.4 + 56.4 =
 // 1362.8 us (I_s), last at 2775.6 us, so S_3 = 2775.6 + 3 x 1362.8 = 6864.0 us; worker 1's last two
-// pushes are 1322 us apart (I_f), the last at 3477 us, so F_3 = 7443 us; |F_3 - S_3| = 579 us is
-// the smallest |F_k - S_j| (F_0..F_2 are 661, 661 and 620 us from their nearest S_j): r* = 3.
+// pushes are 1328.6 us apart (I_f: 698.6 us an iteration, its pull no longer queued behind worker
+// 2's push on the shard link, which is full duplex, plus the 630 us it was held), the last at
+// 3477 us, so F_3 = 7462.8 us; |F_3 - S_3| = 599 us is the smallest |F_k - S_j| (F_0..F_2 are 661,
+// 667 and 633 us from their nearest S_j): r* = 3.
 const std::string DSSP_EXPLAIN =
     "# stalesim explain: straggler: policy dssp, s_L = 1, r_max = 3; 3 workers. Virtual seconds; clock = "
-    "iterations pushed. Lists every wait, resume and DSSP controller call; a worker allowed to go on at once "
-    "is not listed.\n"
-    "t=0.002155 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), beyond "
-    "s_L: I_f = 0.000702 s, I_s = 0.000743 s; its push F_0 = 0.002155 s is the closest to worker 0's S_1 = "
-    "0.002155 s (predicted wait 0.000000 s): grants none\n"
-    "t=0.002155 s  worker 1 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; the "
+    "iterations pushed. Lists every wait, resume and DSSP controller call; a worker allowed to go on at "
+    "once is not listed.\n"
+    "t=0.002149 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), "
+    "beyond s_L: I_f = 0.000699 s, I_s = 0.000736 s; its push F_0 = 0.002149 s is the closest to worker "
+    "0's S_1 = 0.002149 s (predicted wait 0.000000 s): grants none\n"
+    "t=0.002149 s  worker 1 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; the "
     "controller granted none\n"
-    "t=0.002159 s  DSSP: worker 2 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), beyond "
-    "s_L: I_f = 0.000702 s, I_s = 0.000746 s; its push F_0 = 0.002159 s is the closest to worker 0's S_1 = "
-    "0.002159 s (predicted wait 0.000000 s): grants none\n"
-    "t=0.002159 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), beyond "
-    "s_L: I_f = 0.000702 s, I_s = 0.000746 s; its push F_0 = 0.002155 s is the closest to worker 0's S_1 = "
-    "0.002159 s (predicted wait 0.000003 s): grants none\n"
-    "t=0.002159 s  worker 2 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; the "
+    "t=0.002152 s  DSSP: worker 2 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), "
+    "beyond s_L: I_f = 0.000699 s, I_s = 0.000739 s; its push F_0 = 0.002152 s is the closest to worker "
+    "0's S_1 = 0.002152 s (predicted wait 0.000000 s): grants none\n"
+    "t=0.002152 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), "
+    "beyond s_L: I_f = 0.000699 s, I_s = 0.000739 s; its push F_0 = 0.002149 s is the closest to worker "
+    "0's S_1 = 0.002152 s (predicted wait 0.000003 s): grants none\n"
+    "t=0.002152 s  worker 2 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; the "
     "controller granted none\n"
-    "t=0.002776 s  worker 1 resumes at clock 3 after waiting 0.000620 s: the slowest worker is now at clock "
-    "2\n"
-    "t=0.002776 s  worker 2 resumes at clock 3 after waiting 0.000617 s: the slowest worker is now at clock "
-    "2\n"
-    "t=0.003477 s  DSSP: worker 1 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock 2), beyond "
-    "s_L: I_f = 0.001322 s, I_s = 0.001363 s; its push F_3 = 0.007443 s is the closest to worker 0's S_3 = "
-    "0.006864 s (predicted wait 0.000579 s): grants 3 extra clocks\n"
-    "t=0.003481 s  DSSP: worker 2 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock 2), beyond "
-    "s_L: I_f = 0.001322 s, I_s = 0.001363 s; its push F_3 = 0.007447 s is the closest to worker 0's S_3 = "
-    "0.006864 s (predicted wait 0.000583 s): grants 3 extra clocks\n"
-    "t=0.005583 s  DSSP: worker 1 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock 4), beyond "
-    "s_L: I_f = 0.000702 s, I_s = 0.001363 s; its push F_2 = 0.006986 s is the closest to worker 0's S_1 = "
-    "0.006864 s (predicted wait 0.000122 s): grants 2 extra clocks\n"
-    "t=0.005586 s  DSSP: worker 2 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock 4), beyond "
-    "s_L: I_f = 0.000702 s, I_s = 0.001363 s; its push F_2 = 0.006990 s is the closest to worker 0's S_1 = "
-    "0.006864 s (predicted wait 0.000126 s): grants 2 extra clocks\n"
-    "t=0.006986 s  DSSP: worker 1 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock 5), beyond "
-    "s_L: I_f = 0.000702 s, I_s = 0.001363 s; its push F_1 = 0.007688 s is the closest to worker 0's S_1 = "
-    "0.008227 s (predicted wait 0.000539 s): grants 1 extra clock\n"
-    "t=0.006990 s  DSSP: worker 2 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock 5), beyond "
-    "s_L: I_f = 0.000702 s, I_s = 0.001363 s; its push F_1 = 0.007691 s is the closest to worker 0's S_1 = "
-    "0.008227 s (predicted wait 0.000535 s): grants 1 extra clock\n"
-    "# end at t=0.007688 s: 24 updates, 2 waits (0 still waiting), 9 DSSP controller calls (6 granted extra "
-    "clocks)\n";
+    "t=0.002776 s  worker 1 resumes at clock 3 after waiting 0.000627 s: the slowest worker is now at "
+    "clock 2\n"
+    "t=0.002776 s  worker 2 resumes at clock 3 after waiting 0.000623 s: the slowest worker is now at "
+    "clock 2\n"
+    "t=0.003477 s  DSSP: worker 1 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock 2), "
+    "beyond s_L: I_f = 0.001328 s, I_s = 0.001363 s; its push F_3 = 0.007463 s is the closest to worker "
+    "0's S_3 = 0.006864 s (predicted wait 0.000599 s): grants 3 extra clocks\n"
+    "t=0.003481 s  DSSP: worker 2 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock 2), "
+    "beyond s_L: I_f = 0.001328 s, I_s = 0.001363 s; its push F_3 = 0.007466 s is the closest to worker "
+    "0's S_3 = 0.006864 s (predicted wait 0.000602 s): grants 3 extra clocks\n"
+    "t=0.005573 s  DSSP: worker 1 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock 4), "
+    "beyond s_L: I_f = 0.000699 s, I_s = 0.001363 s; its push F_2 = 0.006970 s is the closest to worker "
+    "0's S_1 = 0.006864 s (predicted wait 0.000106 s): grants 2 extra clocks\n"
+    "t=0.005576 s  DSSP: worker 2 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock 4), "
+    "beyond s_L: I_f = 0.000699 s, I_s = 0.001363 s; its push F_2 = 0.006974 s is the closest to worker "
+    "0's S_1 = 0.006864 s (predicted wait 0.000110 s): grants 2 extra clocks\n"
+    "t=0.006970 s  DSSP: worker 1 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock 5), "
+    "beyond s_L: I_f = 0.000699 s, I_s = 0.001363 s; its push F_1 = 0.007669 s is the closest to worker "
+    "0's S_1 = 0.008227 s (predicted wait 0.000558 s): grants 1 extra clock\n"
+    "t=0.006974 s  DSSP: worker 2 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock 5), "
+    "beyond s_L: I_f = 0.000699 s, I_s = 0.001363 s; its push F_1 = 0.007672 s is the closest to worker "
+    "0's S_1 = 0.008227 s (predicted wait 0.000555 s): grants 1 extra clock\n"
+    "# end at t=0.007669 s: 24 updates, 2 waits (0 still waiting), 9 DSSP controller calls (6 granted "
+    "extra clocks)\n";
 // 0.1 ms cells. Worker 1: parameters arrive at 109.6 us (cell 0 mostly pull), compute to 695.4 us
 // (cells 1 to 6), push applied and blocked at 751.8 us (cell 7, marked), waits until 1412.8 us
 // (cells 8 to 13); 3 waits of 661 us in 5 ms: 40%. The run stops after 9 updates at 4.1384 ms.

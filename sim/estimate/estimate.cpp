@@ -65,19 +65,31 @@ void estimate_messages(const Scenario& s, const RunPlan& plan, RunEstimate& e) {
                    s.model.topics * 4.0;
 }
 
+// A server shard's link per iteration, full duplex (sim/worker/network.hpp): a message's part
+// and overhead in each direction; one worker's iteration passes both (push_s + pull_s), the link
+// is busy per iteration for the busier direction only.
+struct ServerLink {
+  double push_s = 0;
+  double pull_s = 0;
+  double path_s() const { return push_s + pull_s; }
+  double busy_s() const { return std::max(push_s, pull_s); }
+};
+
 // Each group's unloaded iteration time (compute, its own link, the server link) into `unloaded`
-// and its time on the wire into `wire_s`; returns the server link's time per iteration.
-double estimate_groups(const Scenario& s, RunEstimate& e, std::vector<double>& unloaded,
-                       std::vector<double>& wire_s) {
+// and its time on the wire into `wire_s`; returns the server link's times per iteration.
+ServerLink estimate_groups(const Scenario& s, RunEstimate& e, std::vector<double>& unloaded,
+                           std::vector<double>& wire_s) {
   const auto& c = s.cluster;
   const auto& net = c.network;
   const double shards = c.servers;
   const double batch = s.optimizer.batch_size;
-  const double server_s = e.transfers_timed
-                              ? transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) +
-                                    transfer_s(e.pull_bytes / shards, net.server_bandwidth_gbps) +
-                                    2 * net.message_overhead_us * 1e-6
-                              : 0.0;
+  ServerLink server;
+  if (e.transfers_timed) {
+    server.push_s =
+        transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) + net.message_overhead_us * 1e-6;
+    server.pull_s =
+        transfer_s(e.pull_bytes / shards, net.server_bandwidth_gbps) + net.message_overhead_us * 1e-6;
+  }
   for (size_t g = 0; g < c.workers.size(); ++g) {
     const auto& grp = c.workers[g];
     const DeviceProfile p = group_profile(grp, g);
@@ -92,44 +104,43 @@ double estimate_groups(const Scenario& s, RunEstimate& e, std::vector<double>& u
     const double lat = grp.latency_us.value_or(net.latency_us) * 1e-6;
     ge.worker_link_s =
         e.transfers_timed ? transfer_s(e.push_bytes, bw) + transfer_s(e.pull_bytes, bw) + 2 * lat : 0.0;
-    ge.server_link_s = server_s;
+    ge.server_link_s = server.path_s();
     wire_s.push_back(e.transfers_timed ? transfer_s(e.push_bytes, bw) + transfer_s(e.pull_bytes, bw) : 0.0);
-    unloaded.push_back(ge.compute_s + ge.worker_link_s + server_s);
+    unloaded.push_back(ge.compute_s + ge.worker_link_s + server.path_s());
     e.groups.push_back(ge);
   }
-  return server_s;
+  return server;
 }
 
 // Sets each group's iteration time (lock-step clock, shared pace of a saturated server link, or
 // unloaded; a staleness bound holds all to the slowest); returns the bounded workers' head start
 // in iterations.
 double estimate_pace(const Scenario& s, RunEstimate& e, const std::vector<double>& unloaded,
-                     double server_s) {
-  const auto& net = s.cluster.network;
+                     const ServerLink& server) {
   const double n = s.cluster.worker_count();
-  const double shards = s.cluster.servers;
   const double offered = e.server_offered;
   if (e.lockstep) {
-    // Every clock: the pulls leave the server one after the other (in worker order, each S/2 on
-    // the link), each worker computes and pushes; the clock ends with the last push through.
-    const double pull_s =
-        server_s - (e.transfers_timed ? transfer_s(e.push_bytes / shards, net.server_bandwidth_gbps) +
-                                            net.message_overhead_us * 1e-6
-                                      : 0.0);
-    double clock = 0, position = 0;
+    // Every clock: the pulls leave the server one after the other (in worker order, each P on
+    // the link out), each worker computes and pushes; the pushes queue on the link in (each U);
+    // the clock ends with the last push through.
+    double clock = 0, position = 0, first_push = std::numeric_limits<double>::infinity();
     for (const auto& ge : e.groups) {
       position += ge.count;  // the group's last worker
-      clock = std::max(clock, position * pull_s + ge.compute_s + ge.worker_link_s + (server_s - pull_s));
+      clock = std::max(clock, position * server.pull_s + ge.compute_s + ge.worker_link_s + server.push_s);
+      first_push = std::min(first_push, server.pull_s + ge.compute_s + ge.worker_link_s);
     }
+    clock = std::max(clock, first_push + n * server.push_s);
     for (auto& ge : e.groups) ge.iteration_s = clock;
   } else if (offered > 1) {
     // Saturated: find the shared pace T* with sum count / max(T_g, T*) = 1 / S (bisection).
-    double lo = 0, hi = n * server_s + *std::max_element(unloaded.begin(), unloaded.end());
+    // S is the busier direction's time per iteration.
+    const double busy = server.busy_s();
+    double lo = 0, hi = n * busy + *std::max_element(unloaded.begin(), unloaded.end());
     for (int i = 0; i < 200; ++i) {
       const double mid = 0.5 * (lo + hi);
       double rate = 0;
       for (size_t g = 0; g < e.groups.size(); ++g) rate += e.groups[g].count / std::max(unloaded[g], mid);
-      (rate * server_s > 1 ? lo : hi) = mid;
+      (rate * busy > 1 ? lo : hi) = mid;
     }
     for (size_t g = 0; g < e.groups.size(); ++g) e.groups[g].iteration_s = std::max(unloaded[g], hi);
   } else {
@@ -153,7 +164,7 @@ double estimate_pace(const Scenario& s, RunEstimate& e, const std::vector<double
 
 // Shares of an average worker's time: computing, on its own link, and at the server (queueing
 // included; lock-step: the clock's serial transfers).
-void estimate_shares(RunEstimate& e, const std::vector<double>& wire_s, double server_s, double n) {
+void estimate_shares(RunEstimate& e, const std::vector<double>& wire_s, const ServerLink& server, double n) {
   const double offered = e.server_offered;
   double computing = 0, worker_part = 0, server_part = 0;
   for (size_t g = 0; g < e.groups.size(); ++g) {
@@ -163,10 +174,11 @@ void estimate_shares(RunEstimate& e, const std::vector<double>& wire_s, double s
     ge.worker_link_utilisation = wire_s[g] / ge.iteration_s;
     computing += ge.count * ge.compute_share;
     worker_part += ge.count * ge.worker_link_s / ge.iteration_s;
-    server_part += ge.count * (e.lockstep ? n * server_s : ge.iteration_s - ge.compute_s - ge.worker_link_s) /
+    server_part += ge.count *
+                   (e.lockstep ? n * server.busy_s() : ge.iteration_s - ge.compute_s - ge.worker_link_s) /
                    ge.iteration_s;
   }
-  e.server_utilisation = std::min(1.0, e.iterations_per_s * server_s);
+  e.server_utilisation = std::min(1.0, e.iterations_per_s * server.busy_s());
   e.communication_share = 1 - computing / n;
   if (!e.transfers_timed || (offered <= 1 && computing >= worker_part && computing >= server_part))
     e.bottleneck = "compute";
@@ -281,21 +293,22 @@ RunEstimate estimate_run(const Scenario& s, const RunPlan& plan, int threads) {
   e.bounded = s.policy.uses_staleness();
   e.lockstep = plan.lockstep;
   std::vector<double> unloaded, wire_s;
-  double server_s = estimate_groups(s, e, unloaded, wire_s);
+  ServerLink server = estimate_groups(s, e, unloaded, wire_s);
 
-  // The pace: each group's iteration time.
+  // The pace: each group's iteration time. The offered load is the busier direction's.
   double offered = 0;
-  for (size_t g = 0; g < e.groups.size(); ++g) offered += e.groups[g].count * server_s / unloaded[g];
+  for (size_t g = 0; g < e.groups.size(); ++g) offered += e.groups[g].count * server.busy_s() / unloaded[g];
   e.server_offered = offered;
   double head_start = 0;
   const auto all_reduce = s.policy.all_reduce();
   if (all_reduce) {
     estimate_allreduce_pace(s, e, wire_s);
-    offered = server_s = 0;
+    offered = 0;
+    server = ServerLink{};
   } else {
-    head_start = estimate_pace(s, e, unloaded, server_s);
+    head_start = estimate_pace(s, e, unloaded, server);
   }
-  estimate_shares(e, wire_s, server_s, n);
+  estimate_shares(e, wire_s, server, n);
 
   const double per_update = traits(s.policy.type).averages_pushes
                                 ? std::max(1.0, std::floor(n / static_cast<double>(s.policy.n)))

@@ -73,7 +73,8 @@ struct RunEstimate {
   bool lockstep = false;           // BSP-like pace
   bool bounded = false;            // SSP, ESSP, DSSP: a staleness bound holds workers together
   bool transfers_timed = true;     // false for cluster.order "uniform"
-  double server_offered = 0;       // rho: the server link's offered load at unloaded rates (> 1: saturated)
+  double server_offered = 0;       // rho: the server link's offered load at unloaded rates, its busier
+                                   // direction (full duplex; > 1: saturated)
   double server_utilisation = 0;   // its busy share at the expected rate, <= 1
   std::string bottleneck;          // "compute", "worker link" or "server link"
   double communication_share = 0;  // share of an average worker's time not computing

@@ -36,7 +36,8 @@ enum class WaitCause {
   kValueBound,  // VAP: sending its update would exceed the value bound v
 };
 
-// A transfer on the server's link (one FIFO shared by every message, DESIGN.md section 3).
+// A transfer on the server's link, in its direction: pushes in, pulls out (full duplex, one FIFO
+// per direction, DESIGN.md section 3).
 enum class WireKind { kPush, kPull };
 
 class RunObserver {

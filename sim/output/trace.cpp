@@ -16,8 +16,9 @@ namespace {
 constexpr int kWorkersPid = 1;
 constexpr int kServerPid = 2;
 constexpr int kUpdatesTid = 0;
-constexpr int kLinkTid = 1;
+constexpr int kLinkTid = 1;  // shard 0's link into the server: pushes
 constexpr int kPolicyTid = 2;
+constexpr int kLinkOutTid = 3;  // and out of it: pulls (full duplex, sim/worker/network.hpp)
 
 // Microseconds, shortest round-trip (exact: ns / 1000 of an int64 below 2^53).
 std::string us(SimTime t) { return fmt::format("{}", static_cast<double>(t.ns()) / 1e3); }
@@ -61,10 +62,18 @@ void TraceRecorder::start(const ClockTable& clocks, const SyncPolicy& policy,
          fmt::format("{{\"name\":{}}}", quoted(fmt::format("worker {} ({})", w, profiles[w]))));
     meta(kWorkersPid, static_cast<int>(w), "thread_sort_index", fmt::format("{{\"sort_index\":{}}}", w));
   }
-  const char* names[] = {"updates", "link", "policy"};
-  for (int tid = 0; tid < 3; ++tid) {
-    meta(kServerPid, tid, "thread_name", fmt::format("{{\"name\":\"{}\"}}", names[tid]));
-    meta(kServerPid, tid, "thread_sort_index", fmt::format("{{\"sort_index\":{}}}", tid));
+  // Sorted: updates, the link's two directions, policy.
+  const struct {
+    int tid;
+    const char* name;
+    int sort;
+  } tracks[] = {{kUpdatesTid, "updates", 0},
+                {kLinkTid, "link in (pushes)", 1},
+                {kLinkOutTid, "link out (pulls)", 2},
+                {kPolicyTid, "policy", 3}};
+  for (const auto& t : tracks) {
+    meta(kServerPid, t.tid, "thread_name", fmt::format("{{\"name\":\"{}\"}}", t.name));
+    meta(kServerPid, t.tid, "thread_sort_index", fmt::format("{{\"sort_index\":{}}}", t.sort));
   }
 }
 
@@ -128,8 +137,9 @@ void TraceRecorder::blocked(SimTime now, int32_t worker, WaitCause cause, int64_
 }
 
 void TraceRecorder::wire(SimTime start, SimTime end, int32_t worker, WireKind kind, int64_t bytes) {
-  span(kServerPid, kLinkTid, fmt::format("{} w{}", kind == WireKind::kPush ? "push" : "pull", worker), start,
-       end, fmt::format("{{\"worker\":{},\"bytes\":{}}}", worker, bytes));
+  span(kServerPid, kind == WireKind::kPush ? kLinkTid : kLinkOutTid,
+       fmt::format("{} w{}", kind == WireKind::kPush ? "push" : "pull", worker), start, end,
+       fmt::format("{{\"worker\":{},\"bytes\":{}}}", worker, bytes));
 }
 
 // Off the star: one counter track per link direction, its utilisation and flow count.

@@ -1,9 +1,9 @@
 #pragma once
 // The network's shape (cluster.network.topology, issue 33): "star" (default; every worker's own
-// link to the server shards, each shard's link one FIFO: sim/worker/network.hpp), "racks" (hosts
-// behind a top-of-rack switch, each switch's uplink to one spine) or "graph" (any switches, hosts
-// and links, written out as data like a SimGrid platform file). Workers and server shards sit on
-// hosts (PlacementSpec). Off the star, messages are flows that share every link max-min fair
+// link to the server shards, each shard's link full duplex, one FIFO per direction: sim/worker/network.hpp),
+// "racks" (hosts behind a top-of-rack switch, each switch's uplink to one spine) or "graph" (any switches,
+// hosts and links, written out as data like a SimGrid platform file). Workers and server shards sit on hosts
+// (PlacementSpec). Off the star, messages are flows that share every link max-min fair
 // (sim/network/flows.hpp).
 
 #include <cstdint>

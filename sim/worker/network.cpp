@@ -1,4 +1,5 @@
-// The network model (sim/worker/network.hpp): link transfer times, latency jitter, the server's shard FIFOs.
+// The network model (sim/worker/network.hpp): link transfer times, latency jitter, the server's shard FIFOs
+// (one per direction).
 
 #include "sim/worker/network.hpp"
 
@@ -20,9 +21,9 @@ SimTime transfer_time(int64_t bytes, double gbps) {
 }
 
 Network::Network(const Scenario& s)
-    : shard_free_(static_cast<size_t>(s.cluster.servers), SimTime::zero()),
-      message_overhead_(SimTime::from_us(s.cluster.network.message_overhead_us)),
+    : message_overhead_(SimTime::from_us(s.cluster.network.message_overhead_us)),
       server_gbps_(s.cluster.network.server_bandwidth_gbps) {
+  for (auto& dir : shard_free_) dir.assign(static_cast<size_t>(s.cluster.servers), SimTime::zero());
   bool link_jitter = false;
   const auto& net = s.cluster.network;
   for (const auto& grp : s.cluster.workers) {
@@ -51,11 +52,12 @@ SimTime Network::latency(int32_t id, int32_t group) {
 
 SimTime Network::server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind,
                                  RunObserver* obs) {
-  const auto shards = static_cast<int64_t>(shard_free_.size());
+  std::vector<SimTime>& direction = shard_free_[kind == WireKind::kPush ? 0 : 1];
+  const auto shards = static_cast<int64_t>(direction.size());
   SimTime done = arrive;
   for (int64_t k = 0; k < shards; ++k) {
     const int64_t part = bytes / shards + (k < bytes % shards ? 1 : 0);
-    SimTime& free = shard_free_[static_cast<size_t>(k)];
+    SimTime& free = direction[static_cast<size_t>(k)];
     const SimTime start = max(arrive, free);
     free = start + server_link(part) + message_overhead_;
     if (k == 0 && obs) obs->wire(start, free, worker, kind, part);

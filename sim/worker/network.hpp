@@ -1,6 +1,7 @@
 #pragma once
 // The network model (DESIGN.md section 3): each worker's link (bandwidth, latency with optional
-// lognormal jitter) and the server's links, one FIFO per shard shared by pushes and pulls.
+// lognormal jitter) and the server's links, full duplex as hardware is: each shard's link has two
+// directions, each its own FIFO (pushes queue only behind pushes, pulls only behind pulls).
 
 #include <cstdint>
 #include <memory>
@@ -31,8 +32,9 @@ class Network {
   SimTime latency(int32_t id, int32_t group);
   // A message of `bytes` that reaches the server side at `arrive`: each shard's part (the bytes
   // split evenly, the first shards taking the remainder) queues on that shard's link in arrival
-  // order. Returns when the last part is through.
-  // Observers see shard 0's link (the trace's link track), one span per message.
+  // order, in the message's direction (a push into the server, a pull out of it). Returns when the
+  // last part is through.
+  // Observers see shard 0's link (the trace's link tracks, one per direction), one span per message.
   SimTime server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind, RunObserver* obs);
   // Off the star (cluster.network.topology racks or graph): the flow-level network that carries
   // pulls and pushes instead of the links above; null on the star.
@@ -47,7 +49,9 @@ class Network {
   };
   std::vector<GroupLink> groups_;
   std::vector<Rng> rngs_;            // per worker link, only when some latency jitters
-  std::vector<SimTime> shard_free_;  // when each server shard's link is next idle
+  // When each server shard's link is next idle, per direction: [0] into the server (pushes),
+  // [1] out of it (pulls).
+  std::vector<SimTime> shard_free_[2];
   SimTime message_overhead_;         // per message and shard on the server link
   double server_gbps_ = 0;
   std::unique_ptr<TopologyNetwork> flows_;
