@@ -231,9 +231,11 @@ TEST_CASE("each dataset's traits row gives the shape and the rows its generator 
   DataSpec spec;
   spec.blobs = {.classes = 3, .features = 5, .train = 40, .test = 7, .spread = 1.0};
   spec.ratings.rows = 30, spec.ratings.cols = 20, spec.ratings.train = 50, spec.ratings.test = 9;
-  spec.corpus.vocabulary = 40, spec.corpus.documents = 12, spec.corpus.min_length = 3, spec.corpus.max_length = 6;
+  spec.corpus.vocabulary = 40, spec.corpus.documents = 12, spec.corpus.min_length = 3,
+  spec.corpus.max_length = 6;
   spec.lstsq.dimension = 6;
-  for (const DatasetType t : {DatasetType::kBlobs, DatasetType::kRatings, DatasetType::kCorpus, DatasetType::kLstsq}) {
+  for (const DatasetType t :
+       {DatasetType::kBlobs, DatasetType::kRatings, DatasetType::kCorpus, DatasetType::kLstsq}) {
     CAPTURE(to_string(t));
     spec.dataset = t;
     const DatasetTraits& row = traits(t);

@@ -315,20 +315,23 @@ TEST_CASE("bad topologies are rejected with the element and its JSON path") {
   SUBCASE("a host placed twice") {
     auto j = racks_json(2);
     j["cluster"]["network"]["placement"] = {{"workers", "explicit"}, {"worker_hosts", {1, 0}}};
-    check_error(j, "test.json: /cluster/network/placement/worker_hosts/1: host 0 ('rack0/host0') is given to "
-                   "shard 0 and to worker 1: one worker or shard per host");
+    check_error(j,
+                "test.json: /cluster/network/placement/worker_hosts/1: host 0 ('rack0/host0') is given to "
+                "shard 0 and to worker 1: one worker or shard per host");
   }
   SUBCASE("a host that does not exist") {
     auto j = racks_json(2);
     j["cluster"]["network"]["placement"] = {{"shards", "explicit"}, {"shard_hosts", {9}}};
-    check_error(j, "test.json: /cluster/network/placement/shard_hosts/0: shard 0 is placed on host 9, and the "
-                   "topology's hosts are 0 to 3");
+    check_error(j,
+                "test.json: /cluster/network/placement/shard_hosts/0: shard 0 is placed on host 9, and the "
+                "topology's hosts are 0 to 3");
   }
   SUBCASE("too few hosts") {
     auto j = racks_json(8);
     j["cluster"]["network"]["racks"]["count"] = 2;
-    check_error(j, "test.json: /cluster/network/racks/count: 8 workers and 1 server shards need 9 hosts, the "
-                   "topology has 8");
+    check_error(j,
+                "test.json: /cluster/network/racks/count: 8 workers and 1 server shards need 9 hosts, the "
+                "topology has 8");
   }
   SUBCASE("racks.count x hosts_per_rack past 1,000,000 hosts, and just enough racks past it") {
     auto j = racks_json(2);
@@ -353,20 +356,24 @@ TEST_CASE("bad topologies are rejected with the element and its JSON path") {
   SUBCASE("an unreachable host") {
     auto j = graph_json();
     j["cluster"]["network"]["graph"]["links"].erase(2);
-    check_error(j, "test.json: /cluster/network/graph/nodes/2: worker 1 cannot reach shard 0: no route of links "
-                   "from host 'b' to host 'ps'");
+    check_error(j,
+                "test.json: /cluster/network/graph/nodes/2: worker 1 cannot reach shard 0: no route of links "
+                "from host 'b' to host 'ps'");
   }
   SUBCASE("a route through a host is no route") {
     auto j = graph_json();
     j["cluster"]["network"]["graph"]["links"][2] = {{"from", "b"}, {"to", "a"}, {"bandwidth_gbps", 8}};
-    check_error(j, "test.json: /cluster/network/graph/nodes/2: worker 1 cannot reach shard 0: no route of links "
-                   "from host 'b' to host 'ps'");
+    check_error(j,
+                "test.json: /cluster/network/graph/nodes/2: worker 1 cannot reach shard 0: no route of links "
+                "from host 'b' to host 'ps'");
   }
   SUBCASE("a loop") {
     auto j = graph_json();
-    j["cluster"]["network"]["graph"]["links"].push_back({{"from", "sw"}, {"to", "sw"}, {"bandwidth_gbps", 8}});
-    check_error(j, "test.json: /cluster/network/graph/links/3: a loop from 'sw' back to itself: no route can "
-                   "use it; remove it");
+    j["cluster"]["network"]["graph"]["links"].push_back(
+        {{"from", "sw"}, {"to", "sw"}, {"bandwidth_gbps", 8}});
+    check_error(j,
+                "test.json: /cluster/network/graph/links/3: a loop from 'sw' back to itself: no route can "
+                "use it; remove it");
   }
   SUBCASE("an unknown node and a name given twice") {
     auto j = graph_json();
@@ -416,8 +423,10 @@ TEST_CASE("validate's estimate prints the oversubscription and names the bottlen
   CHECK(text.find("estimate: topology racks: 2 racks of 4 hosts; oversubscription 8:1") != std::string::npos);
   // The shard (host 0) sends six pulls of 1 MB: 6 ms on its 8 Gbit/s link; the uplink carries
   // three (the workers of rack 1) at 4 Gbit/s: 6 ms too; the first listed wins the tie.
-  CHECK(text.find("estimate: bottleneck link rack0/host0->tor0 (8 Gbit/s): 6 ms per round") != std::string::npos);
-  j["cluster"]["network"]["racks"]["uplink_bandwidth_gbps"] = 2;
-  CHECK(estimate_run(scenario(j)).describe().find("estimate: bottleneck link tor0->spine (2 Gbit/s): 12 ms") !=
+  CHECK(text.find("estimate: bottleneck link rack0/host0->tor0 (8 Gbit/s): 6 ms per round") !=
         std::string::npos);
+  j["cluster"]["network"]["racks"]["uplink_bandwidth_gbps"] = 2;
+  CHECK(
+      estimate_run(scenario(j)).describe().find("estimate: bottleneck link tor0->spine (2 Gbit/s): 12 ms") !=
+      std::string::npos);
 }

@@ -68,18 +68,18 @@ struct GroupEstimate {
 
 struct RunEstimate {
   std::vector<GroupEstimate> groups;
-  double push_bytes = 0;           // one push (mf, lda: the most a sparse push of one batch carries)
-  double pull_bytes = 0;           // one pull
-  bool lockstep = false;           // BSP-like pace
-  bool bounded = false;            // SSP, ESSP, DSSP: a staleness bound holds workers together
-  bool transfers_timed = true;     // false for cluster.order "uniform"
-  double server_offered = 0;       // rho: the server link's offered load at unloaded rates, its busier
-                                   // direction (full duplex; > 1: saturated)
-  double server_utilisation = 0;   // its busy share at the expected rate, <= 1
-  std::string bottleneck;          // "compute", "worker link" or "server link"
-  double communication_share = 0;  // share of an average worker's time not computing
-  double iterations_per_s = 0;     // pushes per virtual second, all workers
-  double updates_per_s = 0;        // server updates per virtual second (softsync: a push group each)
+  double push_bytes = 0;                 // one push (mf, lda: the most a sparse push of one batch carries)
+  double pull_bytes = 0;                 // one pull
+  bool lockstep = false;                 // BSP-like pace
+  bool bounded = false;                  // SSP, ESSP, DSSP: a staleness bound holds workers together
+  bool transfers_timed = true;           // false for cluster.order "uniform"
+  double server_offered = 0;             // rho: the server link's offered load at unloaded rates, its busier
+                                         // direction (full duplex; > 1: saturated)
+  double server_utilisation = 0;         // its busy share at the expected rate, <= 1
+  std::string bottleneck;                // "compute", "worker link" or "server link"
+  double communication_share = 0;        // share of an average worker's time not computing
+  double iterations_per_s = 0;           // pushes per virtual second, all workers
+  double updates_per_s = 0;              // server updates per virtual second (softsync: a push group each)
   std::optional<double> virtual_time_s;  // stop.virtual_time_s
   double expected_updates = 0;           // updates by the end: the virtual time's, capped by stop.max_updates
   double expected_end_s = 0;             // virtual time when the run is expected to stop

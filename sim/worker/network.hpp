@@ -48,11 +48,11 @@ class Network {
     double latency_sigma = 0;
   };
   std::vector<GroupLink> groups_;
-  std::vector<Rng> rngs_;            // per worker link, only when some latency jitters
+  std::vector<Rng> rngs_;  // per worker link, only when some latency jitters
   // When each server shard's link is next idle, per direction: [0] into the server (pushes),
   // [1] out of it (pulls).
   std::vector<SimTime> shard_free_[2];
-  SimTime message_overhead_;         // per message and shard on the server link
+  SimTime message_overhead_;  // per message and shard on the server link
   double server_gbps_ = 0;
   std::unique_ptr<TopologyNetwork> flows_;
 };
