@@ -71,9 +71,23 @@ std::string require_mpirun() {
 
 pid_t g_child = 0;
 volatile sig_atomic_t g_forwarded = 0;  // the signal passed on to mpirun, 0 for none
+// `real`: the first Ctrl-C (or SIGTERM, SIGHUP) reaches the ranks as SIGUSR1, which mpirun passes
+// on at once and which only rank 0 acts on: it writes what was measured and ends the job
+// (MPI_Abort). mpirun's own handling of SIGINT gives the ranks 1 s between its SIGTERM and its
+// SIGKILL, too little for rank 0 to write on a loaded machine. The signal itself goes to mpirun
+// after kGracefulStopS, or at a second one.
+volatile sig_atomic_t g_graceful = 0;
+volatile sig_atomic_t g_asked = 0;  // SIGUSR1 sent
+constexpr int kGracefulStopS = 20;
 extern "C" void forward_signal(int sig) {
   g_forwarded = sig;
-  if (g_child > 0) ::kill(g_child, sig);
+  if (g_child <= 0) return;
+  if (g_graceful && !g_asked) {
+    g_asked = 1;
+    ::kill(g_child, SIGUSR1);
+    return;
+  }
+  ::kill(g_child, sig);
 }
 
 }  // namespace
@@ -141,10 +155,16 @@ int launch_ranks(int ranks, const std::string& command, const std::vector<std::s
     _exit(127);
   }
   g_child = child;
+  g_graceful = command == "real";
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, forward_signal);
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  int asked_for_ms = 0;  // since the graceful stop was asked for
+  for (;;) {
+    const pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child || (done < 0 && errno != EINTR)) break;
+    ::usleep(50'000);
+    if (g_asked && (asked_for_ms += 50) == kGracefulStopS * 1000) ::kill(child, SIGINT);
   }
   g_child = 0;
   if (g_forwarded) {  // Ctrl-C or a kill: mpirun ended the job, and rank 0 wrote what it measured

@@ -194,6 +194,9 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
   if (::getppid() != launcher) ::raise(SIGTERM);
   std::signal(SIGTERM, real::on_real_signal);
   std::signal(SIGINT, real::on_real_signal);
+  // The launcher's graceful stop (tools/cmd_real.cpp): rank 0 writes what was measured and ends the
+  // job; the other ranks go on until it does.
+  std::signal(SIGUSR1, mpi.rank() == 0 ? real::on_real_signal : SIG_IGN);
   // A ping from every server rank to every rank after it first: OpenMPI connects pairs of ranks
   // lazily, on their first message, which would otherwise delay the first grants. A rank answers
   // the server ranks before it in rank order, then pings the ranks after it (server ranks only).

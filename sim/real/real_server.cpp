@@ -238,8 +238,8 @@ void RealServer::fail(StopReason reason, const std::string& detail, int code) {
 namespace {
 std::string signal_detail(int sig) {
   return fmt::format(
-      "the server received signal {} (mpirun forwards SIGINT and SIGTERM, and sends SIGTERM when another "
-      "rank died)",
+      "the server received signal {} (the launcher passes a Ctrl-C on as SIGUSR1; mpirun forwards SIGINT "
+      "and SIGTERM, and sends SIGTERM when another rank died)",
       sig);
 }
 }  // namespace
