@@ -71,18 +71,18 @@ std::string require_mpirun() {
 
 pid_t g_child = 0;
 volatile sig_atomic_t g_forwarded = 0;  // the signal passed on to mpirun, 0 for none
-// `real`: the first Ctrl-C (or SIGTERM, SIGHUP) reaches the ranks as SIGUSR1, which mpirun passes
-// on at once and which only rank 0 acts on: it writes what was measured and ends the job
-// (MPI_Abort). mpirun's own handling of SIGINT gives the ranks 1 s between its SIGTERM and its
-// SIGKILL, too little for rank 0 to write on a loaded machine. The signal itself goes to mpirun
-// after kGracefulStopS, or at a second one.
-volatile sig_atomic_t g_graceful = 0;
+// The first Ctrl-C (or SIGTERM, SIGHUP) reaches the ranks as SIGUSR1, which mpirun passes on at
+// once. A real run's rank 0 acts on it (it writes what was measured and ends the job with
+// MPI_Abort) and its other ranks ignore it; ranks without a handler (calibrate --cpu) end by it as
+// they did by SIGTERM. mpirun's own handling of SIGINT gives the ranks 1 s between its SIGTERM and
+// its SIGKILL, too little for rank 0 to write on a loaded machine. The signal itself goes to
+// mpirun after kGracefulStopS, or at a second one.
 volatile sig_atomic_t g_asked = 0;  // SIGUSR1 sent
 constexpr int kGracefulStopS = 20;
 extern "C" void forward_signal(int sig) {
   g_forwarded = sig;
   if (g_child <= 0) return;
-  if (g_graceful && !g_asked) {
+  if (!g_asked) {
     g_asked = 1;
     ::kill(g_child, SIGUSR1);
     return;
@@ -155,7 +155,6 @@ int launch_ranks(int ranks, const std::string& command, const std::vector<std::s
     _exit(127);
   }
   g_child = child;
-  g_graceful = command == "real";
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, forward_signal);
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   int status = 0;
