@@ -151,7 +151,8 @@ TEST_CASE("schedule events happen at their times: slow and pause over an interva
 TEST_CASE("BSP iteration time equals the slowest worker's compute plus communication") {
   // A 3 ms and a 1 ms worker; 1,000,000-byte messages: worker links 8 Gbit/s (1 ms), server link
   // 8000 Gbit/s (1 us each, queued), latency 100 us. After the slow worker's push is applied it
-  // is granted first: 1 us on the server link + 100 us + 1 ms; 3 ms compute; 1 ms + 100 us + 1 us.
+  // is granted first: its reply crosses both links at once (the server's 1 us within the worker
+  // link's 1 ms) + 100 us; 3 ms compute; 100 us + 1 ms.
   auto j = nlohmann::json::parse(R"({
     "name": "bsp", "model": { "type": "time-only", "parameters": 250000, "flops_per_sample": 1 },
     "optimizer": { "batch_size": 1 }, "policy": { "type": "bsp" },
@@ -163,7 +164,7 @@ TEST_CASE("BSP iteration time equals the slowest worker's compute plus communica
   const int64_t t4 = run(j).end_time.ns();
   j["stop"]["max_updates"] = 6;
   const int64_t t6 = run(j).end_time.ns();
-  const int64_t comm = 2 * (1'000 + 100'000 + 1'000'000);
+  const int64_t comm = 2 * (100'000 + 1'000'000);
   CHECK(t6 - t4 == 3'000'000 + comm);
   // The fast worker's 1 ms never shows: making it faster changes nothing.
   j["cluster"]["workers"][1]["iteration_ms"] = 0.5;
@@ -172,36 +173,37 @@ TEST_CASE("BSP iteration time equals the slowest worker's compute plus communica
 
 TEST_CASE("transfers queued on the server link add up exactly, with shards and per-message overhead") {
   // The timeline of test_simulation's hand-computed BSP case (two gtx1080ti, 0.201 ms compute,
-  // 1,000,000-byte messages, worker links 1 ms, server link 0.5 ms, latency 0.1 ms).
+  // 1,000,000-byte messages, worker links 0.25 ms, server link 0.5 ms, latency 0.1 ms): the
+  // server's link is the slower, so it sets each message's time (cut-through).
   auto j = nlohmann::json::parse(R"({
     "name": "hand", "model": { "type": "time-only", "parameters": 250000, "flops_per_sample": 177187.5 },
     "optimizer": { "batch_size": 32 }, "policy": { "type": "bsp" },
     "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 2 } ],
-                 "network": { "latency_us": 100, "bandwidth_gbps": 8, "server_bandwidth_gbps": 16,
+                 "network": { "latency_us": 100, "bandwidth_gbps": 32, "server_bandwidth_gbps": 16,
                               "message_overhead_us": 10 },
                  "jitter": { "type": "none" } },
     "stop": { "max_updates": 1 }, "eval": { "every_s": 100 } })");
   SUBCASE("one server, 10 us per message") {
-    // Pulls [0.1, 0.61] and [0.61, 1.12]; arrive 1.71 and 2.22; pushes leave at 1.911 and 2.421,
-    // reach the server at 3.011 and 3.521; applied 3.521 and (queued) 4.031.
-    CHECK(run(j).end_time.ns() == 3'521'000);
+    // Pulls [0.1, 0.61] and [0.61, 1.12]; arrive 0.71 and 1.22; pushes leave at 0.911 and 1.421,
+    // first bytes at the server 1.011 and 1.521; applied 1.521 and (queued) 2.031.
+    CHECK(run(j).end_time.ns() == 1'521'000);
     j["stop"]["max_updates"] = 2;
-    CHECK(run(j).end_time.ns() == 4'031'000);
+    CHECK(run(j).end_time.ns() == 2'031'000);
   }
   SUBCASE("two shards of 500,000 bytes, each 0.25 ms + 10 us on its own link") {
     j["cluster"]["servers"] = 2;
-    // Pulls [0.1, 0.36] and [0.36, 0.62] on both shards; arrive 1.46 and 1.72; pushes leave at
-    // 1.661 and 1.921, reach the server at 2.761 and 3.021; applied 3.021 and 3.281.
-    CHECK(run(j).end_time.ns() == 3'021'000);
+    // Pulls [0.1, 0.36] and [0.36, 0.62] on both shards; arrive 0.46 and 0.72; pushes leave at
+    // 0.661 and 0.921, first bytes at the server 0.761 and 1.021; applied 1.021 and 1.281.
+    CHECK(run(j).end_time.ns() == 1'021'000);
     j["stop"]["max_updates"] = 2;
     const RunResult r = run(j);
-    CHECK(r.end_time.ns() == 3'281'000);
+    CHECK(r.end_time.ns() == 1'281'000);
     CHECK(r.bytes_push == 2'000'000);
   }
   SUBCASE("no overhead and one server: the existing hand computation") {
     j["cluster"]["network"].erase("message_overhead_us");
     j["stop"]["max_updates"] = 2;
-    CHECK(run(j).end_time.ns() == 4'001'000);
+    CHECK(run(j).end_time.ns() == 2'001'000);
   }
 }
 

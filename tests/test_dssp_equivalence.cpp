@@ -112,9 +112,11 @@ TEST_CASE(
     CHECK(d.result.policy_facts.at("max_effective_threshold") == 16);
     // A literal grant of r lasts r pushes whatever the slowest does meanwhile, so the fast workers
     // move in other steps than under either SSP bound.
+    // At most a couple of final gradients may coincide (5,998 of 6,000 differ from SSP(15)'s at
+    // the end, as the cut-through star times them): neither sequence is followed.
     const Run ssp16 = run_recorded(steady({{"type", "ssp"}, {"staleness", 16}}));
-    CHECK(agree_from(d.seq, ssp.seq) == n);
-    CHECK(agree_from(d.seq, ssp16.seq) == n);
+    CHECK(agree_from(d.seq, ssp.seq) >= n - 2);
+    CHECK(agree_from(d.seq, ssp16.seq) >= n - 2);
   }
   SUBCASE("with jitter DSSP holds back workers that are not the fastest at s_L, which SSP(15) never does") {
     auto jd = steady(kDssp), js = steady(kSsp15);

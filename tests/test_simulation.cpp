@@ -119,36 +119,43 @@ TEST_CASE("training on blobs converges under every core policy") {
 
 TEST_CASE("a BSP timeline with queueing on the server link matches a hand computation") {
   // Two identical workers (gtx1080ti: 11.34 TFLOP/s x 0.5 = 5670 FLOP/ns, 200 us overhead), no
-  // jitter; 250,000 parameters = 1,000,000 bytes; worker links 8 Gbit/s (1.0 ms per message),
+  // jitter; 250,000 parameters = 1,000,000 bytes; worker links 32 Gbit/s (0.25 ms per message),
   // server link 16 Gbit/s (0.5 ms), latency 100 us. Batch 32 x 177,187.5 FLOPs = 1,000 ns.
-  // t=0.1 ms   both requests reach the server; replies leave at 0.1 and 0.6 ms (queued)
-  // t=1.7/2.2  parameters arrive (0.6 + 0.1 + 1.0; 1.1 + 0.1 + 1.0); compute 0.201 ms each
-  // t=1.901    worker 0 pushes; at server 3.001; applied 3.501; BSP holds it (clock 1 > min 0)
-  // t=2.401    worker 1 pushes; at server 3.501; link busy until 3.501; applied 4.001
+  // A message crosses both links at once (cut-through): the slower, the server's, sets its time.
+  // t=0.1 ms   both requests reach the server; replies on its link [0.1, 0.6] and (queued) [0.6, 1.1]
+  // t=0.7/1.2  parameters arrive (0.6 + 0.1; 1.1 + 0.1); compute 0.201 ms each
+  // t=0.901    worker 0 pushes; first byte at the server 1.001; applied 1.501; BSP holds it
+  // t=1.401    worker 1 pushes; first byte at 1.501, when the link in is free; applied 2.001
   auto j = nlohmann::json::parse(R"({
     "name": "hand", "model": { "type": "time-only", "parameters": 250000, "flops_per_sample": 177187.5 },
     "optimizer": { "batch_size": 32 }, "policy": { "type": "bsp" },
     "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 2 } ],
-                 "network": { "latency_us": 100, "bandwidth_gbps": 8, "server_bandwidth_gbps": 16 },
+                 "network": { "latency_us": 100, "bandwidth_gbps": 32, "server_bandwidth_gbps": 16 },
                  "jitter": { "type": "none" } },
     "stop": { "max_updates": 1 }, "eval": { "every_s": 100 } })");
-  CHECK(run(j).end_time.ns() == 3'501'000);
+  CHECK(run(j).end_time.ns() == 1'501'000);
   j["stop"]["max_updates"] = 2;
   const RunResult r = run(j);
-  CHECK(r.end_time.ns() == 4'001'000);
-  CHECK(r.workers[0].communicate_ns == 1'700'000 + 1'600'000);
+  CHECK(r.end_time.ns() == 2'001'000);
+  CHECK(r.workers[0].communicate_ns == 700'000 + 600'000);
   CHECK(r.workers[0].compute_ns == 201'000);
   CHECK(r.workers[0].wait_ns == 500'000);
-  CHECK(r.workers[1].communicate_ns == 2'200'000 + 1'600'000);
+  CHECK(r.workers[1].communicate_ns == 1'200'000 + 600'000);
   CHECK(r.workers[1].compute_ns == 201'000);
   CHECK(r.workers[1].wait_ns == 0);
   CHECK(r.bytes_push == 2'000'000);
   CHECK(r.bytes_pull == 2'000'000);
-  // Then worker 1 (the pusher) is granted first: reply 4.001-4.501, arrives 5.601, pushes at
-  // 5.802, at server 6.902, applied 7.402. Worker 0: reply 4.501-5.001, arrives 6.101, pushes at
-  // 6.302, at server 7.402, queued behind worker 1's push: applied 7.902.
+  // Then worker 1 (the pusher) is granted first: reply 2.001-2.501, arrives 2.601, pushes at
+  // 2.802, first byte at the server 2.902, applied 3.402. Worker 0: reply 2.501-3.001, arrives
+  // 3.101, pushes at 3.302, first byte at 3.402, applied 3.902.
   j["stop"]["max_updates"] = 4;
-  CHECK(run(j).end_time.ns() == 7'902'000);
+  CHECK(run(j).end_time.ns() == 3'902'000);
+  // With worker links at 8 Gbit/s (1 ms) those links set each message's time instead: pulls
+  // through at 1.1 and 1.6 (the second starts on the server's link at 0.6), pushes at 1.401 and
+  // 1.901, applied 1 ms after their first byte: 2.501 and 3.001.
+  j["cluster"]["network"]["bandwidth_gbps"] = 8;
+  j["stop"]["max_updates"] = 2;
+  CHECK(run(j).end_time.ns() == 3'001'000);
 }
 
 TEST_CASE("a time-only run with 1,000 workers and 100,000 updates completes") {

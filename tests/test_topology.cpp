@@ -241,11 +241,13 @@ TEST_CASE("reaching every shard: a worker on two switches, each with some of the
 
 TEST_CASE("a shard's link shared by two pulls: both arrive together, unlike the star's FIFO") {
   // One rack: the shard's host link carries both pulls at 4 bit/ns: 2 ms; compute 1 ms; both
-  // pushes share the link back: 2 ms more. The star's FIFO serves one after the other: 6 ms.
+  // pushes share the link back: 2 ms more. The star's FIFO serves one after the other, each
+  // message on both links at once: pulls through at 1 and 2 ms, pushes at 3 and 4 ms: the first
+  // worker computes while the second's pull is on the link, so the same work takes 4 ms, not 5.
   auto j = racks_json(2);
   CHECK(run(j).end_time.ns() == 5'000'000);
   j["cluster"]["network"] = {{"latency_us", 0}, {"bandwidth_gbps", 8}};
-  CHECK(run(j).end_time.ns() == 6'000'000);
+  CHECK(run(j).end_time.ns() == 4'000'000);
 }
 
 TEST_CASE("the star's shard links are full duplex: a push and a pull at once do not queue, two pushes do") {
@@ -260,13 +262,41 @@ TEST_CASE("the star's shard links are full duplex: a push and a pull at once do 
   Network net(s);
   const SimTime t0 = SimTime::from_us(10);
   // A push and a pull reaching the shards at once each take their own direction: 5.2008 us.
-  CHECK(net.server_transfer(t0, 8001, 0, WireKind::kPush, nullptr).ns() == 10'000 + 5'201);
-  CHECK(net.server_transfer(t0, 8001, 1, WireKind::kPull, nullptr).ns() == 10'000 + 5'201);
+  CHECK(net.server_transfer(t0, 8001, 0, WireKind::kPush, nullptr).done.ns() == 10'000 + 5'201);
+  CHECK(net.server_transfer(t0, 8001, 1, WireKind::kPull, nullptr).done.ns() == 10'000 + 5'201);
   // A second push queues behind the first on each shard's link into the server (shard 0's part
   // is the longer one: 2 x 5,201 ns), and a pull later in time behind the first pull only.
-  CHECK(net.server_transfer(t0, 8001, 1, WireKind::kPush, nullptr).ns() == 10'000 + 2 * 5'201);
-  CHECK(net.server_transfer(t0 + SimTime::from_us(100), 8001, 0, WireKind::kPull, nullptr).ns() ==
+  const auto second = net.server_transfer(t0, 8001, 1, WireKind::kPush, nullptr);
+  CHECK(second.first.ns() == 10'000 + 5'200);  // shard 1's part starts first (3,200 + 2,000 ns)
+  CHECK(second.done.ns() == 10'000 + 2 * 5'201);
+  CHECK(net.server_transfer(t0 + SimTime::from_us(100), 8001, 0, WireKind::kPull, nullptr).done.ns() ==
         110'000 + 5'201);
+}
+
+TEST_CASE("the star is cut-through: a message is through when the slower of its two links has carried it") {
+  // One shard at 10 Gbit/s, no overhead; worker 0's link at 10 Gbit/s, worker 1's at 1 Gbit/s;
+  // 10,000-byte messages: 8 us on a 10 Gbit/s link, 80 us at 1 Gbit/s. Store and forward (the
+  // model before, one link and then the other) would take 16 us and 88 us.
+  auto j = racks_json(1);
+  j["cluster"]["workers"] = {
+      {{"profile", "gtx1080ti"}, {"count", 1}, {"iteration_ms", 1}},
+      {{"profile", "gtx1080ti"}, {"count", 1}, {"iteration_ms", 1}, {"bandwidth_gbps", 1}}};
+  j["cluster"]["network"] = {
+      {"latency_us", 0}, {"bandwidth_gbps", 10}, {"server_bandwidth_gbps", 10}, {"message_overhead_us", 0}};
+  const Scenario s = scenario(j);
+  Network net(s);
+  const SimTime t0 = SimTime::from_us(10);
+  // The slow worker's link sets its pull's pace; the shard's link is busy 8 us of it and free
+  // after: the fast worker's pulls queue behind 8 us, not 80.
+  CHECK(net.pull(t0, 10'000, 1, 1, nullptr).ns() == 10'000 + 80'000);
+  CHECK(net.pull(t0, 10'000, 0, 0, nullptr).ns() == 10'000 + 16'000);
+  CHECK(net.pull(t0, 10'000, 0, 0, nullptr).ns() == 10'000 + 24'000);
+  // Pushes whose first byte reaches the server at t0: the fast one is in after 8 us; the slow
+  // one's last byte comes 80 us after its first, whatever the shard's queue.
+  CHECK(net.push(t0, 10'000, 0, 0, nullptr).ns() == 10'000 + 8'000);
+  CHECK(net.push(t0, 10'000, 1, 1, nullptr).ns() == 10'000 + 80'000);
+  // A third push queues on the shard's link behind the two (16 us) and is in at 24 us.
+  CHECK(net.push(t0, 10'000, 0, 0, nullptr).ns() == 10'000 + 24'000);
 }
 
 TEST_CASE("an oversubscribed uplink slows the traffic that crosses it, and latency adds per hop") {
@@ -429,4 +459,75 @@ TEST_CASE("validate's estimate prints the oversubscription and names the bottlen
   CHECK(
       estimate_run(scenario(j)).describe().find("estimate: bottleneck link tor0->spine (2 Gbit/s): 12 ms") !=
       std::string::npos);
+}
+
+namespace {
+
+// Issue 43, point 3: the star against one rack of the flow network, the same links (every host
+// link at `gbps`, the shard's too, no latency, no overhead; the rack's uplink never used).
+nlohmann::json agree_json(const char* policy, double gbps, int fast, int slow, bool racks) {
+  auto j = racks_json(1);
+  j["model"]["parameters"] = 1'700'000;  // ResNet-110's size: 6.8 MB a message
+  j["policy"] = {{"type", policy}};
+  j["cluster"]["workers"] = nlohmann::json::array();
+  if (slow > 0)
+    j["cluster"]["workers"].push_back({{"profile", "gtx1060"}, {"count", slow}, {"iteration_ms", 90}});
+  j["cluster"]["workers"].push_back({{"profile", "gtx1080ti"}, {"count", fast}, {"iteration_ms", 35}});
+  j["cluster"]["network"] = {{"latency_us", 0},
+                             {"bandwidth_gbps", gbps},
+                             {"server_bandwidth_gbps", gbps},
+                             {"message_overhead_us", 0}};
+  if (racks)
+    j["cluster"]["network"].update(
+        {{"topology", "racks"},
+         {"racks",
+          {{"count", 1}, {"hosts_per_rack", 8}, {"uplink_bandwidth_gbps", 1000}, {"uplink_latency_us", 0}}}});
+  j["stop"] = {{"virtual_time_s", 5}};
+  return j;
+}
+
+// Mean iteration time over the workers, in seconds.
+double mean_iteration_s(const RunResult& r) {
+  int64_t iterations = 0;
+  for (const auto& w : r.workers) iterations += w.iterations;
+  return static_cast<double>(r.workers.size()) * r.end_time.seconds() / static_cast<double>(iterations);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the star and one rack of flows agree where no two messages share a link, and where compute dominates") {
+  // One worker: nothing shares a link, so both models carry each message at the slower link's
+  // rate across both links at once (cut-through): the same iteration times at every bandwidth.
+  // Store and forward on the star would add a whole transfer per message (2x at 1 Gbit/s).
+  for (const double gbps : {1.0, 10.0, 100.0}) {
+    CAPTURE(gbps);
+    for (const char* policy : {"bsp", "asp"}) {
+      CAPTURE(policy);
+      const double star = mean_iteration_s(run(agree_json(policy, gbps, 1, 0, false)));
+      const double rack = mean_iteration_s(run(agree_json(policy, gbps, 1, 0, true)));
+      CHECK(star == doctest::Approx(rack).epsilon(0.001));
+    }
+  }
+  // Two GTX 1060 and two GTX 1080 Ti at 100 Gbit/s: compute dominates and the models agree.
+  for (const char* policy : {"bsp", "asp"}) {
+    CAPTURE(policy);
+    const double star = mean_iteration_s(run(agree_json(policy, 100, 2, 2, false)));
+    const double rack = mean_iteration_s(run(agree_json(policy, 100, 2, 2, true)));
+    CHECK(star == doctest::Approx(rack).epsilon(0.03));
+  }
+}
+
+TEST_CASE("where messages share the server's link the star's FIFO is faster than fair sharing") {
+  // A finding, not a target (REFERENCE.md, "Topologies"): at 1 Gbit/s the same four workers
+  // spend most of their time on the server's link. The star serves one message at a time, so the
+  // first worker computes while the next message is on the link; the flows share the link and
+  // end messages together, and then every worker computes while the link idles. The flows'
+  // iterations are longer by more than a fifth under BSP and ASP alike.
+  for (const char* policy : {"bsp", "asp"}) {
+    CAPTURE(policy);
+    const double star = mean_iteration_s(run(agree_json(policy, 1, 2, 2, false)));
+    const double rack = mean_iteration_s(run(agree_json(policy, 1, 2, 2, true)));
+    CHECK(rack > 1.2 * star);
+  }
 }

@@ -255,96 +255,97 @@ TEST_CASE("trace windows are parsed strictly") {
 }
 
 // Hand-checked (see straggler_json): each worker's first request reaches the server at 50 us; the
-// server link sends the parameters to workers 0, 1, 2 in turn (3.2 us each), so they arrive at
-// 106.4, 109.6 and 112.8 us. Worker 1's push leaves at 109.6 + 585.802 = 695.402 us and is applied
-// at 695.402 + 3.2 + 50 + 3.2 = 751.802 us: BSP holds it at clock 1 while worker 0 (applied at
-// 106.4 + 1250 + 56.4 = 1412.8 us) is at clock 0. It waits 1412.8 - 751.802 = 660.998 us.
+// server link sends the parameters to workers 0, 1, 2 in turn (3.2 us each, the worker's link
+// carrying them at the same time, cut-through), so they arrive at 103.2, 106.4 and 109.6 us.
+// Worker 1's push leaves at 106.4 + 585.802 = 692.202 us; its first byte reaches the server 50 us
+// later and it is in 3.2 us after that: applied at 745.402 us. BSP holds it at clock 1 while
+// worker 0 (applied at 103.2 + 1250 + 53.2 = 1406.4 us) is at clock 0. It waits 1406.4 - 745.402
+// = 660.998 us.
 TEST_CASE("explain logs each BSP wait and resume with its reason") {
   const Traced t = run_traced(stalesim::testing::scenario(straggler_json("bsp")));
-  CHECK(
-      t.explain ==
-      "# stalesim explain: straggler: policy bsp, BSP (s = 0); 3 workers. Virtual seconds; clock = "
-      "iterations "
-      "pushed. Lists every wait, resume and DSSP controller call; a worker allowed to go on at once is not "
-      "listed.\n"
-      "t=0.000752 s  worker 1 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)\n"
-      "t=0.000755 s  worker 2 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)\n"
-      "t=0.001413 s  worker 1 resumes at clock 1 after waiting 0.000661 s: the slowest worker is now at "
-      "clock 1\n"
-      "t=0.001413 s  worker 2 resumes at clock 1 after waiting 0.000658 s: the slowest worker is now at "
-      "clock 1\n"
-      "t=0.002115 s  worker 1 waits at clock 2: slowest is worker 0 at clock 1, BSP (s = 0)\n"
-      "t=0.002118 s  worker 2 waits at clock 2: slowest is worker 0 at clock 1, BSP (s = 0)\n"
-      "t=0.002776 s  worker 1 resumes at clock 2 after waiting 0.000661 s: the slowest worker is now at "
-      "clock 2\n"
-      "t=0.002776 s  worker 2 resumes at clock 2 after waiting 0.000658 s: the slowest worker is now at "
-      "clock 2\n"
-      "t=0.003477 s  worker 1 waits at clock 3: slowest is worker 0 at clock 2, BSP (s = 0)\n"
-      "t=0.003481 s  worker 2 waits at clock 3: slowest is worker 0 at clock 2, BSP (s = 0)\n"
-      "# end at t=0.004138 s: 9 updates, 6 waits (2 still waiting), 0 DSSP controller calls (0 granted extra "
-      "clocks)\n");
+  CHECK(t.explain ==
+        "# stalesim explain: straggler: policy bsp, BSP (s = 0); 3 workers. Virtual seconds; clock = "
+        "iterations pushed. Lists every wait, resume and DSSP controller call; a worker allowed to go "
+        "on at once is not listed.\n"
+        "t=0.000745 s  worker 1 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)\n"
+        "t=0.000749 s  worker 2 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)\n"
+        "t=0.001406 s  worker 1 resumes at clock 1 after waiting 0.000661 s: the slowest worker is now "
+        "at clock 1\n"
+        "t=0.001406 s  worker 2 resumes at clock 1 after waiting 0.000658 s: the slowest worker is now "
+        "at clock 1\n"
+        "t=0.002102 s  worker 1 waits at clock 2: slowest is worker 0 at clock 1, BSP (s = 0)\n"
+        "t=0.002105 s  worker 2 waits at clock 2: slowest is worker 0 at clock 1, BSP (s = 0)\n"
+        "t=0.002763 s  worker 1 resumes at clock 2 after waiting 0.000661 s: the slowest worker is now "
+        "at clock 2\n"
+        "t=0.002763 s  worker 2 resumes at clock 2 after waiting 0.000658 s: the slowest worker is now "
+        "at clock 2\n"
+        "t=0.003458 s  worker 1 waits at clock 3: slowest is worker 0 at clock 2, BSP (s = 0)\n"
+        "t=0.003461 s  worker 2 waits at clock 3: slowest is worker 0 at clock 2, BSP (s = 0)\n"
+        "# end at t=0.004119 s: 9 updates, 6 waits (2 still waiting), 0 DSSP controller calls (0 "
+        "granted extra clocks)\n");
 }
 
-// The DSSP case, checked by hand at the first grant: worker 0 pushes every 1250 + 56.4 + 56.4 =
-// 1362.8 us (I_s), last at 2775.6 us, so S_3 = 2775.6 + 3 x 1362.8 = 6864.0 us; worker 1's last two
-// pushes are 1328.6 us apart (I_f: 698.6 us an iteration, its pull no longer queued behind worker
-// 2's push on the shard link, which is full duplex, plus the 630 us it was held), the last at
-// 3477 us, so F_3 = 7462.8 us; |F_3 - S_3| = 599 us is the smallest |F_k - S_j| (F_0..F_2 are 661,
-// 667 and 633 us from their nearest S_j): r* = 3.
+// The DSSP case, checked by hand at the first grant: worker 0 pushes every 1250 + 53.2 + 53.2 =
+// 1356.4 us (I_s; each message 3.2 us on both links at once, plus 50 us latency), last at 2762.8
+// us, so S_3 = 2762.8 + 3 x 1356.4 = 6832.0 us; worker 1's last two pushes are 1328.4 us apart
+// (I_f: 692.2 us an iteration, plus the 633 us it was held and 3.2 us queued behind worker 0's
+// pull on the shard link), the last at 3458.2 us, so F_3 = 7443.4 us; |F_3 - S_3| = 611 us is
+// the smallest |F_k - S_j| (F_0..F_2 are 661, 667 and 639 us from their nearest S_j): r* = 3.
 const std::string DSSP_EXPLAIN =
-    "# stalesim explain: straggler: policy dssp, s_L = 1, r_max = 3; 3 workers. Virtual seconds; clock = "
-    "iterations pushed. Lists every wait, resume and DSSP controller call; a worker allowed to go on at "
-    "once is not listed.\n"
-    "t=0.002149 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), "
-    "beyond s_L: I_f = 0.000699 s, I_s = 0.000736 s; its push F_0 = 0.002149 s is the closest to worker "
-    "0's S_1 = 0.002149 s (predicted wait 0.000000 s): grants none\n"
-    "t=0.002149 s  worker 1 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; the "
-    "controller granted none\n"
-    "t=0.002152 s  DSSP: worker 2 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), "
-    "beyond s_L: I_f = 0.000699 s, I_s = 0.000739 s; its push F_0 = 0.002152 s is the closest to worker "
-    "0's S_1 = 0.002152 s (predicted wait 0.000000 s): grants none\n"
-    "t=0.002152 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock 1), "
-    "beyond s_L: I_f = 0.000699 s, I_s = 0.000739 s; its push F_0 = 0.002149 s is the closest to worker "
-    "0's S_1 = 0.002152 s (predicted wait 0.000003 s): grants none\n"
-    "t=0.002152 s  worker 2 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; the "
-    "controller granted none\n"
-    "t=0.002776 s  worker 1 resumes at clock 3 after waiting 0.000627 s: the slowest worker is now at "
-    "clock 2\n"
-    "t=0.002776 s  worker 2 resumes at clock 3 after waiting 0.000623 s: the slowest worker is now at "
-    "clock 2\n"
-    "t=0.003477 s  DSSP: worker 1 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock 2), "
-    "beyond s_L: I_f = 0.001328 s, I_s = 0.001363 s; its push F_3 = 0.007463 s is the closest to worker "
-    "0's S_3 = 0.006864 s (predicted wait 0.000599 s): grants 3 extra clocks\n"
-    "t=0.003481 s  DSSP: worker 2 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock 2), "
-    "beyond s_L: I_f = 0.001328 s, I_s = 0.001363 s; its push F_3 = 0.007466 s is the closest to worker "
-    "0's S_3 = 0.006864 s (predicted wait 0.000602 s): grants 3 extra clocks\n"
-    "t=0.005573 s  DSSP: worker 1 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock 4), "
-    "beyond s_L: I_f = 0.000699 s, I_s = 0.001363 s; its push F_2 = 0.006970 s is the closest to worker "
-    "0's S_1 = 0.006864 s (predicted wait 0.000106 s): grants 2 extra clocks\n"
-    "t=0.005576 s  DSSP: worker 2 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock 4), "
-    "beyond s_L: I_f = 0.000699 s, I_s = 0.001363 s; its push F_2 = 0.006974 s is the closest to worker "
-    "0's S_1 = 0.006864 s (predicted wait 0.000110 s): grants 2 extra clocks\n"
-    "t=0.006970 s  DSSP: worker 1 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock 5), "
-    "beyond s_L: I_f = 0.000699 s, I_s = 0.001363 s; its push F_1 = 0.007669 s is the closest to worker "
-    "0's S_1 = 0.008227 s (predicted wait 0.000558 s): grants 1 extra clock\n"
-    "t=0.006974 s  DSSP: worker 2 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock 5), "
-    "beyond s_L: I_f = 0.000699 s, I_s = 0.001363 s; its push F_1 = 0.007672 s is the closest to worker "
-    "0's S_1 = 0.008227 s (predicted wait 0.000555 s): grants 1 extra clock\n"
-    "# end at t=0.007669 s: 24 updates, 2 waits (0 still waiting), 9 DSSP controller calls (6 granted "
-    "extra clocks)\n";
-// 0.1 ms cells. Worker 1: parameters arrive at 109.6 us (cell 0 mostly pull), compute to 695.4 us
-// (cells 1 to 6), push applied and blocked at 751.8 us (cell 7, marked), waits until 1412.8 us
-// (cells 8 to 13); 3 waits of 661 us in 5 ms: 40%. The run stops after 9 updates at 4.1384 ms.
+    "# stalesim explain: straggler: policy dssp, s_L = 1, r_max = 3; 3 workers. Virtual seconds; "
+    "clock = iterations pushed. Lists every wait, resume and DSSP controller call; a worker allowed "
+    "to go on at once is not listed.\n"
+    "t=0.002130 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock "
+    "1), beyond s_L: I_f = 0.000692 s, I_s = 0.000723 s; its push F_0 = 0.002130 s is the closest "
+    "to worker 0's S_1 = 0.002130 s (predicted wait 0.000000 s): grants none\n"
+    "t=0.002130 s  worker 1 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; "
+    "the controller granted none\n"
+    "t=0.002133 s  DSSP: worker 2 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock "
+    "1), beyond s_L: I_f = 0.000692 s, I_s = 0.000727 s; its push F_0 = 0.002133 s is the closest "
+    "to worker 0's S_1 = 0.002133 s (predicted wait 0.000000 s): grants none\n"
+    "t=0.002133 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock "
+    "1), beyond s_L: I_f = 0.000692 s, I_s = 0.000727 s; its push F_0 = 0.002130 s is the closest "
+    "to worker 0's S_1 = 0.002133 s (predicted wait 0.000003 s): grants none\n"
+    "t=0.002133 s  worker 2 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; "
+    "the controller granted none\n"
+    "t=0.002763 s  worker 1 resumes at clock 3 after waiting 0.000633 s: the slowest worker is now "
+    "at clock 2\n"
+    "t=0.002763 s  worker 2 resumes at clock 3 after waiting 0.000630 s: the slowest worker is now "
+    "at clock 2\n"
+    "t=0.003458 s  DSSP: worker 1 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock "
+    "2), beyond s_L: I_f = 0.001328 s, I_s = 0.001356 s; its push F_3 = 0.007443 s is the closest "
+    "to worker 0's S_3 = 0.006832 s (predicted wait 0.000611 s): grants 3 extra clocks\n"
+    "t=0.003461 s  DSSP: worker 2 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock "
+    "2), beyond s_L: I_f = 0.001328 s, I_s = 0.001356 s; its push F_3 = 0.007447 s is the closest "
+    "to worker 0's S_3 = 0.006832 s (predicted wait 0.000615 s): grants 3 extra clocks\n"
+    "t=0.005535 s  DSSP: worker 1 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock "
+    "4), beyond s_L: I_f = 0.000692 s, I_s = 0.001356 s; its push F_2 = 0.006919 s is the closest "
+    "to worker 0's S_1 = 0.006832 s (predicted wait 0.000087 s): grants 2 extra clocks\n"
+    "t=0.005538 s  DSSP: worker 2 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock "
+    "4), beyond s_L: I_f = 0.000692 s, I_s = 0.001356 s; its push F_2 = 0.006922 s is the closest "
+    "to worker 0's S_1 = 0.006832 s (predicted wait 0.000090 s): grants 2 extra clocks\n"
+    "t=0.006919 s  DSSP: worker 1 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock "
+    "5), beyond s_L: I_f = 0.000692 s, I_s = 0.001356 s; its push F_1 = 0.007611 s is the closest "
+    "to worker 0's S_1 = 0.008188 s (predicted wait 0.000577 s): grants 1 extra clock\n"
+    "t=0.006922 s  DSSP: worker 2 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock "
+    "5), beyond s_L: I_f = 0.000692 s, I_s = 0.001356 s; its push F_1 = 0.007615 s is the closest "
+    "to worker 0's S_1 = 0.008188 s (predicted wait 0.000574 s): grants 1 extra clock\n"
+    "# end at t=0.007611 s: 24 updates, 2 waits (0 still waiting), 9 DSSP controller calls (6 "
+    "granted extra clocks)\n";
+// 0.1 ms cells. Worker 1: parameters arrive at 106.4 us (cell 0 mostly pull), compute to 692.2 us
+// (cells 1 to 6), push applied and blocked at 745.4 us (cell 7, marked), waits until 1406.4 us
+// (cells 8 to 13); 3 waits of 661 us in 5 ms: 40%. The run stops after 9 updates at 4.1192 ms.
 const std::string TIMELINE_PLAIN =
     "timeline of straggler: bsp, BSP (s = 0); 3 workers; 0 to 0.005 s, one cell = 0.1 ms\n"
     "              0ms         1.25ms       2.5ms       3.75ms     5ms\n"
-    "w0 gtx1060   │▄█████████████▄████████████▄█████████████▄        │ 3 updates, 0 blocked, 0% waiting\n"
-    "w1 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for w0), 40% "
+    "w0 gtx1060   │▄█████████████▄████████████▄█████████████▄        │ 3 updates, 0 blocked, 0% "
     "waiting\n"
-    "w2 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for w0), 39% "
-    "waiting\n"
+    "w1 gtx1080ti │▄██████▼░░░░░░▄█████▄▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for "
+    "w0), 40% waiting\n"
+    "w2 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for "
+    "w0), 39% waiting\n"
     "█ compute  ▄ communicate (push, pull)  ░ wait  ▼ blocked by the policy here (for wN: waiting for the "
-    "slowest worker, wN)  (the run ended at 0.0041384 s)\n";
+    "slowest worker, wN)  (the run ended at 0.0041192 s)\n";
 
 TEST_CASE("explain shows DSSP's controller calls with the predicted push times that chose r") {
   const Traced t = run_traced(stalesim::testing::scenario(straggler_json("dssp")));

@@ -67,7 +67,8 @@ void estimate_messages(const Scenario& s, const RunPlan& plan, RunEstimate& e) {
 
 // A server shard's link per iteration, full duplex (sim/worker/network.hpp): a message's part
 // and overhead in each direction; one worker's iteration passes both (push_s + pull_s), the link
-// is busy per iteration for the busier direction only.
+// is busy per iteration for the busier direction only. A message crosses the worker's link at
+// the same time (cut-through): its path is the slower of the two.
 struct ServerLink {
   double push_s = 0;
   double pull_s = 0;
@@ -102,11 +103,18 @@ ServerLink estimate_groups(const Scenario& s, RunEstimate& e, std::vector<double
                              p.overhead_us * 1e-6;
     const double bw = grp.bandwidth_gbps.value_or(net.bandwidth_gbps);
     const double lat = grp.latency_us.value_or(net.latency_us) * 1e-6;
-    ge.worker_link_s =
-        e.transfers_timed ? transfer_s(e.push_bytes, bw) + transfer_s(e.pull_bytes, bw) + 2 * lat : 0.0;
+    double push_wire = 0, pull_wire = 0;
+    if (e.transfers_timed) {
+      push_wire = transfer_s(e.push_bytes, bw);
+      pull_wire = transfer_s(e.pull_bytes, bw);
+      ge.latency_s = lat;
+      ge.worker_link_s = push_wire + pull_wire + 2 * lat;
+      ge.pull_path_s = lat + std::max(pull_wire, server.pull_s);
+      ge.push_path_s = lat + std::max(push_wire, server.push_s);
+    }
     ge.server_link_s = server.path_s();
-    wire_s.push_back(e.transfers_timed ? transfer_s(e.push_bytes, bw) + transfer_s(e.pull_bytes, bw) : 0.0);
-    unloaded.push_back(ge.compute_s + ge.worker_link_s + server.path_s());
+    wire_s.push_back(push_wire + pull_wire);
+    unloaded.push_back(ge.compute_s + ge.pull_path_s + ge.push_path_s);
     e.groups.push_back(ge);
   }
   return server;
@@ -121,13 +129,15 @@ double estimate_pace(const Scenario& s, RunEstimate& e, const std::vector<double
   const double offered = e.server_offered;
   if (e.lockstep) {
     // Every clock: the pulls leave the server one after the other (in worker order, each P on
-    // the link out), each worker computes and pushes; the pushes queue on the link in (each U);
-    // the clock ends with the last push through.
+    // the link out; the k-th starts at (k - 1) P and takes its path), each worker computes and
+    // pushes; the pushes queue on the link in (each U) from their first byte; the clock ends
+    // with the last push through.
     double clock = 0, position = 0, first_push = std::numeric_limits<double>::infinity();
     for (const auto& ge : e.groups) {
       position += ge.count;  // the group's last worker
-      clock = std::max(clock, position * server.pull_s + ge.compute_s + ge.worker_link_s + server.push_s);
-      first_push = std::min(first_push, server.pull_s + ge.compute_s + ge.worker_link_s);
+      clock =
+          std::max(clock, (position - 1) * server.pull_s + ge.pull_path_s + ge.compute_s + ge.push_path_s);
+      first_push = std::min(first_push, ge.pull_path_s + ge.compute_s + ge.latency_s);
     }
     clock = std::max(clock, first_push + n * server.push_s);
     for (auto& ge : e.groups) ge.iteration_s = clock;
@@ -174,9 +184,10 @@ void estimate_shares(RunEstimate& e, const std::vector<double>& wire_s, const Se
     ge.worker_link_utilisation = wire_s[g] / ge.iteration_s;
     computing += ge.count * ge.compute_share;
     worker_part += ge.count * ge.worker_link_s / ge.iteration_s;
-    server_part += ge.count *
-                   (e.lockstep ? n * server.busy_s() : ge.iteration_s - ge.compute_s - ge.worker_link_s) /
-                   ge.iteration_s;
+    server_part +=
+        ge.count *
+        (e.lockstep ? n * server.busy_s() : std::max(0.0, ge.iteration_s - ge.compute_s - ge.worker_link_s)) /
+        ge.iteration_s;
   }
   e.server_utilisation = std::min(1.0, e.iterations_per_s * server.busy_s());
   e.communication_share = 1 - computing / n;
@@ -249,6 +260,9 @@ void estimate_allreduce_pace(const Scenario& s, RunEstimate& e, std::vector<doub
     auto& ge = e.groups[g];
     ge.worker_link_s = ring_s;
     ge.server_link_s = 0;
+    ge.pull_path_s = 0;
+    ge.push_path_s = ring_s;
+    ge.latency_s = 0;
     ge.iteration_s = slowest + ring_s;
     wire_s[g] = ring_s;
   }
@@ -389,13 +403,13 @@ std::string RunEstimate::describe() const {
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto& ge = groups[g];
     out += fmt::format(
-        "estimate: group {} ({} x {}): iteration {} = compute {} + worker link {} + server link {}{}; "
-        "computing {:.1f}% of the time, worker link busy {:.1f}%\n",
+        "estimate: group {} ({} x {}): iteration {} = compute {} + transfers {} (worker link {}, server "
+        "link {}, at once){}; computing {:.1f}% of the time, worker link busy {:.1f}%\n",
         g, ge.count, escaped(ge.profile), seconds(ge.iteration_s), seconds(ge.compute_s),
-        seconds(ge.worker_link_s), seconds(ge.server_link_s),
-        ge.iteration_s > ge.compute_s + ge.worker_link_s + ge.server_link_s * 1.0001
+        seconds(ge.pull_path_s + ge.push_path_s), seconds(ge.worker_link_s), seconds(ge.server_link_s),
+        ge.iteration_s > (ge.compute_s + ge.pull_path_s + ge.push_path_s) * 1.0001
             ? fmt::format(" + waiting {}",
-                          seconds(ge.iteration_s - ge.compute_s - ge.worker_link_s - ge.server_link_s))
+                          seconds(ge.iteration_s - ge.compute_s - ge.pull_path_s - ge.push_path_s))
             : "",
         100 * ge.compute_share, 100 * ge.worker_link_utilisation);
   }

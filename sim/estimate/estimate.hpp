@@ -61,6 +61,12 @@ struct GroupEstimate {
   double compute_s = 0;                // C_g
   double worker_link_s = 0;            // L_g: push and pull over the worker's link, latencies included
   double server_link_s = 0;            // S: push and pull through a server shard's link, unloaded
+  // A pull's and a push's time from leaving to arriving, unloaded, latency included: each is
+  // through when the slower of the worker's and the shard's link has carried it (cut-through,
+  // sim/worker/network.hpp), so an unloaded iteration is C_g + pull_path_s + push_path_s.
+  double pull_path_s = 0;
+  double push_path_s = 0;
+  double latency_s = 0;                // one way
   double iteration_s = 0;              // expected, with the server link's queueing and the policy's pace
   double worker_link_utilisation = 0;  // busy share of the worker's link
   double compute_share = 0;            // C_g / iteration_s

@@ -37,10 +37,8 @@ void RealServer::send_copy(Worker& w) {
   h.included = c_.clocks().clock(w.id);
   h.count = static_cast<int64_t>(copy.values().size());
   const int64_t bytes = c_.message_bytes();
-  if (opt_.emulated) {  // the server's FIFO link, the latency, the worker's link
-    const SimTime sent = c_.server_transfer(c_.engine().now(), bytes, w.id, WireKind::kPull);
-    h.deliver_at_ns = (sent + c_.latency_of(w) + c_.worker_link(w, bytes)).ns();
-  }
+  if (opt_.emulated)  // the server's FIFO link and the worker's at once, then the latency
+    h.deliver_at_ns = (c_.pull_through(w, c_.engine().now(), bytes) + c_.latency_of(w)).ns();
   c_.count_pull(bytes);
   send_params(w.id, h, copy.values());
   s.copy_clock = std::max(s.copy_clock, h.clock);

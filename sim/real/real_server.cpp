@@ -39,13 +39,13 @@ RealServer::RealServer(WorkerCore& c, const RealOptions& o, const Layout& l, Clo
   bound_ = c.policy().clock_bound().value_or(0);
 }
 
-void RealServer::params_granted(Worker& w, SimTime sent) {
+void RealServer::params_granted(Worker& w, SimTime through) {
   Slot& s = slots_[static_cast<size_t>(w.id)];
   s.granted_at = since(epoch_);
   ParamsHeader h;
   h.version = w.read_version;
   h.count = static_cast<int64_t>(w.params.values().size());
-  if (opt_.emulated) h.deliver_at_ns = (sent + c_.latency_of(w) + c_.worker_link(w, c_.message_bytes())).ns();
+  if (opt_.emulated) h.deliver_at_ns = (through + c_.latency_of(w)).ns();
   send_params(w.id, h, w.params.values());
   s.busy = true;
   s.heard_at = s.granted_at;
@@ -197,12 +197,16 @@ void RealServer::schedule_push(Worker& w, const Slot& s, int64_t bytes, int64_t 
   const SimTime wall = std::max(SimTime::from_ns(now), c_.engine().now());
   if (!opt_.emulated)
     return void(c_.engine().schedule(wall, kPushApplied, static_cast<uint32_t>(w.id), w.gen));
-  // As in a simulation: it reaches the server's link after its own link and the latency, and
-  // queues there in arrival order (WorkerCore::on_push_at_server).
+  // As in a simulation: its first byte reaches the server's link a latency after it was sent,
+  // and it queues there in arrival order (WorkerCore::on_push_at_server, which has it whole a
+  // worker-link time after that first byte). A push that arrived later than that in real time
+  // starts at the server so that its last byte is in when it was.
   const PushHeader& p = cache_ ? s.pending.back().first : s.push;
   w.push_bytes.push_back(bytes);
-  const SimTime arrive = SimTime::from_ns(p.sent_at_ns) + c_.worker_link(w, bytes) + c_.latency_of(w);
-  c_.engine().schedule(std::max(arrive, wall), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
+  const SimTime first = SimTime::from_ns(p.sent_at_ns) + c_.latency_of(w);
+  const SimTime late = wall - c_.worker_link(w, bytes);
+  c_.engine().schedule(max(c_.engine().now(), max(first, late)), kPushAtServer, static_cast<uint32_t>(w.id),
+                       w.gen);
 }
 
 void RealServer::evaluate(uint64_t k) {

@@ -40,7 +40,7 @@ std::vector<FieldInfo> topology_fields(const Scenario& d) {
        .allowed = enum_name_list<TopologyKind>(),
        .default_value = to_json_value(n.topology),
        .doc = "star: each worker's own link to the server shards, each shard's link full duplex, one FIFO "
-              "per direction; racks: "
+              "per direction, a message on both links at once (cut-through); racks: "
               "hosts behind top-of-rack switches with uplinks to one spine; graph: any switches, hosts "
               "and links. Off the star, messages are flows sharing every link max-min fair, full duplex.",
        .set = set_m<&Scenario::cluster, kNet, &NetworkSpec::topology>,

@@ -75,11 +75,10 @@ void CacheProtocol::send_snapshot(Worker& w) {
   CacheWorker& wc = of(w);
   InFlight m{c_.store().read(), c_.clocks().min_clock(), c_.clocks().clock(w.id)};
   const int64_t bytes = changed_rows_.copy_bytes(w.id, c_.store().version(), c_.message_bytes());
-  const SimTime sent = c_.server_transfer(c_.engine().now(), bytes, w.id, WireKind::kPull);
+  const SimTime through = c_.pull_through(w, c_.engine().now(), bytes);
   c_.count_pull(bytes);
   wc.inbox.push_back(std::move(m));
-  c_.engine().schedule(sent + c_.latency_of(w) + c_.worker_link(w, bytes), kSnapshotArrives,
-                       static_cast<uint32_t>(w.id), w.gen);
+  c_.engine().schedule(through + c_.latency_of(w), kSnapshotArrives, static_cast<uint32_t>(w.id), w.gen);
 }
 
 void CacheProtocol::on_params(Worker& w) {
@@ -140,13 +139,14 @@ void CacheProtocol::on_compute_done(Worker& w) {
   }
   wc.own.push_back(std::move(o));
   ++wc.sent;
-  // The push leaves on the worker's own link, behind any push still being sent.
+  // The push leaves on the worker's own link, behind any push still being sent; kPushAtServer
+  // when its first byte reaches the server (cut-through).
   const int64_t bytes = c_.math() ? wc.own.back().bytes : c_.message_bytes();
   const SimTime start = max(c_.engine().now(), wc.link_free);
   wc.link_free = start + c_.worker_link(w, bytes);
   c_.count_push(bytes);
   w.push_bytes.push_back(bytes);
-  c_.engine().schedule(wc.link_free + c_.latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
+  c_.engine().schedule(start + c_.latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
   if (fresh_enough(wc.cache_clock, wc.sent)) return start_cached(w);
   wc.blocked = true;
   wc.fetch_wanted = !eager_;

@@ -219,12 +219,11 @@ void WorkerCore::grant(Worker& w) {
     if (direct_) return direct_->params_granted(w, granted_sent_);
     return net->to_worker(engine_, w.id, message_bytes_, {kParamsArrive, static_cast<uint32_t>(w.id), w.gen});
   }
-  const SimTime sent = server_transfer(engine_.now(), message_bytes_, w.id, WireKind::kPull);
-  granted_sent_ = sent;
+  const SimTime through = pull_through(w, engine_.now(), message_bytes_);
+  granted_sent_ = through;
   count_pull(message_bytes_);
-  if (direct_) return direct_->params_granted(w, sent);
-  engine_.schedule(sent + latency_of(w) + worker_link(w, message_bytes_), kParamsArrive,
-                   static_cast<uint32_t>(w.id), w.gen);
+  if (direct_) return direct_->params_granted(w, through);
+  engine_.schedule(through + latency_of(w), kParamsArrive, static_cast<uint32_t>(w.id), w.gen);
 }
 
 void WorkerCore::push_notice(Worker& w) {
@@ -241,8 +240,8 @@ void WorkerCore::push(Worker& w, int64_t bytes) {
   w.push_bytes.push_back(bytes);
   if (TopologyNetwork* net = network_.flows())  // off the star: flows to the shards' hosts
     return net->to_shards(engine_, w.id, bytes, {kPushAtServer, static_cast<uint32_t>(w.id), w.gen});
-  engine_.schedule_in(worker_link(w, bytes) + latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id),
-                      w.gen);
+  // kPushAtServer when its first byte reaches the server (cut-through).
+  engine_.schedule_in(latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
 }
 
 void WorkerCore::on_push_at_server(Worker& w) {
@@ -250,8 +249,7 @@ void WorkerCore::on_push_at_server(Worker& w) {
   w.push_bytes.pop_front();
   if (network_.flows())  // the flows have delivered it whole
     return void(engine_.schedule(engine_.now(), kPushApplied, static_cast<uint32_t>(w.id), w.gen));
-  engine_.schedule(server_transfer(engine_.now(), bytes, w.id, WireKind::kPush), kPushApplied,
-                   static_cast<uint32_t>(w.id), w.gen);
+  engine_.schedule(push_through(w, engine_.now(), bytes), kPushApplied, static_cast<uint32_t>(w.id), w.gen);
 }
 
 void WorkerCore::next_clock(Worker& w, bool min_rose) {

@@ -41,9 +41,9 @@ namespace stalesim {
 // is applied when sent) and the real run's server (the parameters go to the worker's rank).
 class DirectDelivery {
  public:
-  // w was granted parameters; `sent`: when those of the latest grant left the server through its
-  // link queue (the real mode pads the delivery from it).
-  virtual void params_granted(Worker& w, SimTime sent) = 0;
+  // w was granted parameters; `through`: when those of the latest grant had left the server's
+  // and w's links (WorkerCore::pull_through; the real mode pads the delivery from it).
+  virtual void params_granted(Worker& w, SimTime through) = 0;
   // w's push (or B-FASGD's notice in its place) left w.
   virtual void push_sent(Worker& w) = 0;
 
@@ -107,8 +107,15 @@ class WorkerCore {
   // ---- Links and compute ----
   SimTime worker_link(const Worker& w, int64_t bytes) const { return network_.worker_link(w.group, bytes); }
   SimTime latency_of(const Worker& w) { return network_.latency(w.id, w.group); }
-  SimTime server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind) {
-    return network_.server_transfer(arrive, bytes, worker, kind, obs_);
+  // A pull of `bytes` for w leaving the server at `at`: when its last byte has left the server's
+  // and w's links (cut-through, sim/worker/network.hpp); it reaches w a latency later.
+  SimTime pull_through(const Worker& w, SimTime at, int64_t bytes) {
+    return network_.pull(at, bytes, w.id, w.group, obs_);
+  }
+  // A push of `bytes` from w whose first byte reaches the server at `first`: when the server holds
+  // all of it.
+  SimTime push_through(const Worker& w, SimTime first, int64_t bytes) {
+    return network_.push(first, bytes, w.id, w.group, obs_);
   }
   // How long w's next gradient takes when it starts at `start` (a draw of w's jitter stream).
   SimTime compute_time(Worker& w, SimTime start) { return compute_.time(w, start); }
@@ -142,6 +149,7 @@ class WorkerCore {
   void push(Worker& w, int64_t bytes);
   // B-FASGD's skipped push: only a notice goes; the server re-applies the last gradient.
   void push_notice(Worker& w);
+  // A push's first byte reached the server (cut-through: it is applied when the last is in).
   void on_push_at_server(Worker& w);
   // After w's push was applied (and the run goes on): w starts its next clock if the policy lets
   // it, else waits at the server; waiting workers the policy now allows are granted, in worker
@@ -256,7 +264,7 @@ class WorkerCore {
   bool math_ = false;
   int64_t message_bytes_ = 0;
   DirectDelivery* direct_ = nullptr;
-  SimTime granted_sent_;  // when the parameters of the latest grant left the server
+  SimTime granted_sent_;  // when the parameters of the latest grant had left the links
   // Pull modes with a model that can split its gradient (Model::can_defer_gradient): a worker
   // begins its gradient when the server reads the parameters for it and holds the factors, not
   // the parameters, until its push is applied. Same gradients; memory grows with live versions

@@ -1,11 +1,12 @@
 // The network model (sim/worker/network.hpp): link transfer times, latency jitter, the server's shard FIFOs
-// (one per direction).
+// (one per direction), cut-through.
 
 #include "sim/worker/network.hpp"
 
 #include "sim/worker/worker.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
 
 namespace stalesim {
@@ -50,20 +51,21 @@ SimTime Network::latency(int32_t id, int32_t group) {
       fmt::format("worker {}'s link latency (cluster.network.latency_us and latency_sigma)", id));
 }
 
-SimTime Network::server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind,
-                                 RunObserver* obs) {
+Network::ServerPass Network::server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind,
+                                             RunObserver* obs) {
   std::vector<SimTime>& direction = shard_free_[kind == WireKind::kPush ? 0 : 1];
   const auto shards = static_cast<int64_t>(direction.size());
-  SimTime done = arrive;
+  ServerPass pass{SimTime::max(), arrive};
   for (int64_t k = 0; k < shards; ++k) {
     const int64_t part = bytes / shards + (k < bytes % shards ? 1 : 0);
     SimTime& free = direction[static_cast<size_t>(k)];
     const SimTime start = max(arrive, free);
     free = start + server_link(part) + message_overhead_;
     if (k == 0 && obs) obs->wire(start, free, worker, kind, part);
-    done = max(done, free);
+    pass.first = std::min(pass.first, start);
+    pass.done = max(pass.done, free);
   }
-  return done;
+  return pass;
 }
 
 }  // namespace stalesim

@@ -2,6 +2,9 @@
 // The network model (DESIGN.md section 3): each worker's link (bandwidth, latency with optional
 // lognormal jitter) and the server's links, full duplex as hardware is: each shard's link has two
 // directions, each its own FIFO (pushes queue only behind pushes, pulls only behind pulls).
+// Cut-through, as a switch forwards and as the flow network (sim/network/flows.hpp) carries a
+// message: its bytes cross the sender's link and the receiver's at once, so a message is through
+// when the slower of the two has carried it, not after one and then the other.
 
 #include <cstdint>
 #include <memory>
@@ -30,12 +33,31 @@ class Network {
   // One-way latency of worker `id`'s link for one message (lognormal jitter of mean 1 when
   // configured; one draw from the worker's network stream).
   SimTime latency(int32_t id, int32_t group);
-  // A message of `bytes` that reaches the server side at `arrive`: each shard's part (the bytes
-  // split evenly, the first shards taking the remainder) queues on that shard's link in arrival
-  // order, in the message's direction (a push into the server, a pull out of it). Returns when the
-  // last part is through.
-  // Observers see shard 0's link (the trace's link tracks, one per direction), one span per message.
-  SimTime server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind, RunObserver* obs);
+  // A pull of `bytes` for worker `worker` of `group`, leaving at `now`: each shard's part (the
+  // bytes split evenly, the first shards taking the remainder) queues on that shard's link out
+  // of the server in order; the worker's link carries the message from the first part's start.
+  // Returns when its last byte has left the links, the latency not included (the caller draws
+  // it: the byte reaches the worker that much later).
+  SimTime pull(SimTime now, int64_t bytes, int32_t worker, int32_t group, RunObserver* obs) {
+    const ServerPass p = server_transfer(now, bytes, worker, WireKind::kPull, obs);
+    return max(p.done, p.first + worker_link(group, bytes));
+  }
+  // A push of `bytes` from worker `worker` of `group` whose first byte reaches the server at
+  // `first` (sent then less the latency): its parts queue on the shards' links into the server
+  // from `first`; the last byte arrives one worker-link time after the first. Returns when the
+  // server holds all of it.
+  SimTime push(SimTime first, int64_t bytes, int32_t worker, int32_t group, RunObserver* obs) {
+    return max(server_transfer(first, bytes, worker, WireKind::kPush, obs).done,
+               first + worker_link(group, bytes));
+  }
+  // When the shards' links start on a message (the earliest part) and when the last part is
+  // through. Observers see shard 0's link (the trace's link tracks, one per direction), one span
+  // per message.
+  struct ServerPass {
+    SimTime first;
+    SimTime done;
+  };
+  ServerPass server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind, RunObserver* obs);
   // Off the star (cluster.network.topology racks or graph): the flow-level network that carries
   // pulls and pushes instead of the links above; null on the star.
   TopologyNetwork* flows() { return flows_.get(); }

@@ -148,10 +148,9 @@ void VapProtocol::request_refresh(Worker& w) {
   // the reply queues on the server link like any copy.
   wc.refresh_version = c_.store().version();
   const SimTime at_server = c_.engine().now() + c_.latency_of(w);
-  const SimTime sent = c_.server_transfer(at_server, c_.message_bytes(), w.id, WireKind::kPull);
+  const SimTime through = c_.pull_through(w, at_server, c_.message_bytes());
   c_.count_pull(c_.message_bytes());
-  c_.engine().schedule(sent + c_.latency_of(w) + c_.worker_link(w, c_.message_bytes()), kRefreshArrives,
-                       static_cast<uint32_t>(w.id), w.gen);
+  c_.engine().schedule(through + c_.latency_of(w), kRefreshArrives, static_cast<uint32_t>(w.id), w.gen);
 }
 
 void VapProtocol::on_refresh_arrives(Worker& w) {
