@@ -58,9 +58,9 @@ inline constexpr double kShardPartEvents = 0.18;
 struct GroupEstimate {
   std::string profile;  // the device profile's name
   int32_t count = 0;
-  double compute_s = 0;                // C_g
-  double worker_link_s = 0;            // L_g: push and pull over the worker's link, latencies included
-  double server_link_s = 0;            // S: push and pull through a server shard's link, unloaded
+  double compute_s = 0;      // C_g
+  double worker_link_s = 0;  // L_g: push and pull over the worker's link, latencies included
+  double server_link_s = 0;  // S: push and pull through a server shard's link, unloaded
   // A pull's and a push's time from leaving to arriving, unloaded, latency included: each is
   // through when the slower of the worker's and the shard's link has carried it (cut-through,
   // sim/worker/network.hpp), so an unloaded iteration is C_g + pull_path_s + push_path_s.
