@@ -194,7 +194,7 @@ void WorkerCore::grant(Worker& w) {
     w.read_staleness = clocks_.clock(w.id) - w.read_server_clock;
     set_state(w, WorkerState::kCommunicating);
     ++result_.skipped_fetch;
-    if (direct_) return direct_->params_granted(w, granted_sent_);
+    if (direct_) return direct_->params_granted(w, granted_through_);
     engine_.schedule_in(latency_of(w), kParamsArrive, static_cast<uint32_t>(w.id),
                         w.gen);  // "go on": no data
     return;
@@ -216,11 +216,11 @@ void WorkerCore::grant(Worker& w) {
   set_state(w, WorkerState::kCommunicating);
   if (TopologyNetwork* net = network_.flows()) {  // off the star: flows from the shards' hosts
     count_pull(message_bytes_);
-    if (direct_) return direct_->params_granted(w, granted_sent_);
+    if (direct_) return direct_->params_granted(w, granted_through_);
     return net->to_worker(engine_, w.id, message_bytes_, {kParamsArrive, static_cast<uint32_t>(w.id), w.gen});
   }
   const SimTime through = pull_through(w, engine_.now(), message_bytes_);
-  granted_sent_ = through;
+  granted_through_ = through;
   count_pull(message_bytes_);
   if (direct_) return direct_->params_granted(w, through);
   engine_.schedule(through + latency_of(w), kParamsArrive, static_cast<uint32_t>(w.id), w.gen);

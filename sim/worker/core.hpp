@@ -264,7 +264,7 @@ class WorkerCore {
   bool math_ = false;
   int64_t message_bytes_ = 0;
   DirectDelivery* direct_ = nullptr;
-  SimTime granted_sent_;  // when the parameters of the latest grant had left the links
+  SimTime granted_through_;  // when the parameters of the latest grant had left the links
   // Pull modes with a model that can split its gradient (Model::can_defer_gradient): a worker
   // begins its gradient when the server reads the parameters for it and holds the factors, not
   // the parameters, until its push is applied. Same gradients; memory grows with live versions

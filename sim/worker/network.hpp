@@ -43,7 +43,7 @@ class Network {
     return max(p.done, p.first + worker_link(group, bytes));
   }
   // A push of `bytes` from worker `worker` of `group` whose first byte reaches the server at
-  // `first` (sent then less the latency): its parts queue on the shards' links into the server
+  // `first` (a latency after it was sent): its parts queue on the shards' links into the server
   // from `first`; the last byte arrives one worker-link time after the first. Returns when the
   // server holds all of it.
   SimTime push(SimTime first, int64_t bytes, int32_t worker, int32_t group, RunObserver* obs) {
