@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -111,6 +112,78 @@ TEST_CASE("the estimated updates are within 5% of a run's, whatever paces the cl
     CAPTURE(e.describe());
     CHECK(static_cast<double>(r.server_updates) == doctest::Approx(e.expected_updates).epsilon(0.05));
     if (c.bottleneck) CHECK(e.bottleneck == c.bottleneck);
+  }
+}
+
+TEST_CASE("the estimated updates are within 10% of a run's on every shipped scenario and network check") {
+  // Issue 43 point 4: each scenario under scenarios/ and tools/validate_network/ run to its
+  // update limit or a virtual time with no accuracy target (the estimate cannot know when a
+  // target is reached): 2 s, or 30 s for the DSSP scenarios (their ResNet-paced clusters make a few dozen
+  // updates in 2 s, so start-up weighs: dssp-hetero +169% at 2 s, +9% at 10 s). Off the star this holds the
+  // mean value analysis of the shared links and the in-step groups (racks-placement, validate-network's
+  // racks); on the star the FIFO pace; ring all-reduce the slowest of the workers' jittered computes. Under
+  // AddressSanitizer the time-only ones only (the others train models on Fashion-MNIST for minutes there; the
+  // Release pass runs them all).
+  const fs::path root = STALESIM_SOURCE_DIR;
+  std::vector<fs::path> files;
+  for (const char* dir : {"scenarios", "tools/validate_network"})
+    for (const auto& f : fs::recursive_directory_iterator(root / dir))
+      if (f.path().extension() == ".json" && !f.path().filename().string().ends_with(".sweep.json"))
+        files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  CHECK(files.size() >= 30);
+  int checked = 0;
+  for (const auto& f : files) {
+    CAPTURE(f.string());
+    json j = json::parse(testing::slurp(f));
+    if (testing::kAddressSanitizer && j["model"].value("type", "") != "time-only") continue;
+    const double seconds = f.filename().string().starts_with("dssp-") ? 30 : 2;
+    json stop = {{"virtual_time_s", seconds}};
+    if (j["stop"].contains("max_updates")) stop["max_updates"] = j["stop"]["max_updates"];
+    j["stop"] = stop;
+    const Scenario s = parse_scenario(j, f.string());
+    const RunEstimate e = estimate_run(s);
+    const RunResult r = run_scenario(s);
+    CAPTURE(e.describe());
+    CHECK(static_cast<double>(r.server_updates) == doctest::Approx(e.expected_updates).epsilon(0.10));
+    ++checked;
+  }
+  CHECK(checked >= (testing::kAddressSanitizer ? 8 : 30));
+}
+
+TEST_CASE("off the star the estimate follows both regimes of shared links: in step and mixed") {
+  // scenarios/topology/racks-placement.json (56 identical workers, 8 shards in 4 racks, 4:1
+  // uplinks), varied. Without jitter a group whose workers are alike on the links falls into
+  // step: with one shard every worker pulls at once, then pushes at once, and each direction of
+  // the shard's link idles while the other works (3,200 updates where the mixed analysis says
+  // 6,093, -48%); jitter (lognormal, sigma 0.1) mixes them (5,640). With the shards first (all in
+  // rack 0) and jitter, rack 0's workers reach the shards without an uplink and run ahead while
+  // the others share rack 0's uplink: one class of the analysis per rack (without jitter those
+  // fall partly into step, which the estimate does not see: REFERENCE.md, "The estimate").
+  json base = json::parse(
+      testing::slurp(std::string(STALESIM_SOURCE_DIR) + "/scenarios/topology/racks-placement.json"));
+  base["stop"] = {{"virtual_time_s", 2}};
+  struct Case {
+    const char* what;
+    int servers;
+    const char* shards;
+    double sigma;  // 0: no jitter
+  };
+  const Case cases[] = {{"spread, in step", 8, "spread", 0},
+                        {"first, jitter", 8, "first", 0.1},
+                        {"one shard, in step", 1, "spread", 0},
+                        {"one shard, jitter", 1, "spread", 0.1}};
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    json j = base;
+    j["cluster"]["servers"] = c.servers;
+    j["cluster"]["network"]["placement"]["shards"] = c.shards;
+    if (c.sigma > 0) j["cluster"]["jitter"] = {{"type", "lognormal"}, {"sigma", c.sigma}};
+    const Scenario s = testing::scenario(j);
+    const RunEstimate e = estimate_run(s);
+    CAPTURE(e.describe());
+    CHECK(static_cast<double>(run_scenario(s).server_updates) ==
+          doctest::Approx(e.expected_updates).epsilon(0.10));
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -76,6 +77,36 @@ struct ServerLink {
   double busy_s() const { return std::max(push_s, pull_s); }
 };
 
+// The expected largest of `n` draws of a jitter factor (sim/worker/jitter.cpp, mean 1): the
+// normal order statistic by Blom's approximation, E[max] ~ Phi^-1((n - 0.375) / (n + 0.25)),
+// through the lognormal's exponent, the normal's and gamma's coefficient of variation (gamma
+// by its normal approximation); the exponential's exactly (shift plus its mean times the n-th
+// harmonic number). Traces and constants: 1 (a constant is in the mean already).
+double expected_max_factor(const JitterSpec& j, double n) {
+  if (n <= 1) return 1.0;
+  const double p = (n - 0.375) / (n + 0.25);
+  double lo = -10, hi = 10;  // Phi(z) = p by bisection (fixed steps: deterministic)
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  const double z = 0.5 * (lo + hi);
+  switch (j.type) {
+    case JitterType::kLognormal:
+      return std::exp(-0.5 * j.sigma * j.sigma + j.sigma * z);
+    case JitterType::kNormal:
+    case JitterType::kGamma:
+      return 1 + j.cv * z;
+    case JitterType::kExponential: {
+      double harmonic = 0;
+      for (double k = 1; k <= n; ++k) harmonic += 1 / k;
+      return j.shift + (1 - j.shift) * harmonic;
+    }
+    default:
+      return 1.0;
+  }
+}
+
 // Each group's unloaded iteration time (compute, its own link, the server link) into `unloaded`
 // and its time on the wire into `wire_s`; returns the server link's times per iteration.
 ServerLink estimate_groups(const Scenario& s, RunEstimate& e, std::vector<double>& unloaded,
@@ -101,6 +132,7 @@ ServerLink estimate_groups(const Scenario& s, RunEstimate& e, std::vector<double
                        ? *grp.iteration_ms * 1e-3
                        : e.flops_per_sample * batch / (peak_tflops(p, grp.precision) * 1e12 * p.efficiency) +
                              p.overhead_us * 1e-6;
+    ge.slowest_compute_s = ge.compute_s * expected_max_factor(grp.jitter ? *grp.jitter : c.jitter, grp.count);
     const double bw = grp.bandwidth_gbps.value_or(net.bandwidth_gbps);
     const double lat = grp.latency_us.value_or(net.latency_us) * 1e-6;
     double push_wire = 0, pull_wire = 0;
@@ -114,20 +146,219 @@ ServerLink estimate_groups(const Scenario& s, RunEstimate& e, std::vector<double
     }
     ge.server_link_s = server.path_s();
     wire_s.push_back(push_wire + pull_wire);
-    unloaded.push_back(ge.compute_s + ge.pull_path_s + ge.push_path_s);
+    ge.iteration_wire_s = ge.pull_path_s + ge.push_path_s;
+    // The cache modes (sim/worker/cache.cpp) fetch a copy that serves for up to s clocks more (s:
+    // the policy's clock bound), the round trip of a push and the reply overlapping the compute:
+    // lazy, a worker computes s + 1 clocks from a copy, then waits for the fetch that rides on
+    // its last push: C + RT / (s + 1) a clock; eager, the server sends a copy at every clock,
+    // which a worker needs s clocks later: max(C, RT / s) (s = 0: C + RT).
+    const CacheMode cache = s.policy.cache_mode();
+    if (cache != CacheMode::kPullEveryIteration && e.transfers_timed) {
+      const double bound = static_cast<double>(s.policy.clock_bound().value_or(0));
+      const double rt = ge.pull_path_s + ge.push_path_s;
+      ge.iteration_wire_s = cache == CacheMode::kLazy ? rt / (bound + 1)
+                            : bound > 0               ? std::max(0.0, rt / bound - ge.compute_s)
+                                                      : rt;
+    }
+    unloaded.push_back(ge.compute_s + ge.iteration_wire_s);
     e.groups.push_back(ge);
   }
   return server;
+}
+
+// Off the star (sim/network/flows.hpp) the links are shared max-min fair, so a worker whose
+// message finds others on a shared link waits for them however the link orders them: the
+// cluster is a closed queueing network, each worker cycling through its compute and latencies (a
+// delay) and its push and pull, whose parts cross the shared links (LinkLoad's stations, one per
+// link direction, each processor sharing). Its throughput by approximate mean value analysis
+// (Schweitzer 1979; Lazowska et al., "Quantitative System Performance" (1984), chapter 7), one
+// class per worker group, in the form of a fluid network: a message's parts cross all the links
+// of their routes at once, so a message takes its unloaded transfer time (its own path's rate)
+// or, where longer, its parts' time at the most crowded station: their demand there (seconds at
+// the link's full bandwidth) times the messages there at once, its own and the others (the
+// others: the station's mean queue less this worker's share of its group's, as Schweitzer). A
+// message's queue at a station is its throughput times that demand-times-crowd, so a link that
+// several workers cross below its bandwidth (each capped by its own host link) adds no wait.
+// Where one link is offered more than it carries, its queue grows to the workers' count and the
+// pace tends to its capacity. What it cannot see: identical workers without jitter that fall
+// into step (all pull, then all push, every direction idle half the time; REFERENCE.md, "The
+// estimate"). Returns each group's iteration time.
+std::vector<double> shared_links_pace(const Scenario& s, const RunEstimate& e, const LinkLoad& l,
+                                      const std::vector<double>& unloaded) {
+  const auto groups = static_cast<size_t>(l.groups);
+  const auto stations = static_cast<size_t>(l.stations);
+  const auto classes = l.classes.size();
+  std::vector<double> count(groups), base(groups), total(stations, 0.0), next_total(stations, 0.0);
+  for (size_t g = 0; g < groups; ++g) {
+    count[g] = s.cluster.workers[g].count;
+    base[g] = unloaded[g] - (e.groups[g].push_path_s - e.groups[g].latency_s) -
+              (e.groups[g].pull_path_s - e.groups[g].latency_s);
+  }
+  // By class: its unloaded iteration, its pace, and its queue at each of its stations.
+  std::vector<double> own(classes), cycle(classes);
+  std::vector<std::vector<double>> queue(classes);
+  for (size_t c = 0; c < classes; ++c) {
+    const auto& k = l.classes[c];
+    own[c] = e.groups[static_cast<size_t>(k.group)].compute_s + k.push_path_s + k.pull_path_s;
+    cycle[c] = own[c];
+    queue[c].assign(k.stations.size(), 0.0);
+  }
+  // A staleness bound holds every worker to the slowest one's pace (estimate_pace), so the
+  // others' load on the links is at that pace too.
+  const auto hold_to_slowest = [&](std::vector<double>& p) {
+    if (e.bounded && !p.empty()) std::fill(p.begin(), p.end(), *std::max_element(p.begin(), p.end()));
+  };
+  // Each station's utilisation at the classes' current pace, into `into`; returns the largest.
+  const auto utilisation = [&](std::vector<double>& into) {
+    std::fill(into.begin(), into.end(), 0.0);
+    for (size_t c = 0; c < classes; ++c) {
+      const auto& k = l.classes[c];
+      for (size_t i = 0; i < k.stations.size(); ++i)
+        into[static_cast<size_t>(k.stations[i])] += k.count / cycle[c] * (k.push_s[i] + k.pull_s[i]);
+    }
+    return stations ? *std::max_element(into.begin(), into.end()) : 0.0;
+  };
+  // Start where no link carries more than its bandwidth (every class slowed alike until the
+  // busiest is full), each station's queue that of a processor-sharing queue at its utilisation
+  // (rho / (1 - rho), at most the workers that cross it), shared by the classes as their load.
+  hold_to_slowest(cycle);
+  if (const double busiest = utilisation(next_total); busiest > 1)
+    for (double& c : cycle) c *= busiest;
+  std::vector<double> crossing(stations, 0.0);
+  for (const auto& k : l.classes)
+    for (int32_t st : k.stations) crossing[static_cast<size_t>(st)] += k.count;
+  utilisation(next_total);
+  for (size_t st = 0; st < stations; ++st) {
+    const double rho = std::min(next_total[st], 1.0);
+    total[st] = rho < 1 ? std::min(rho / (1 - rho), crossing[st]) : crossing[st];
+  }
+  for (size_t c = 0; c < classes; ++c) {
+    const auto& k = l.classes[c];
+    for (size_t i = 0; i < k.stations.size(); ++i) {
+      const auto st = static_cast<size_t>(k.stations[i]);
+      queue[c][i] = next_total[st] > 0
+                        ? total[st] * k.count / cycle[c] * (k.push_s[i] + k.pull_s[i]) / next_total[st]
+                        : 0.0;
+    }
+  }
+  // Damped fixed-point steps, at most a fixed number (deterministic; converged to 1e-9 relative
+  // well before the last on every shipped scenario) and at most about 1e7 station visits in all
+  // (a topology of a million hosts: a few dozen steps, the capacity check below then holds).
+  size_t visits = 1;
+  for (const auto& k : l.classes) visits += k.stations.size();
+  const int steps = static_cast<int>(std::clamp<size_t>(10'000'000 / visits, 20, 2000));
+  bool converged = false;
+  for (int step = 0; step < steps && !converged; ++step) {
+    double moved = 0;
+    std::fill(next_total.begin(), next_total.end(), 0.0);
+    for (size_t c = 0; c < classes; ++c) {
+      const auto& k = l.classes[c];
+      double push = 0, pull = 0;  // the longest wait of a part of each
+      for (size_t i = 0; i < k.stations.size(); ++i) {
+        const auto st = static_cast<size_t>(k.stations[i]);
+        const double others = total[st] - queue[c][i] / k.count;
+        push = std::max(push, k.push_s[i] * others);
+        pull = std::max(pull, k.pull_s[i] * others);
+        queue[c][i] = k.count / cycle[c] * (k.push_s[i] + k.pull_s[i]) * (1 + others);
+        next_total[st] += queue[c][i];
+      }
+      const double next = 0.5 * (cycle[c] + own[c] + push + pull);
+      moved = std::max(moved, std::abs(next - cycle[c]) / cycle[c]);
+      cycle[c] = next;
+    }
+    hold_to_slowest(cycle);
+    for (size_t st = 0; st < stations; ++st) {
+      moved = std::max(moved, std::abs(next_total[st] - total[st]) / std::max(next_total[st], 1e-300));
+      total[st] = next_total[st];
+    }
+    converged = step > 0 && moved < 1e-9;
+  }
+  // No link carries more than its bandwidth. A saturated link shared by very many workers
+  // converges slowly (its queue grows by a factor of its utilisation, near 1, per step): where
+  // the steps stop short, the pace is the saturated link's (every class slowed or sped alike
+  // until the busiest station is just full), which the analysis tends to as the workers grow.
+  if (const double busiest = utilisation(next_total); busiest > 1 || (!converged && busiest > 0))
+    for (double& c : cycle) c *= busiest;
+  // Each group's iteration: its workers' count over their throughput.
+  std::vector<double> rate(groups, 0.0), pace(groups);
+  for (size_t c = 0; c < classes; ++c)
+    rate[static_cast<size_t>(l.classes[c].group)] += l.classes[c].count / cycle[c];
+  for (size_t g = 0; g < groups; ++g) pace[g] = count[g] / rate[g];
+  // A group whose compute times do not vary (jitter none or constant) and whose workers are
+  // alike on the links (LinkLoad::alike) falls into step: its workers pull at once and push at
+  // once, and parts that start together end together, so each direction waits for the whole
+  // group's messages on its busiest link (slowed by the other groups' share of that link) while
+  // the other direction idles. Measured: without jitter the runs follow this, with lognormal
+  // jitter of sigma 0.1 the mean value analysis above (REFERENCE.md, "The estimate").
+  std::vector<char> in_step(groups, 0);
+  for (size_t g = 0; g < groups; ++g) {
+    const auto& grp = s.cluster.workers[g];
+    const JitterType jitter = (grp.jitter ? *grp.jitter : s.cluster.jitter).type;
+    in_step[g] = (jitter == JitterType::kNone || jitter == JitterType::kConstant) && l.alike[g];
+  }
+  const std::vector<double> mixed = pace;
+  for (int step = 0; step < 200 && std::find(in_step.begin(), in_step.end(), 1) != in_step.end(); ++step) {
+    double moved = 0;
+    for (size_t g = 0; g < groups; ++g) {
+      if (!in_step[g]) continue;
+      double push = e.groups[g].push_path_s - e.groups[g].latency_s;
+      double pull = e.groups[g].pull_path_s - e.groups[g].latency_s;
+      for (size_t k = 0; k < stations; ++k) {
+        double others = 0;  // the other groups' share of the link
+        for (size_t h = 0; h < groups; ++h)
+          if (h != g) others += count[h] / pace[h] * (l.push_s[k * groups + h] + l.pull_s[k * groups + h]);
+        const double stretch = 1 / (1 - std::min(others, 0.9));
+        push = std::max(push, l.push_s[k * groups + g] * count[g] * stretch);
+        pull = std::max(pull, l.pull_s[k * groups + g] * count[g] * stretch);
+      }
+      const double next = 0.5 * (pace[g] + std::max(mixed[g], base[g] + push + pull));
+      moved = std::max(moved, std::abs(next - pace[g]) / pace[g]);
+      pace[g] = next;
+    }
+    hold_to_slowest(pace);
+    if (moved < 1e-9) break;
+  }
+  return pace;
+}
+
+// A lock-step clock off the star: every worker pulls at once, computes, pushes; the pulls share
+// the links and end together with the busiest link's share of them, then the slowest worker's
+// compute, then the pushes likewise. Returns the clock's length.
+double shared_links_clock(const RunEstimate& e, const LinkLoad& l) {
+  const auto groups = static_cast<size_t>(l.groups);
+  double compute = 0, latency = 0, push = 0, pull = 0;
+  for (const auto& ge : e.groups) {
+    compute = std::max(compute, ge.slowest_compute_s);
+    latency = std::max(latency, ge.latency_s);
+    push = std::max(push, ge.push_path_s - ge.latency_s);
+    pull = std::max(pull, ge.pull_path_s - ge.latency_s);
+  }
+  for (size_t k = 0; k < static_cast<size_t>(l.stations); ++k) {
+    double in = 0, out = 0;
+    for (size_t g = 0; g < groups; ++g) {
+      in += l.push_s[k * groups + g] * e.groups[g].count;
+      out += l.pull_s[k * groups + g] * e.groups[g].count;
+    }
+    push = std::max(push, in);
+    pull = std::max(pull, out);
+  }
+  return compute + 2 * latency + push + pull;
 }
 
 // Sets each group's iteration time (lock-step clock, shared pace of a saturated server link, or
 // unloaded; a staleness bound holds all to the slowest); returns the bounded workers' head start
 // in iterations.
 double estimate_pace(const Scenario& s, RunEstimate& e, const std::vector<double>& unloaded,
-                     const ServerLink& server) {
+                     const ServerLink& server, const LinkLoad* flows) {
   const double n = s.cluster.worker_count();
   const double offered = e.server_offered;
-  if (e.lockstep) {
+  if (flows && e.lockstep) {
+    const double clock = shared_links_clock(e, *flows);
+    for (auto& ge : e.groups) ge.iteration_s = clock;
+  } else if (flows) {
+    const std::vector<double> pace = shared_links_pace(s, e, *flows, unloaded);
+    for (size_t g = 0; g < e.groups.size(); ++g) e.groups[g].iteration_s = pace[g];
+  } else if (e.lockstep) {
     // Every clock: the pulls leave the server one after the other (in worker order, each P on
     // the link out; the k-th starts at (k - 1) P and takes its path), each worker computes and
     // pushes; the pushes queue on the link in (each U) from their first byte; the clock ends
@@ -135,8 +366,8 @@ double estimate_pace(const Scenario& s, RunEstimate& e, const std::vector<double
     double clock = 0, position = 0, first_push = std::numeric_limits<double>::infinity();
     for (const auto& ge : e.groups) {
       position += ge.count;  // the group's last worker
-      clock =
-          std::max(clock, (position - 1) * server.pull_s + ge.pull_path_s + ge.compute_s + ge.push_path_s);
+      clock = std::max(
+          clock, (position - 1) * server.pull_s + ge.pull_path_s + ge.slowest_compute_s + ge.push_path_s);
       first_push = std::min(first_push, ge.pull_path_s + ge.compute_s + ge.latency_s);
     }
     clock = std::max(clock, first_push + n * server.push_s);
@@ -255,7 +486,7 @@ double allreduce_s(const Scenario& s, double bytes) {
 void estimate_allreduce_pace(const Scenario& s, RunEstimate& e, std::vector<double>& wire_s) {
   const double ring_s = e.transfers_timed ? allreduce_s(s, e.push_bytes) : 0.0;
   double slowest = 0;
-  for (const auto& ge : e.groups) slowest = std::max(slowest, ge.compute_s);
+  for (const auto& ge : e.groups) slowest = std::max(slowest, ge.slowest_compute_s);
   for (size_t g = 0; g < e.groups.size(); ++g) {
     auto& ge = e.groups[g];
     ge.worker_link_s = ring_s;
@@ -315,12 +546,27 @@ RunEstimate estimate_run(const Scenario& s, const RunPlan& plan, int threads) {
   e.server_offered = offered;
   double head_start = 0;
   const auto all_reduce = s.policy.all_reduce();
+  // Off the star, the parameter server's traffic on the topology's links (link_load).
+  std::optional<LinkLoad> load;
+  if (c.network.topology != TopologyKind::kStar && !all_reduce)
+    load = link_load(s, e.push_bytes, e.pull_bytes);
+  if (load && e.transfers_timed)  // the messages' unloaded paths on the topology's own links and routes
+    for (size_t g = 0; g < e.groups.size(); ++g) {
+      auto& ge = e.groups[g];
+      ge.push_path_s = load->push_path_s[g];
+      ge.pull_path_s = load->pull_path_s[g];
+      ge.latency_s = load->latency_s[g];
+      ge.worker_link_s = load->push_wire_s[g] + load->pull_wire_s[g] + 2 * ge.latency_s;
+      ge.iteration_wire_s = ge.push_path_s + ge.pull_path_s;
+      wire_s[g] = load->push_wire_s[g] + load->pull_wire_s[g];
+      unloaded[g] = ge.compute_s + ge.iteration_wire_s;
+    }
   if (all_reduce) {
     estimate_allreduce_pace(s, e, wire_s);
     offered = 0;
     server = ServerLink{};
   } else {
-    head_start = estimate_pace(s, e, unloaded, server);
+    head_start = estimate_pace(s, e, unloaded, server, load && e.transfers_timed ? &*load : nullptr);
   }
   estimate_shares(e, wire_s, server, n);
 
@@ -334,6 +580,9 @@ RunEstimate estimate_run(const Scenario& s, const RunPlan& plan, int threads) {
   if (s.stop.max_updates) end = std::min(end, static_cast<double>(*s.stop.max_updates) / e.updates_per_s);
   e.expected_end_s = end;
   e.expected_updates = std::floor(end * e.updates_per_s + head_start / per_update + 1e-9);
+  if (all_reduce && std::isfinite(end) &&
+      !e.groups.empty())  // every worker's update at the end of a collective
+    e.expected_updates = std::floor(end / e.groups.front().iteration_s + 1e-9) * n / per_update;
   if (s.stop.max_updates) e.expected_updates = std::min<double>(e.expected_updates, *s.stop.max_updates);
 
   const double iterations = e.expected_updates * per_update;
@@ -349,11 +598,31 @@ RunEstimate estimate_run(const Scenario& s, const RunPlan& plan, int threads) {
   e.part_events = all_reduce || c.network.topology != TopologyKind::kStar
                       ? 0.0
                       : iterations * 2 * (c.servers - 1) * kShardPartEvents;
-  if (c.network.topology != TopologyKind::kStar &&
-      !all_reduce) {  // link_load: the parameter server's traffic
-    const LinkLoad load = link_load(s, e.push_bytes, e.pull_bytes);
-    e.topology = describe_link_load(s, load, e.iterations_per_s);
-    if (e.transfers_timed) e.flow_passes = iterations * flow_passes_per_iteration(s, e, load);
+  if (load && e.transfers_timed) {
+    // Off the star the figures name the busiest link (by its time per round of every worker's
+    // push and pull), offered at the unloaded pace and busy at the estimated one; workers wait on
+    // the shared links (the analysis above) and the bottleneck is that link once the waiting
+    // outweighs computing and the worker's own link.
+    double unloaded_rate = 0, waiting = 0, computing = 0, own_link = 0;
+    for (size_t g = 0; g < e.groups.size(); ++g) {
+      const auto& ge = e.groups[g];
+      unloaded_rate += ge.count / unloaded[g];
+      waiting += ge.count * (ge.iteration_s - unloaded[g]) / ge.iteration_s;
+      computing += ge.count * ge.compute_share;
+      own_link += ge.count * ge.worker_link_s / ge.iteration_s;
+    }
+    e.loaded_link = "link " + load->busiest;
+    e.server_offered = load->round_s * unloaded_rate / n;
+    e.server_utilisation = std::min(1.0, load->round_s * e.iterations_per_s / n);
+    offered = e.server_offered;
+    if (e.server_offered > 1 || (waiting >= computing && waiting >= own_link))
+      e.bottleneck = e.loaded_link;
+    else if (e.bottleneck == "server link")
+      e.bottleneck = own_link >= computing ? "worker link" : "compute";
+  }
+  if (load) {
+    e.topology = describe_link_load(s, *load);
+    if (e.transfers_timed) e.flow_passes = iterations * flow_passes_per_iteration(s, e, *load);
   }
   e.wall_s = (math ? e.math_gflop / e.gflops : 0.0) + e.work_events() * kAssumedEventUs * 1e-6;
   e.memory = estimate_memory(s, plan, e, threads);
@@ -366,10 +635,10 @@ RunEstimate estimate_run(const Scenario& s, const RunPlan& plan, int threads) {
         "servers, or use a larger optimizer.batch_size",
         100 * e.communication_share, e.bottleneck));
   if (e.transfers_timed && offered > 1)
-    e.warnings.push_back(fmt::format(
-        "the server link is offered {:.1f}x what it carries: workers queue for it and the cluster runs at "
-        "its pace ({:.3g} iterations per second), whatever the workers' devices",
-        offered, e.iterations_per_s));
+    e.warnings.push_back(
+        fmt::format("the {} is offered {:.1f}x what it carries: workers queue for it and the cluster runs at "
+                    "its pace ({:.3g} iterations per second), whatever the workers' devices",
+                    escaped(e.loaded_link), offered, e.iterations_per_s));
   if (!std::isfinite(end))
     e.warnings.push_back("the run has no virtual-time or update limit: it stops only at its target");
   return e;
@@ -404,22 +673,25 @@ std::string RunEstimate::describe() const {
     const auto& ge = groups[g];
     out += fmt::format(
         "estimate: group {} ({} x {}): iteration {} = compute {} + transfers {} (worker link {}, server "
-        "link {}, at once){}; computing {:.1f}% of the time, worker link busy {:.1f}%\n",
+        "link {}, at once{}){}; computing {:.1f}% of the time, worker link busy {:.1f}%\n",
         g, ge.count, escaped(ge.profile), seconds(ge.iteration_s), seconds(ge.compute_s),
-        seconds(ge.pull_path_s + ge.push_path_s), seconds(ge.worker_link_s), seconds(ge.server_link_s),
-        ge.iteration_s > (ge.compute_s + ge.pull_path_s + ge.push_path_s) * 1.0001
-            ? fmt::format(" + waiting {}",
-                          seconds(ge.iteration_s - ge.compute_s - ge.pull_path_s - ge.push_path_s))
+        seconds(ge.iteration_wire_s), seconds(ge.worker_link_s), seconds(ge.server_link_s),
+        ge.iteration_wire_s < (ge.pull_path_s + ge.push_path_s) * 0.9999
+            ? fmt::format("; a cached copy: of each round trip of {} the part the compute does not hide",
+                          seconds(ge.pull_path_s + ge.push_path_s))
+            : "",
+        ge.iteration_s > (ge.compute_s + ge.iteration_wire_s) * 1.0001
+            ? fmt::format(" + waiting {}", seconds(ge.iteration_s - ge.compute_s - ge.iteration_wire_s))
             : "",
         100 * ge.compute_share, 100 * ge.worker_link_utilisation);
   }
   out += fmt::format("estimate: messages: push {}, pull {}{}\n", bytes(push_bytes), bytes(pull_bytes),
                      transfers_timed ? "" : " (cluster.order uniform: transfers take no time)");
   out += fmt::format(
-      "estimate: server link busy {:.1f}% (offered {:.2f}x its capacity); communication {:.1f}% of a "
+      "estimate: {} busy {:.1f}% (offered {:.2f}x its capacity); communication {:.1f}% of a "
       "worker's time; bottleneck: {}{}\n",
-      100 * server_utilisation, server_offered, 100 * communication_share, bottleneck,
-      lockstep ? " (lock-step policy: every clock waits for the slowest worker)" : "");
+      escaped(loaded_link), 100 * server_utilisation, server_offered, 100 * communication_share,
+      escaped(bottleneck), lockstep ? " (lock-step policy: every clock waits for the slowest worker)" : "");
   out += fmt::format("estimate: {:.4g} updates per virtual second; about {:.0f} updates by t={} s{}\n",
                      updates_per_s, expected_updates, fmt::format("{:g}", expected_end_s),
                      lockstep  ? ""

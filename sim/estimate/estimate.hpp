@@ -59,6 +59,10 @@ struct GroupEstimate {
   std::string profile;  // the device profile's name
   int32_t count = 0;
   double compute_s = 0;      // C_g
+  double iteration_wire_s = 0;   // the transfers an unloaded iteration waits for: pull_path_s + push_path_s,
+                                 // less under a cache mode (a fetch serves several clocks)
+  double slowest_compute_s = 0;  // the expected longest of the group's compute times in one clock (the
+                                 // largest of `count` jitter factors; lock-step and all-reduce)
   double worker_link_s = 0;  // L_g: push and pull over the worker's link, latencies included
   double server_link_s = 0;  // S: push and pull through a server shard's link, unloaded
   // A pull's and a push's time from leaving to arriving, unloaded, latency included: each is
@@ -80,9 +84,12 @@ struct RunEstimate {
   bool bounded = false;                  // SSP, ESSP, DSSP: a staleness bound holds workers together
   bool transfers_timed = true;           // false for cluster.order "uniform"
   double server_offered = 0;             // rho: the server link's offered load at unloaded rates, its busier
-                                         // direction (full duplex; > 1: saturated)
+                                         // direction (full duplex; > 1: saturated); off the star the
+                                         // busiest link's (LinkLoad::busiest)
   double server_utilisation = 0;         // its busy share at the expected rate, <= 1
-  std::string bottleneck;                // "compute", "worker link" or "server link"
+  std::string loaded_link = "server link";  // the link they describe: off the star "link NAME"
+  std::string bottleneck;                   // "compute", "worker link", "server link" or off the star
+                                            // "link NAME" (the busiest link, where workers wait on links)
   double communication_share = 0;        // share of an average worker's time not computing
   double iterations_per_s = 0;           // pushes per virtual second, all workers
   double updates_per_s = 0;              // server updates per virtual second (softsync: a push group each)
