@@ -248,8 +248,10 @@ std::vector<double> shared_links_pace(const Scenario& s, const RunEstimate& e, c
   for (const auto& k : l.classes) visits += k.stations.size();
   const int steps = static_cast<int>(std::clamp<size_t>(10'000'000 / visits, 20, 2000));
   bool converged = false;
+  std::vector<double> before(classes);
   for (int step = 0; step < steps && !converged; ++step) {
     double moved = 0;
+    before = cycle;
     std::fill(next_total.begin(), next_total.end(), 0.0);
     for (size_t c = 0; c < classes; ++c) {
       const auto& k = l.classes[c];
@@ -262,11 +264,10 @@ std::vector<double> shared_links_pace(const Scenario& s, const RunEstimate& e, c
         queue[c][i] = k.count / cycle[c] * (k.push_s[i] + k.pull_s[i]) * (1 + others);
         next_total[st] += queue[c][i];
       }
-      const double next = 0.5 * (cycle[c] + own[c] + push + pull);
-      moved = std::max(moved, std::abs(next - cycle[c]) / cycle[c]);
-      cycle[c] = next;
+      cycle[c] = 0.5 * (cycle[c] + own[c] + push + pull);
     }
-    hold_to_slowest(cycle);
+    hold_to_slowest(cycle);  // then how far each moved, held as it is
+    for (size_t c = 0; c < classes; ++c) moved = std::max(moved, std::abs(cycle[c] - before[c]) / before[c]);
     for (size_t st = 0; st < stations; ++st) {
       moved = std::max(moved, std::abs(next_total[st] - total[st]) / std::max(next_total[st], 1e-300));
       total[st] = next_total[st];
