@@ -461,7 +461,7 @@ double allreduce_s(const Scenario& s, double bytes) {
   if (s.policy.all_reduce() == AllReduce::kHierarchical) {
     std::vector<std::vector<int32_t>> racks;  // by rack: its workers, the leader first
     for (int32_t w = 0; w < n; ++w) {
-      const auto r = static_cast<size_t>(t.worker_host[static_cast<size_t>(w)] / net.racks.hosts_per_rack);
+      const auto r = static_cast<size_t>(t.rack_of(t.worker_host[static_cast<size_t>(w)]));
       if (r >= racks.size()) racks.resize(r + 1);
       racks[r].push_back(w);
     }

@@ -109,6 +109,7 @@ Topology build_racks(const Scenario& s) {
     add_link(t, tor, spine, n.racks.uplink_bandwidth_gbps, n.racks.uplink_latency_us);
   }
   t.oversubscription = per * n.bandwidth_gbps / n.racks.uplink_bandwidth_gbps;
+  t.hosts_per_rack = per;
   return t;
 }
 

@@ -45,6 +45,10 @@ struct Topology {
   std::vector<int32_t> shard_host;   // host of each server shard
   // Racks only: hosts_per_rack x host link bandwidth / uplink bandwidth (1 = none).
   std::optional<double> oversubscription;
+  // Racks only (0 on a graph): the hosts of each rack, numbered rack by rack.
+  int32_t hosts_per_rack = 0;
+  // The rack of host `h` (hierarchical all-reduce groups workers by it). REQUIRES: racks.
+  int32_t rack_of(int32_t h) const { return h / hosts_per_rack; }
   // Out-channels of each node in link order, for route(); filled by index() (build_topology
   // calls it), else route() builds them on each call.
   std::vector<std::vector<int32_t>> out;

@@ -97,9 +97,8 @@ AllreduceProtocol::AllreduceProtocol(WorkerCore& c)
   if (*c.policy().all_reduce() == AllReduce::kHierarchical) {
     // Racks (the loader requires them): a worker's rack is its host's; the leader its first worker.
     const Topology& t = c.flows()->topology();
-    const int32_t per_rack = c.scenario().cluster.network.racks.hosts_per_rack;
     std::vector<std::pair<int32_t, int32_t>> by_rack;  // (rack, worker)
-    for (int32_t w = 0; w < n; ++w) by_rack.emplace_back(t.worker_host[static_cast<size_t>(w)] / per_rack, w);
+    for (int32_t w = 0; w < n; ++w) by_rack.emplace_back(t.rack_of(t.worker_host[static_cast<size_t>(w)]), w);
     std::sort(by_rack.begin(), by_rack.end());
     int32_t rack = -1, leader = -1;
     for (const auto& [r, w] : by_rack) {
