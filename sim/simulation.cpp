@@ -73,7 +73,7 @@ struct Simulation::Impl {
     }
     if (e.kind == kOrderStep || e.kind == kCollective) return protocol->on_message(e);
     if (e.kind == kEvaluate) return on_evaluate(e.payload);
-    if (e.kind == kFlowDone) return core.flows()->on_flow_event(core.engine());
+    if (e.kind == kFlowDone) return core.network().on_flow_event(core.engine());
     Worker& w = core.worker(e.target);
     if (e.kind == kCrash) {
       if (core.crash(w)) protocol->on_crash(w);
@@ -110,7 +110,7 @@ struct Simulation::Impl {
     events.add(opt.observer);
     if (opt.record_gradients) events.add(&gradients);
     core.set_observer(events.empty() ? nullptr : &events);
-    if (core.flows()) core.flows()->observe(core.observer());
+    core.network().observe(core.observer());
     if (core.observer()) {
       std::vector<std::string> profiles;
       for (const auto& w : core.workers()) profiles.push_back(core.profile_of(w));
@@ -204,7 +204,7 @@ struct Simulation::Impl {
     result.policy_facts = policy_records.take_facts();
     result.decisions_csv = policy_records.take_decisions_csv();
     if (record_gradients) result.gradients_csv = gradients.take();
-    if (c.flows()) result.links_csv = c.flows()->links_csv(c.engine().now());
+    result.links_csv = c.network().links_csv(c.engine().now());
   }
 };
 

@@ -96,7 +96,7 @@ AllreduceProtocol::AllreduceProtocol(WorkerCore& c)
   const auto n = static_cast<int32_t>(c.workers().size());
   if (*c.policy().all_reduce() == AllReduce::kHierarchical) {
     // Racks (the loader requires them): a worker's rack is its host's; the leader its first worker.
-    const Topology& t = c.flows()->topology();
+    const Topology& t = c.network().topology();
     std::vector<std::pair<int32_t, int32_t>> by_rack;  // (rack, worker)
     for (int32_t w = 0; w < n; ++w) by_rack.emplace_back(t.rack_of(t.worker_host[static_cast<size_t>(w)]), w);
     std::sort(by_rack.begin(), by_rack.end());
@@ -179,12 +179,8 @@ void AllreduceProtocol::send(int32_t from, int32_t to, int64_t bytes, Kind kind,
   } else {
     transfers_.push_back({from, to, kind});
   }
-  if (TopologyNetwork* net = c_.flows())
-    return net->between_workers(c_.engine(), from, to, bytes, {kCollective, 0, slot});
-  Worker& a = c_.worker(static_cast<size_t>(from));
-  Worker& b = c_.worker(static_cast<size_t>(to));
-  const SimTime wire = max(c_.worker_link(a, bytes), c_.worker_link(b, bytes));
-  c_.engine().schedule_in(c_.latency_of(a) + wire, kCollective, 0, slot);
+  c_.network().send_between(c_.engine(), from, c_.worker(static_cast<size_t>(from)).group, to,
+                            c_.worker(static_cast<size_t>(to)).group, bytes, {kCollective, 0, slot});
 }
 
 void AllreduceProtocol::on_message(const Event& e) {

@@ -214,16 +214,13 @@ void WorkerCore::grant(Worker& w) {
     w.params.reset();
   }
   set_state(w, WorkerState::kCommunicating);
-  if (TopologyNetwork* net = network_.flows()) {  // off the star: flows from the shards' hosts
-    count_pull(message_bytes_);
-    if (direct_) return direct_->params_granted(w, granted_through_);
-    return net->to_worker(engine_, w.id, message_bytes_, {kParamsArrive, static_cast<uint32_t>(w.id), w.gen});
-  }
-  const SimTime through = pull_through(w, engine_.now(), message_bytes_);
-  granted_through_ = through;
   count_pull(message_bytes_);
-  if (direct_) return direct_->params_granted(w, through);
-  engine_.schedule(through + latency_of(w), kParamsArrive, static_cast<uint32_t>(w.id), w.gen);
+  // The real mode delivers the parameters itself, padded from when the pull left the links.
+  if (const auto through = network_.send_pull(engine_, w.id, w.group, message_bytes_,
+                                              {kParamsArrive, static_cast<uint32_t>(w.id), w.gen}, obs_,
+                                              /*deliver=*/!direct_))
+    granted_through_ = *through;
+  if (direct_) return direct_->params_granted(w, granted_through_);
 }
 
 void WorkerCore::push_notice(Worker& w) {
@@ -238,17 +235,14 @@ void WorkerCore::push(Worker& w, int64_t bytes) {
   if (direct_) return direct_->push_sent(w);
   set_state(w, WorkerState::kCommunicating, Activity::kPush);
   w.push_bytes.push_back(bytes);
-  if (TopologyNetwork* net = network_.flows())  // off the star: flows to the shards' hosts
-    return net->to_shards(engine_, w.id, bytes, {kPushAtServer, static_cast<uint32_t>(w.id), w.gen});
-  // kPushAtServer when its first byte reaches the server (cut-through).
-  engine_.schedule_in(latency_of(w), kPushAtServer, static_cast<uint32_t>(w.id), w.gen);
+  // kPushAtServer when its first byte reaches the server (the star, cut-through) or all of it
+  // (the flows).
+  network_.send_push(engine_, w.id, w.group, bytes, {kPushAtServer, static_cast<uint32_t>(w.id), w.gen});
 }
 
 void WorkerCore::on_push_at_server(Worker& w) {
   const int64_t bytes = w.push_bytes.front();
   w.push_bytes.pop_front();
-  if (network_.flows())  // the flows have delivered it whole
-    return void(engine_.schedule(engine_.now(), kPushApplied, static_cast<uint32_t>(w.id), w.gen));
   engine_.schedule(push_through(w, engine_.now(), bytes), kPushApplied, static_cast<uint32_t>(w.id), w.gen);
 }
 

@@ -76,7 +76,7 @@ class WorkerCore {
   const std::string& profile_of(const Worker& w) const {
     return group_profiles_[static_cast<size_t>(w.group)];
   }
-  TopologyNetwork* flows() { return network_.flows(); }  // off the star: the flow network (else null)
+  Network& network() { return network_; }  // the links, whichever network carries the messages
   bool stopped() const { return stopped_; }
   RunObserver* observer() const { return obs_; }
   // The run's result so far. The drivers (sim/simulation.cpp, sim/real/real_run.cpp) complete it;
@@ -112,10 +112,10 @@ class WorkerCore {
   SimTime pull_through(const Worker& w, SimTime at, int64_t bytes) {
     return network_.pull(at, bytes, w.id, w.group, obs_);
   }
-  // A push of `bytes` from w whose first byte reaches the server at `first`: when the server holds
-  // all of it.
+  // A push of `bytes` from w whose kPushAtServer runs at `first`: when the server holds all of it
+  // (Network::push_through).
   SimTime push_through(const Worker& w, SimTime first, int64_t bytes) {
-    return network_.push(first, bytes, w.id, w.group, obs_);
+    return network_.push_through(first, bytes, w.id, w.group, obs_);
   }
   // How long w's next gradient takes when it starts at `start` (a draw of w's jitter stream).
   SimTime compute_time(Worker& w, SimTime start) { return compute_.time(w, start); }

@@ -51,6 +51,29 @@ SimTime Network::latency(int32_t id, int32_t group) {
       fmt::format("worker {}'s link latency (cluster.network.latency_us and latency_sigma)", id));
 }
 
+std::optional<SimTime> Network::send_pull(Engine& e, int32_t worker, int32_t group, int64_t bytes,
+                                         FlowNetwork::Done done, RunObserver* obs, bool deliver) {
+  if (flows_) {
+    if (deliver) flows_->to_worker(e, worker, bytes, done);
+    return std::nullopt;
+  }
+  const SimTime through = pull(e.now(), bytes, worker, group, obs);
+  if (deliver) e.schedule(through + latency(worker, group), done.kind, done.target, done.payload);
+  return through;
+}
+
+void Network::send_push(Engine& e, int32_t worker, int32_t group, int64_t bytes, FlowNetwork::Done at_server) {
+  if (flows_) return flows_->to_shards(e, worker, bytes, at_server);
+  e.schedule_in(latency(worker, group), at_server.kind, at_server.target, at_server.payload);
+}
+
+void Network::send_between(Engine& e, int32_t from, int32_t from_group, int32_t to, int32_t to_group,
+                           int64_t bytes, FlowNetwork::Done done) {
+  if (flows_) return flows_->between_workers(e, from, to, bytes, done);
+  const SimTime wire = max(worker_link(from_group, bytes), worker_link(to_group, bytes));
+  e.schedule_in(latency(from, from_group) + wire, done.kind, done.target, done.payload);
+}
+
 Network::ServerPass Network::server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind,
                                              RunObserver* obs) {
   std::vector<SimTime>& direction = shard_free_[kind == WireKind::kPush ? 0 : 1];

@@ -8,10 +8,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "base/rng.hpp"
 #include "base/sim_time.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/network/topology_network.hpp"
 #include "sim/output/observer.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -58,10 +61,42 @@ class Network {
     SimTime done;
   };
   ServerPass server_transfer(SimTime arrive, int64_t bytes, int32_t worker, WireKind kind, RunObserver* obs);
-  // Off the star (cluster.network.topology racks or graph): the flow-level network that carries
-  // pulls and pushes instead of the links above; null on the star.
-  TopologyNetwork* flows() { return flows_.get(); }
-  const TopologyNetwork* flows() const { return flows_.get(); }
+
+  // The messages of the run, whichever network carries them: on the star the links above, off it
+  // (cluster.network.topology racks or graph) the flow-level network (TopologyNetwork), which the
+  // callers never ask for. `done` is the engine event to schedule when the message has arrived.
+  //
+  // A pull of `bytes` to worker `worker` of `group`, leaving the server now. With `deliver` it
+  // schedules `done` at its arrival; without (the real mode delivers itself) it only occupies
+  // the links. Returns, on the star, when its last byte has left the links (the latency not
+  // included); off the star nothing (the flows know only as they go).
+  std::optional<SimTime> send_pull(Engine& e, int32_t worker, int32_t group, int64_t bytes, FlowNetwork::Done done,
+                                   RunObserver* obs, bool deliver);
+  // A push of `bytes` from worker `worker`, sent now: `at_server` is scheduled when its first byte
+  // reaches the server (the star: a latency later) or, off the star, when all of it has.
+  void send_push(Engine& e, int32_t worker, int32_t group, int64_t bytes, FlowNetwork::Done at_server);
+  // When a push whose `at_server` event runs `now` is in the server whole: on the star its parts
+  // queue on the shards' links from now (push); off the star it is (now).
+  SimTime push_through(SimTime now, int64_t bytes, int32_t worker, int32_t group, RunObserver* obs) {
+    return flows_ ? now : push(now, bytes, worker, group, obs);
+  }
+  // A message of `bytes` between two workers (all-reduce): `done` when it has arrived. On the
+  // star the slower of the two workers' links plus the sender's latency; off the star one flow
+  // along their route.
+  void send_between(Engine& e, int32_t from, int32_t from_group, int32_t to, int32_t to_group, int64_t bytes,
+                    FlowNetwork::Done done);
+  // The flow network's own event (kFlowDone; never scheduled on the star).
+  void on_flow_event(Engine& e) { flows_->on_flow_event(e); }
+  // Reports each link direction's load to `obs` as it changes (off the star; on the star the
+  // links report each message through the observer given with it).
+  void observe(RunObserver* obs) {
+    if (flows_) flows_->observe(obs);
+  }
+  // links.csv up to `end` (off the star; empty on the star, which writes none).
+  std::string links_csv(SimTime end) const { return flows_ ? flows_->links_csv(end) : std::string(); }
+  // The topology off the star. REQUIRES: not the star (hierarchical all-reduce, which the loader
+  // allows on racks only).
+  const Topology& topology() const { return flows_->topology(); }
 
  private:
   struct GroupLink {
