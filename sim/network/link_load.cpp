@@ -36,8 +36,8 @@ void worker_traffic(const Topology& t, int32_t host, int32_t shards, double push
     out.latency[0] = std::max(out.latency[0], t.route_latency(up).seconds());
     out.latency[1] = std::max(out.latency[1], t.route_latency(down).seconds());
   }
-  std::sort(out.channels.begin(), out.channels.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(out.channels.begin(), out.channels.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   size_t keep = 0;  // merge each channel's entries (in route order: a fixed summation order)
   for (size_t i = 0; i < out.channels.size(); ++i) {
     if (keep > 0 && out.channels[keep - 1].first == out.channels[i].first) {
@@ -89,7 +89,6 @@ LinkLoad link_load(const Scenario& s, double push_bytes, double pull_bytes) {
   // same unloaded paths), each group's seconds on each station, and whether its workers are alike.
   l.push_s.assign(static_cast<size_t>(l.stations) * groups, 0.0);
   l.pull_s.assign(static_cast<size_t>(l.stations) * groups, 0.0);
-  for (const char* what : {"push", "pull"}) (void)what;
   std::vector<double> low(2 * groups, std::numeric_limits<double>::infinity()), high(2 * groups, 0.0);
   std::vector<double> path(2 * groups, 0.0), wire(2 * groups, 0.0), route_latency(2 * groups, 0.0);
   std::map<std::pair<int32_t, std::vector<double>>, size_t> class_of;
