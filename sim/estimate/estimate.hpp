@@ -58,13 +58,13 @@ inline constexpr double kShardPartEvents = 0.18;
 struct GroupEstimate {
   std::string profile;  // the device profile's name
   int32_t count = 0;
-  double compute_s = 0;      // C_g
+  double compute_s = 0;          // C_g
   double iteration_wire_s = 0;   // the transfers an unloaded iteration waits for: pull_path_s + push_path_s,
                                  // less under a cache mode (a fetch serves several clocks)
   double slowest_compute_s = 0;  // the expected longest of the group's compute times in one clock (the
                                  // largest of `count` jitter factors; lock-step and all-reduce)
-  double worker_link_s = 0;  // L_g: push and pull over the worker's link, latencies included
-  double server_link_s = 0;  // S: push and pull through a server shard's link, unloaded
+  double worker_link_s = 0;      // L_g: push and pull over the worker's link, latencies included
+  double server_link_s = 0;      // S: push and pull through a server shard's link, unloaded
   // A pull's and a push's time from leaving to arriving, unloaded, latency included: each is
   // through when the slower of the worker's and the shard's link has carried it (cut-through,
   // sim/worker/network.hpp), so an unloaded iteration is C_g + pull_path_s + push_path_s.
@@ -78,37 +78,37 @@ struct GroupEstimate {
 
 struct RunEstimate {
   std::vector<GroupEstimate> groups;
-  double push_bytes = 0;                 // one push (mf, lda: the most a sparse push of one batch carries)
-  double pull_bytes = 0;                 // one pull
-  bool lockstep = false;                 // BSP-like pace
-  bool bounded = false;                  // SSP, ESSP, DSSP: a staleness bound holds workers together
-  bool transfers_timed = true;           // false for cluster.order "uniform"
-  double server_offered = 0;             // rho: the server link's offered load at unloaded rates, its busier
-                                         // direction (full duplex; > 1: saturated); off the star the
-                                         // busiest link's (LinkLoad::busiest)
-  double server_utilisation = 0;         // its busy share at the expected rate, <= 1
+  double push_bytes = 0;          // one push (mf, lda: the most a sparse push of one batch carries)
+  double pull_bytes = 0;          // one pull
+  bool lockstep = false;          // BSP-like pace
+  bool bounded = false;           // SSP, ESSP, DSSP: a staleness bound holds workers together
+  bool transfers_timed = true;    // false for cluster.order "uniform"
+  double server_offered = 0;      // rho: the server link's offered load at unloaded rates, its busier
+                                  // direction (full duplex; > 1: saturated); off the star the
+                                  // busiest link's (LinkLoad::busiest)
+  double server_utilisation = 0;  // its busy share at the expected rate, <= 1
   std::string loaded_link = "server link";  // the link they describe: off the star "link NAME"
   std::string bottleneck;                   // "compute", "worker link", "server link" or off the star
                                             // "link NAME" (the busiest link, where workers wait on links)
-  double communication_share = 0;        // share of an average worker's time not computing
-  double iterations_per_s = 0;           // pushes per virtual second, all workers
-  double updates_per_s = 0;              // server updates per virtual second (softsync: a push group each)
-  std::optional<double> virtual_time_s;  // stop.virtual_time_s
-  double expected_updates = 0;           // updates by the end: the virtual time's, capped by stop.max_updates
-  double expected_end_s = 0;             // virtual time when the run is expected to stop
-  double flops_per_sample = 0;           // what an iteration is timed by (the cost architecture's, if any)
-  double math_flops_per_sample = 0;      // what the run computes (0: time-only)
-  double wall_s = 0;                     // expected wall time on this machine (assumed_gflops above)
-  double gflops = 0;                     // the rate assumed for it
-  double math_gflop = 0;                 // the math the run computes (wall_s's first part: / gflops)
-  double events = 0;                     // the events it processes (wall_s's second part: x event_us)
-  double part_events = 0;                // on the star: the shards' message parts past the first, in
-                                         // events (kShardPartEvents each)
-  double flow_passes = 0;                // off the star: flow slots passed over by its max-min
-                                         // recomputes (x kFlowPassEvents events each)
-  double event_us = kAssumedEventUs;     // the cost assumed per event
-  std::string rate_note;                 // "": the rates are assumed; else where the measured ones come
-                                         // from (use_machine_rate, sim/estimate/calibration.hpp)
+  double communication_share = 0;           // share of an average worker's time not computing
+  double iterations_per_s = 0;              // pushes per virtual second, all workers
+  double updates_per_s = 0;                 // server updates per virtual second (softsync: a push group each)
+  std::optional<double> virtual_time_s;     // stop.virtual_time_s
+  double expected_updates = 0;        // updates by the end: the virtual time's, capped by stop.max_updates
+  double expected_end_s = 0;          // virtual time when the run is expected to stop
+  double flops_per_sample = 0;        // what an iteration is timed by (the cost architecture's, if any)
+  double math_flops_per_sample = 0;   // what the run computes (0: time-only)
+  double wall_s = 0;                  // expected wall time on this machine (assumed_gflops above)
+  double gflops = 0;                  // the rate assumed for it
+  double math_gflop = 0;              // the math the run computes (wall_s's first part: / gflops)
+  double events = 0;                  // the events it processes (wall_s's second part: x event_us)
+  double part_events = 0;             // on the star: the shards' message parts past the first, in
+                                      // events (kShardPartEvents each)
+  double flow_passes = 0;             // off the star: flow slots passed over by its max-min
+                                      // recomputes (x kFlowPassEvents events each)
+  double event_us = kAssumedEventUs;  // the cost assumed per event
+  std::string rate_note;              // "": the rates are assumed; else where the measured ones come
+                                      // from (use_machine_rate, sim/estimate/calibration.hpp)
   MemoryEstimate memory;
   std::vector<std::string> warnings;  // one sentence each
   std::string topology;               // off the star: its lines (sim/network/link_load.hpp)

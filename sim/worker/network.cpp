@@ -52,7 +52,7 @@ SimTime Network::latency(int32_t id, int32_t group) {
 }
 
 std::optional<SimTime> Network::send_pull(Engine& e, int32_t worker, int32_t group, int64_t bytes,
-                                         FlowNetwork::Done done, RunObserver* obs, bool deliver) {
+                                          FlowNetwork::Done done, RunObserver* obs, bool deliver) {
   if (flows_) {
     if (deliver) flows_->to_worker(e, worker, bytes, done);
     return std::nullopt;
@@ -62,7 +62,8 @@ std::optional<SimTime> Network::send_pull(Engine& e, int32_t worker, int32_t gro
   return through;
 }
 
-void Network::send_push(Engine& e, int32_t worker, int32_t group, int64_t bytes, FlowNetwork::Done at_server) {
+void Network::send_push(Engine& e, int32_t worker, int32_t group, int64_t bytes,
+                        FlowNetwork::Done at_server) {
   if (flows_) return flows_->to_shards(e, worker, bytes, at_server);
   e.schedule_in(latency(worker, group), at_server.kind, at_server.target, at_server.payload);
 }

@@ -70,8 +70,8 @@ class Network {
   // schedules `done` at its arrival; without (the real mode delivers itself) it only occupies
   // the links. Returns, on the star, when its last byte has left the links (the latency not
   // included); off the star nothing (the flows know only as they go).
-  std::optional<SimTime> send_pull(Engine& e, int32_t worker, int32_t group, int64_t bytes, FlowNetwork::Done done,
-                                   RunObserver* obs, bool deliver);
+  std::optional<SimTime> send_pull(Engine& e, int32_t worker, int32_t group, int64_t bytes,
+                                   FlowNetwork::Done done, RunObserver* obs, bool deliver);
   // A push of `bytes` from worker `worker`, sent now: `at_server` is scheduled when its first byte
   // reaches the server (the star: a latency later) or, off the star, when all of it has.
   void send_push(Engine& e, int32_t worker, int32_t group, int64_t bytes, FlowNetwork::Done at_server);
