@@ -168,21 +168,18 @@ ServerLink estimate_groups(const Scenario& s, RunEstimate& e, std::vector<double
 
 // Off the star (sim/network/flows.hpp) the links are shared max-min fair, so a worker whose
 // message finds others on a shared link waits for them however the link orders them: the
-// cluster is a closed queueing network, each worker cycling through its compute and latencies (a
-// delay) and its push and pull, whose parts cross the shared links (LinkLoad's stations, one per
-// link direction, each processor sharing). Its throughput by approximate mean value analysis
-// (Schweitzer 1979; Lazowska et al., "Quantitative System Performance" (1984), chapter 7), one
-// class per worker group, in the form of a fluid network: a message's parts cross all the links
-// of their routes at once, so a message takes its unloaded transfer time (its own path's rate)
-// or, where longer, its parts' time at the most crowded station: their demand there (seconds at
-// the link's full bandwidth) times the messages there at once, its own and the others (the
-// others: the station's mean queue less this worker's share of its group's, as Schweitzer). A
-// message's queue at a station is its throughput times that demand-times-crowd, so a link that
-// several workers cross below its bandwidth (each capped by its own host link) adds no wait.
-// Where one link is offered more than it carries, its queue grows to the workers' count and the
-// pace tends to its capacity. What it cannot see: identical workers without jitter that fall
-// into step (all pull, then all push, every direction idle half the time; REFERENCE.md, "The
-// estimate"). Returns each group's iteration time.
+// cluster is a closed queueing network, each worker cycling through its unloaded iteration
+// (compute, latencies, its messages at its own path's rate) and the shared links (LinkLoad's
+// stations, one per link direction, each processor sharing). Its throughput by approximate mean
+// value analysis (Schweitzer 1979; Lazowska et al., "Quantitative System Performance" (1984),
+// chapter 7), one class per LinkLoad::Class (workers of a group with the same traffic), in a
+// fluid form: a message's parts cross their links at once, so it adds to its unloaded time the
+// longest wait of a part, its demand at a station (seconds at the link's full bandwidth) times
+// the others there (the station's mean queue less this worker's share of its class's, as
+// Schweitzer); a part's queue at a station is its class's throughput times demand times (1 +
+// others). Where one link is offered more than it carries, its queue grows to the workers that
+// cross it and the pace tends to its capacity. Then the groups that fall into step (below).
+// Returns each group's iteration time.
 std::vector<double> shared_links_pace(const Scenario& s, const RunEstimate& e, const LinkLoad& l,
                                       const std::vector<double>& unloaded) {
   const auto groups = static_cast<size_t>(l.groups);
