@@ -8,7 +8,7 @@
 
 #include "sim/estimate/estimate.hpp"
 #include "sim/network/flows.hpp"
-#include "sim/network/topology.hpp"
+#include "sim/network/topology_kinds.hpp"
 #include "sim/network/topology_network.hpp"
 #include "sim/worker/network.hpp"
 #include "tests/sim_test_util.hpp"
@@ -160,6 +160,25 @@ TEST_CASE("racks: hosts, switches, routes through the spine and the derived over
   CHECK(t.channel_name(across[2]) == "spine->tor1");
   CHECK(t.channel_name(across[3]) == "tor1->rack1/host3");
   CHECK(t.channel_gbps(across[1]) == 4.0);
+}
+
+TEST_CASE("every topology kind has its one row, and the star alone is built by no topology builder") {
+  // Issue 43: a kind is registered in one place (sim/network/topology_kinds.cpp). A name the
+  // loader accepts without a row would throw here, not in the middle of a run.
+  for (const auto& e : enum_names(TopologyKind{})) {
+    CAPTURE(e.name);
+    const TopologyKindRow& row = topology_kind(e.value);
+    CHECK(row.kind == e.value);
+    CHECK((row.build == nullptr) == (e.value == TopologyKind::kStar));
+    CHECK((row.memory_bytes == nullptr) == (row.build == nullptr));  // a topology costs memory
+  }
+  CHECK(topology_kind(TopologyKind::kRacks).racks);
+  CHECK(!topology_kind(TopologyKind::kGraph).racks);
+  // The memory estimate asks the row: racks of 4 for 6 workers and 2 shards, 8 host links and 2
+  // uplinks at 600 bytes each.
+  auto j = racks_json(6);
+  j["cluster"]["servers"] = 2;
+  CHECK(topology_kind(TopologyKind::kRacks).memory_bytes(scenario(j)) == doctest::Approx(10 * 600.0));
 }
 
 // Every host-to-host route of `t`, or {-1} where there is none.

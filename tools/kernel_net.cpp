@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/network/topology.hpp"
+#include "sim/network/topology_kinds.hpp"
 #include "tools/cli.hpp"
 
 extern char** environ;
@@ -101,6 +101,11 @@ KernelNet plan_kernel_net(const Scenario& s, int ranks, bool calibrate) {
   const int32_t shards = s.cluster.servers;
   if (calibrate) {  // two hosts on the star, both links at the network's bandwidth
     for (auto& r : rates) r = mbit(n.bandwidth_gbps);
+  } else if (topology_kind(n.topology).real == RealNetwork::kNone) {
+    throw ScenarioError(
+        fmt::format("/cluster/network/topology: \"{}\": --net kernel builds the star and racks "
+                    "(tools/real-net); a {}'s switches and links are simulated only",
+                    enum_name(n.topology), enum_name(n.topology)));
   } else if (n.topology == TopologyKind::kStar) {
     size_t rank = 0;
     for (; rank < static_cast<size_t>(shards); ++rank) rates[rank] = mbit(n.server_bandwidth_gbps);
@@ -117,15 +122,15 @@ KernelNet plan_kernel_net(const Scenario& s, int ranks, bool calibrate) {
       const int32_t node = t.hosts[static_cast<size_t>(h)];
       for (const auto& l : t.links)  // a host's one link, to its top-of-rack switch
         if (l.a == node || l.b == node) rates[r] = mbit(l.gbps);
-      racks.push_back(std::to_string(h / n.racks.hosts_per_rack));
+      racks.push_back(std::to_string(t.rack_of(h)));
     }
     net.bridge = "spine";
     net.up.insert(net.up.end(), {"--racks", std::to_string(rack_count(s)), "--uplink-mbit",
                                  mbit(n.racks.uplink_bandwidth_gbps)});
-  } else {
+  } else {  // racks (RealNetwork::kKernel): tools/real-net builds racks and the star only
     throw ScenarioError(
-        "/cluster/network/topology: \"graph\": --net kernel builds the star and racks (tools/real-net); a "
-        "graph's switches and links are simulated only");
+        fmt::format("/cluster/network/topology: \"{}\": tools/real-net builds the star and racks",
+                    enum_name(n.topology)));
   }
   std::string list;
   for (const auto& r : rates) list += (list.empty() ? "" : ",") + r;

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "sim/estimate/estimate.hpp"  // estimate_run: the pace the cache modes' pushes keep
-#include "sim/network/topology.hpp"   // rack_count
+#include "sim/estimate/estimate.hpp"       // estimate_run: the pace the cache modes' pushes keep
+#include "sim/network/topology_kinds.hpp"  // a topology kind's bytes
 
 #include <limits>
 
@@ -22,11 +22,6 @@ constexpr double kPerWorkerBookkeeping = 4096.0;
 // The process itself (the binary, its libraries, the allocator's arenas): the peak RSS of the golden
 // tiny run is 8.1 MiB on the reference machine (x86-64, glibc; /usr/bin/time -f %M).
 constexpr double kProcessBytes = 8.0 * 1024 * 1024;
-// A topology's share (issue 46), from the peak RSS of time-only runs (minus the process and the
-// workers' bookkeeping): racks of 32, 96,000 hosts, 588 bytes per link; graphs of 5,000 and
-// 20,000 hosts behind switches, 1,096 and 1,069 bytes per node and per link.
-constexpr double kRacksLinkBytes = 600.0;
-constexpr double kGraphElementBytes = 1100.0;
 
 }  // namespace
 
@@ -196,14 +191,7 @@ MemoryEstimate estimate_memory(const Scenario& s, const RunPlan& plan, const Run
                                                  : test)
            : 0;
   e.process_bytes = kProcessBytes;
-  const auto& net = s.cluster.network;
-  if (net.topology == TopologyKind::kRacks) {
-    const double racks = rack_count(s);
-    e.topology_bytes = (racks * net.racks.hosts_per_rack + racks) * kRacksLinkBytes;
-  } else if (net.topology == TopologyKind::kGraph) {
-    e.topology_bytes =
-        static_cast<double>(net.graph.nodes.size() + net.graph.links.size()) * kGraphElementBytes;
-  }
+  if (const auto bytes = topology_kind(s.cluster.network.topology).memory_bytes) e.topology_bytes = bytes(s);
   return e;
 }
 

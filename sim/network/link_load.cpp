@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/network/topology.hpp"
+#include "sim/network/topology_kinds.hpp"
 #include "sim/text.hpp"
 
 namespace stalesim {
@@ -185,12 +185,13 @@ LinkLoad link_load(const Scenario& s, double push_bytes, double pull_bytes) {
 }
 
 std::string describe_link_load(const Scenario& s, const LinkLoad& l) {
-  std::string out = l.racks > 0
-                        ? fmt::format(
-                              "estimate: topology racks: {} racks of {} hosts; oversubscription {:g}:1 "
-                              "(hosts_per_rack x bandwidth_gbps / uplink_bandwidth_gbps)\n",
-                              l.racks, s.cluster.network.racks.hosts_per_rack, l.oversubscription)
-                        : fmt::format("estimate: topology graph: {} hosts\n", l.hosts);
+  std::string out =
+      l.racks > 0
+          ? fmt::format(
+                "estimate: topology racks: {} racks of {} hosts; oversubscription {:g}:1 "
+                "(hosts_per_rack x bandwidth_gbps / uplink_bandwidth_gbps)\n",
+                l.racks, s.cluster.network.racks.hosts_per_rack, l.oversubscription)
+          : fmt::format("estimate: topology {}: {} hosts\n", enum_name(s.cluster.network.topology), l.hosts);
   out += fmt::format(
       "estimate: bottleneck link {} ({:g} Gbit/s): {:.3g} ms per round of every worker's push and pull; "
       "links shared max-min fair, the waits on them by mean value analysis\n",

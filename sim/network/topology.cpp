@@ -1,7 +1,8 @@
-// A non-star network as data (sim/network/topology.hpp): racks and graph topologies, placement,
-// routes, and the checks that reject a bad topology.
+// A non-star network as data (sim/network/topology.hpp): placement, routes, and the checks that
+// reject a bad topology. Each kind's builder is its row in sim/network/topology_kinds.cpp.
 
 #include "sim/network/topology.hpp"
+#include "sim/network/topology_kinds.hpp"
 #include "sim/text.hpp"
 
 #include <algorithm>
@@ -19,9 +20,10 @@ constexpr const char* kPlacement = "/cluster/network/placement";
   throw TopologyError{std::move(path), std::move(problem)};
 }
 
-// Puts the shards and workers on hosts `0..hosts-1`; `rack_of_slot` maps (rack, slot from the
-// rack's end) to a host for the "spread" rule, or is empty off racks.
-void place(const Scenario& s, int32_t hosts, int32_t racks, int32_t per_rack, Topology& t) {
+}  // namespace
+
+void place_on_hosts(const Scenario& s, int32_t racks, int32_t per_rack, const char* hosts_path, Topology& t) {
+  const auto hosts = static_cast<int32_t>(t.hosts.size());
   const auto& p = s.cluster.network.placement;
   const int32_t shards = s.cluster.servers;
   const int32_t workers = s.cluster.worker_count();
@@ -38,10 +40,8 @@ void place(const Scenario& s, int32_t hosts, int32_t racks, int32_t per_rack, To
     return static_cast<int32_t>(h);
   };
   if (shards + workers > hosts)
-    bad(s.cluster.network.topology == TopologyKind::kRacks ? "/cluster/network/racks/count"
-                                                           : "/cluster/network/graph/nodes",
-        fmt::format("{} workers and {} server shards need {} hosts, the topology has {}", workers, shards,
-                    shards + workers, hosts));
+    bad(hosts_path, fmt::format("{} workers and {} server shards need {} hosts, the topology has {}", workers,
+                                shards, shards + workers, hosts));
   if (p.shards == ShardPlacement::kExplicit && p.shard_hosts.size() != static_cast<size_t>(shards))
     bad(std::string(kPlacement) + "/shard_hosts",
         fmt::format("expected one host per server shard ({}), got {}", shards, p.shard_hosts.size()));
@@ -78,82 +78,15 @@ void place(const Scenario& s, int32_t hosts, int32_t racks, int32_t per_rack, To
       t.worker_host.push_back(take(h, fmt::format("worker {}", t.worker_host.size()), kPlacement));
 }
 
-void add_link(Topology& t, int32_t a, int32_t b, double gbps, double latency_us) {
-  t.links.push_back({a, b, gbps, SimTime::from_us(latency_us)});
+int32_t Topology::add_node(std::string name, bool host) {
+  const auto n = static_cast<int32_t>(nodes.size());
+  if (host) hosts.push_back(n);
+  nodes.push_back({std::move(name), host});
+  return n;
 }
 
-Topology build_racks(const Scenario& s) {
-  const auto& n = s.cluster.network;
-  const int32_t racks = rack_count(s);
-  const int32_t per = n.racks.hosts_per_rack;
-  Topology t;
-  for (int32_t r = 0; r < racks; ++r) {
-    t.nodes.push_back({fmt::format("tor{}", r), false});
-    for (int32_t h = 0; h < per; ++h) {
-      t.hosts.push_back(static_cast<int32_t>(t.nodes.size()));
-      t.nodes.push_back({fmt::format("rack{}/host{}", r, h), true});
-    }
-  }
-  const auto spine = static_cast<int32_t>(t.nodes.size());
-  t.nodes.push_back({"spine", false});
-  place(s, racks * per, racks, per, t);
-  std::vector<bool> shard(t.hosts.size(), false);
-  for (int32_t h : t.shard_host) shard[static_cast<size_t>(h)] = true;
-  for (int32_t r = 0; r < racks; ++r) {
-    const int32_t tor = r * (per + 1);
-    for (int32_t h = 0; h < per; ++h) {
-      const int32_t host = r * per + h;
-      add_link(t, t.hosts[static_cast<size_t>(host)], tor,
-               shard[static_cast<size_t>(host)] ? n.server_bandwidth_gbps : n.bandwidth_gbps, n.latency_us);
-    }
-    add_link(t, tor, spine, n.racks.uplink_bandwidth_gbps, n.racks.uplink_latency_us);
-  }
-  t.oversubscription = per * n.bandwidth_gbps / n.racks.uplink_bandwidth_gbps;
-  t.hosts_per_rack = per;
-  return t;
-}
-
-Topology build_graph(const Scenario& s) {
-  const auto& g = s.cluster.network.graph;
-  const std::string base = "/cluster/network/graph";
-  Topology t;
-  std::map<std::string, int32_t> index;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const auto& node = g.nodes[i];
-    if (!index.emplace(node.name, static_cast<int32_t>(i)).second)
-      bad(fmt::format("{}/nodes/{}/name", base, i),
-          fmt::format("'{}' names two nodes (first nodes/{})", escaped(node.name), index[node.name]));
-    if (node.kind == NodeKind::kHost) t.hosts.push_back(static_cast<int32_t>(i));
-    t.nodes.push_back({node.name, node.kind == NodeKind::kHost});
-  }
-  if (t.hosts.empty()) bad(base + "/nodes", "no node of kind \"host\": workers and shards need hosts");
-  for (size_t i = 0; i < g.links.size(); ++i) {
-    const auto& l = g.links[i];
-    auto end = [&](const std::string& name, const char* key) {
-      const auto it = index.find(name);
-      if (it == index.end())
-        bad(fmt::format("{}/links/{}/{}", base, i, key),
-            fmt::format("'{}' is not a node of graph.nodes", escaped(name)));
-      return it->second;
-    };
-    const int32_t a = end(l.from, "from");
-    const int32_t b = end(l.to, "to");
-    if (a == b)
-      bad(fmt::format("{}/links/{}", base, i),
-          fmt::format("a loop from '{}' back to itself: no route can use it; remove it", escaped(l.from)));
-    add_link(t, a, b, l.bandwidth_gbps, l.latency_us);
-  }
-  place(s, static_cast<int32_t>(t.hosts.size()), 0, 0, t);
-  return t;
-}
-
-}  // namespace
-
-int32_t rack_count(const Scenario& s) {
-  const auto& r = s.cluster.network.racks;
-  if (r.count) return *r.count;
-  const int64_t need = int64_t{s.cluster.worker_count()} + s.cluster.servers;
-  return static_cast<int32_t>((need + r.hosts_per_rack - 1) / r.hosts_per_rack);
+void Topology::add_link(int32_t a, int32_t b, double gbps, double latency_us) {
+  links.push_back({a, b, gbps, SimTime::from_us(latency_us)});
 }
 
 std::string Topology::channel_name(int32_t ch) const {
@@ -318,7 +251,7 @@ namespace {
 // every shard touches reaches them all; only the others are checked shard by shard, which finds
 // the first worker, by shard then worker, that some shard is out of reach of. Time: the links
 // plus, for workers without such a component, shards x their links.
-void check_reach(const Scenario& s, const Topology& t) {
+void check_reach(const TopologyKindRow& kind, const Topology& t) {
   const size_t n = t.nodes.size();
   const auto is_host = [&](int32_t node) { return t.nodes[static_cast<size_t>(node)].host; };
   NodeSets switches(n);
@@ -359,9 +292,7 @@ void check_reach(const Scenario& s, const Topology& t) {
             return is_host(next) ? next == shard : stamp[static_cast<size_t>(switches.find(next))] == k;
           }))
         continue;
-      bad(s.cluster.network.topology == TopologyKind::kGraph
-              ? fmt::format("/cluster/network/graph/nodes/{}", worker)
-              : std::string(kPlacement),
+      bad(kind.nodes_path ? fmt::format("{}/{}", kind.nodes_path, worker) : std::string(kPlacement),
           fmt::format("worker {} cannot reach shard {}: no route of links from host '{}' to host '{}'", i, k,
                       t.host_name(t.worker_host[i]), t.host_name(t.shard_host[static_cast<size_t>(k)])));
     }
@@ -371,9 +302,10 @@ void check_reach(const Scenario& s, const Topology& t) {
 }  // namespace
 
 Topology build_topology(const Scenario& s) {
-  Topology t = s.cluster.network.topology == TopologyKind::kRacks ? build_racks(s) : build_graph(s);
+  const TopologyKindRow& kind = topology_kind(s.cluster.network.topology);
+  Topology t = kind.build(s);
   t.index();
-  check_reach(s, t);
+  check_reach(kind, t);
   return t;
 }
 

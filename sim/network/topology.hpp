@@ -1,8 +1,8 @@
 #pragma once
 // A non-star network as data (issue 33): nodes (hosts and switches), full-duplex links, routes
-// and the placement of workers and server shards on hosts. Built from cluster.network (topology
-// "racks" or "graph", sim/scenario/topology_spec.hpp) when the scenario is loaded, which rejects a
-// bad topology, and again by the network model.
+// and the placement of workers and server shards on hosts. Built from cluster.network (a topology
+// kind off the star: its row in sim/network/topology_kinds.cpp builds the nodes and links) when
+// the scenario is loaded, which rejects a bad topology, and again by the network model.
 //
 // Link i is two channels, one per direction: channel 2i from its `a` end to its `b` end, channel
 // 2i + 1 back. Each channel has the link's bandwidth to itself (full duplex). A route is the list
@@ -43,6 +43,9 @@ struct Topology {
   std::vector<int32_t> hosts;        // node index of host h
   std::vector<int32_t> worker_host;  // host of each worker
   std::vector<int32_t> shard_host;   // host of each server shard
+  // For a kind's builder: a node (a host is numbered after the hosts before it), and a link.
+  int32_t add_node(std::string name, bool host);
+  void add_link(int32_t a, int32_t b, double gbps, double latency_us);
   // Racks only: hosts_per_rack x host link bandwidth / uplink bandwidth (1 = none).
   std::optional<double> oversubscription;
   // Racks only (0 on a graph): the hosts of each rack, numbered rack by rack.
@@ -77,12 +80,15 @@ struct Topology {
   }
 };
 
-// The topology of `s` (cluster.network.topology "racks" or "graph"), placed and checked: every
-// node name unique, every link between two known, different nodes, enough hosts, one worker or
-// shard per host, every worker able to reach every shard. Throws TopologyError.
+// The topology of `s` (a kind off the star: cluster.network.topology), built by its kind's row,
+// placed and checked: every node name unique, every link between two known, different nodes,
+// enough hosts, one worker or shard per host, every worker able to reach every shard. Throws
+// TopologyError.
 Topology build_topology(const Scenario& s);
 
-// Racks: how many racks a scenario's racks topology has (racks.count, else just enough).
-int32_t rack_count(const Scenario& s);
+// For a kind's builder, once its hosts exist: puts the server shards and the workers on them by
+// cluster.network.placement. `racks` and `per_rack` (0 and 0 where hosts stand in no racks) serve
+// the "spread" rule; `hosts_path` is the JSON path named when the hosts are too few.
+void place_on_hosts(const Scenario& s, int32_t racks, int32_t per_rack, const char* hosts_path, Topology& t);
 
 }  // namespace stalesim

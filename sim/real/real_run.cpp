@@ -9,6 +9,7 @@
 #include <csignal>
 #include <vector>
 
+#include "sim/network/topology_kinds.hpp"
 #include "sim/simulation.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
 #include "sim/worker/core.hpp"
@@ -18,6 +19,28 @@
 #endif
 
 namespace stalesim {
+
+namespace {
+
+// The topology kinds a real run makes, in words: "star" (emulated, or made by the kernel with
+// --net kernel) and "racks" (--net kernel).
+std::string real_topologies() {
+  std::vector<std::string> kinds;
+  for (const auto& e : enum_names(TopologyKind{})) {
+    const RealNetwork real = topology_kind(e.value).real;
+    if (real != RealNetwork::kNone)
+      kinds.push_back(fmt::format("\"{}\" ({})", e.name,
+                                  real == RealNetwork::kKernel
+                                      ? "--net kernel"
+                                      : "emulated, or made by the kernel with --net kernel"));
+  }
+  std::string out;
+  for (size_t i = 0; i < kinds.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == kinds.size() ? " and " : ", ") + kinds[i];
+  return out;
+}
+
+}  // namespace
 
 std::string real_refusal(const Scenario& s, bool emulated, bool kernel_net) {
   const PolicySpec& p = s.policy;
@@ -52,15 +75,16 @@ std::string real_refusal(const Scenario& s, bool emulated, bool kernel_net) {
              "those are the worker's own copy, which the real mode does not send back: use a "
              "pull-every-iteration policy";
   }
-  if (s.cluster.network.topology == TopologyKind::kRacks && !kernel_net)
-    return "/cluster/network/topology: \"racks\": the real mode emulates the star network only (each "
-           "worker's "
-           "link and the server's FIFO link); a real run on racks needs the kernel to make them: --net "
-           "kernel "
-           "--timing measured";
-  if (s.cluster.network.topology == TopologyKind::kGraph)
-    return "/cluster/network/topology: \"graph\": the real mode runs the star (emulated, or made by the "
-           "kernel with --net kernel) and racks (--net kernel); a graph is simulated only";
+  const TopologyKind topology = s.cluster.network.topology;
+  if (topology_kind(topology).real == RealNetwork::kKernel && !kernel_net)
+    return fmt::format(
+        "/cluster/network/topology: \"{}\": the real mode emulates the star network only (each worker's link "
+        "and the server's FIFO link); a real run on {} needs the kernel to make them: --net kernel --timing "
+        "measured",
+        enum_name(topology), enum_name(topology));
+  if (topology_kind(topology).real == RealNetwork::kNone)
+    return fmt::format("/cluster/network/topology: \"{}\": the real mode runs {}; a {} is simulated only",
+                       enum_name(topology), real_topologies(), enum_name(topology));
   if (s.cluster.order == Order::kUniform)
     return "/cluster/order: \"uniform\" is a simulated update order with no transfers; a real run has real "
            "ones";

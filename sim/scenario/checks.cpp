@@ -9,7 +9,7 @@
 
 #include "models/cuda/cuda_model.hpp"
 #include "models/device_profile.hpp"
-#include "sim/network/topology.hpp"
+#include "sim/network/topology_kinds.hpp"
 #include "sim/scenario/detail.hpp"
 
 namespace stalesim::scenario_detail {
@@ -127,18 +127,27 @@ void check_cluster(const Scenario& s, int64_t workers) {
                      pull_mode_policies(), policy_phrase(s)));
 }
 
+// The topology kinds whose hosts stand in racks, quoted: "racks".
+std::string rack_kinds() {
+  std::string out;
+  for (const auto& e : enum_names(TopologyKind{}))
+    if (topology_kind(e.value).racks) out += fmt::format("{}\"{}\"", out.empty() ? "" : " or ", e.name);
+  return out;
+}
+
 }  // namespace
 
 // Off the star (issue 33): the parameter server's pull-every-clock traffic only, links set by the
 // topology, and the topology itself sound (build_topology names the element at fault).
 void check_topology(const Scenario& s) {
   const auto& n = s.cluster.network;
-  if (s.policy.all_reduce() == AllReduce::kHierarchical && n.topology != TopologyKind::kRacks)
+  const TopologyKindRow& kind = topology_kind(n.topology);
+  if (s.policy.all_reduce() == AllReduce::kHierarchical && !kind.racks)
     fail("/policy/type",
          fmt::format("\"allreduce-hierarchical\" reduces inside each rack and needs cluster.network.topology "
-                     "\"racks\" (topology is \"{}\"); use \"allreduce-ring\" on a {}",
-                     enum_name(n.topology), enum_name(n.topology)));
-  if (n.topology == TopologyKind::kStar) return;
+                     "{} (topology is \"{}\"); use \"allreduce-ring\" on a {}",
+                     rack_kinds(), enum_name(n.topology), enum_name(n.topology)));
+  if (!kind.build) return;
   if ((!s.policy.pulls_every_clock() || s.policy.type == PolicyType::kVap) && !s.policy.all_reduce())
     fail("/cluster/network/topology",
          fmt::format("\"{}\" carries the traffic of policies that fetch every clock ({}) and of all-reduce, "
@@ -158,15 +167,6 @@ void check_topology(const Scenario& s) {
              fmt::format("a group's own link applies to the star topology only; with topology \"{}\" "
                          "the topology sets every link",
                          enum_name(n.topology)));
-  }
-  if (n.topology == TopologyKind::kRacks) {
-    const int64_t racks = rack_count(s);
-    const int64_t hosts = racks * n.racks.hosts_per_rack;
-    if (hosts > kMaxHosts)
-      fail(n.racks.count ? "/cluster/network/racks/count" : "/cluster/network/racks/hosts_per_rack",
-           fmt::format("{} racks{} x hosts_per_rack {} is {} hosts; at most {}", racks,
-                       n.racks.count ? "" : " (just enough for the workers and shards)",
-                       n.racks.hosts_per_rack, hosts, kMaxHosts));
   }
   try {
     (void)build_topology(s);

@@ -29,7 +29,6 @@ static_assert(std::numeric_limits<long double>::digits >= 64,
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxInt53 = int64_t{1} << 53;  // largest count every JSON reader holds exactly
 constexpr int64_t kMaxWorkers = 1'000'000;
-constexpr int64_t kMaxHosts = 1'000'000;  // off the star: hosts of a topology, racks.count x hosts_per_rack
 constexpr int64_t kMaxHiddenWidth = 65536;
 constexpr size_t kMaxHiddenLayers = 64;
 constexpr size_t kMaxScheduleEvents = 100'000;

@@ -19,6 +19,9 @@ namespace stalesim {
 enum class TopologyKind { kStar, kRacks, kGraph };
 STALESIM_ENUM_NAMES(TopologyKind, {TopologyKind::kStar, "star"}, {TopologyKind::kRacks, "racks"},
                     {TopologyKind::kGraph, "graph"})
+// Off the star: the most hosts a topology may have (racks.count x hosts_per_rack, a graph's nodes).
+constexpr int64_t kMaxHosts = 1'000'000;
+
 // A graph node's kind, and where shards and workers are placed (PlacementSpec).
 enum class NodeKind { kHost, kSwitch };
 STALESIM_ENUM_NAMES(NodeKind, {NodeKind::kHost, "host"}, {NodeKind::kSwitch, "switch"})
