@@ -31,7 +31,8 @@ constexpr Key kKeys[] = {
     {"efficiency", true, true},
     {"overhead_us", true, true},
     {"source", false, true},
-    {"calibration", false, false},  // published figures (models/profile_calibration.hpp); checked there
+    {"calibration", false, false},   // published figures (models/profile_calibration.hpp); checked there
+    {"derived_from", false, false},  // a calibrated built-in whose efficiency and overhead this one takes
 };
 
 ProfileError at(const std::string& field, const std::string& problem) {
@@ -42,6 +43,39 @@ std::string num(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%g", x);
   return buf;
+}
+
+std::string fmt_g3(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+// A profile's efficiency where its figures fix it (issue 44: runs use the calibrated devices):
+// with "calibration" figures it is their least-squares fit, to three significant digits; with
+// "derived_from" it is the named calibrated built-in's efficiency, and so is its overhead.
+void check_calibrated(const DeviceProfile& p, const nlohmann::json& j) {
+  const auto figures = calibration_figures(j);
+  if (const auto fit = fitted_efficiency(p, figures); fit && fmt_g3(*fit) != fmt_g3(p.efficiency))
+    throw at("/efficiency", "expected the fit to the profile's " + std::to_string(figures.size()) +
+                                " calibration figures, " + fmt_g3(*fit) +
+                                " (runs use the fit; `stalesim profiles` shows each figure's error), got " +
+                                num(p.efficiency));
+  if (!j.contains("derived_from")) return;
+  const std::string from = j["derived_from"].get<std::string>();
+  for (auto text : builtin_profile_texts()) {
+    const auto other = nlohmann::json::parse(text);
+    if (other.value("name", "") != from || calibration_figures(other).empty() || from == p.name) continue;
+    const DeviceProfile base = profile_from_json(other);
+    if (base.efficiency != p.efficiency || base.overhead_us != p.overhead_us)
+      throw at(base.efficiency != p.efficiency ? "/efficiency" : "/overhead_us",
+               "derived from " + from + ": expected its efficiency " + num(base.efficiency) +
+                   " and overhead_us " + num(base.overhead_us) + ", got " + num(p.efficiency) + " and " +
+                   num(p.overhead_us));
+    return;
+  }
+  throw at("/derived_from", "expected the name of a built-in profile with calibration figures, got " +
+                                nlohmann::json(from).dump());
 }
 
 }  // namespace
@@ -108,6 +142,7 @@ DeviceProfile profile_from_json(const nlohmann::json& j) {
   p.overhead_us = j["overhead_us"].get<double>();
   p.source = j["source"].get<std::string>();
   if (auto problem = profile_problem(p)) throw *problem;
+  check_calibrated(p, j);
   return p;
 }
 

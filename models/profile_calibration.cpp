@@ -64,6 +64,20 @@ std::vector<CalibrationFigure> builtin_calibration(std::string_view name) {
   return {};
 }
 
+std::string derived_from(const nlohmann::json& profile) {
+  return profile.is_object() && profile.contains("derived_from") && profile["derived_from"].is_string()
+             ? profile["derived_from"].get<std::string>()
+             : std::string();
+}
+
+std::string builtin_derived_from(std::string_view name) {
+  for (auto text : builtin_profile_texts()) {
+    const auto j = nlohmann::json::parse(text);
+    if (j.value("name", "") == name) return derived_from(j);
+  }
+  return {};
+}
+
 double predicted_images_per_s(const DeviceProfile& p, const CalibrationFigure& f, double efficiency) {
   return static_cast<double>(f.batch) / iteration_s(p, f, efficiency);
 }

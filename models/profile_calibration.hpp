@@ -8,8 +8,9 @@
 // efficiency. fitted_efficiency() is the one that minimizes the sum of squared relative errors of t
 // over the figures; with x = 1 / efficiency the predicted t is linear in x, so the least-squares x is
 // closed-form: x = sum(u_i v_i) / sum(u_i^2), u_i = 3 F_i b_i / (peak t_i), v_i = (t_i - overhead) / t_i.
-// The figures are documentation: a run uses the profile's `efficiency` whatever the fit says;
-// `stalesim profiles` prints both and the error of each against every figure.
+// A run uses the profile's `efficiency`, which the loader holds to the fit at three significant
+// digits (issue 44: devices as published); `stalesim profiles` prints the fit and the error of the
+// prediction against every figure.
 
 #include <optional>
 #include <string>
@@ -36,6 +37,10 @@ struct CalibrationFigure {
 std::vector<CalibrationFigure> calibration_figures(const nlohmann::json& profile);
 // The figures of the built-in profile `name` (models/profiles/NAME.json); none when it has none.
 std::vector<CalibrationFigure> builtin_calibration(std::string_view name);
+// The "derived_from" of a profile document, or of the built-in profile `name` ("" when none): the
+// calibrated built-in whose efficiency and overhead it takes (models/device_profile.cpp checks them).
+std::string derived_from(const nlohmann::json& profile);
+std::string builtin_derived_from(std::string_view name);
 // Images per second the cost model predicts for figure f on profile p at `efficiency`.
 double predicted_images_per_s(const DeviceProfile& p, const CalibrationFigure& f, double efficiency);
 // The least-squares efficiency over the figures (header comment); nullopt without figures.

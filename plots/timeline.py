@@ -5,7 +5,7 @@ Each worker's compute, push, pull and wait spans are drawn as bars along virtual
 mark shows where the policy blocked the worker (the trace's "blocked" events; their reason is in
 the event's args.why). Who waited for whom: each mark is labelled with the worker it waited for
 (args.waits_for, else "slowest is worker N" in args.why: the slowest worker when the wait began),
-and each row ends with its count ("blocked 6x: 6x for w0"). The same picture as `stalesim
+and each row ends with its count ("blocked 5x: 5x for w0"). The same picture as `stalesim
 timeline`, from the file Perfetto opens. --from and --to cut the span shown (seconds; default: the
 whole trace; --to alone starts at the trace's start). A long span stays readable: when a row has
 more spans in view than --bins, it is drawn as --bins cells, each the colour of what the worker

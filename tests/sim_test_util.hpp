@@ -19,14 +19,14 @@ inline nlohmann::json tiny_math_json() {
     "model": { "type": "mlp", "hidden": [12] },
     "optimizer": { "rule": "sgd", "lr": 0.05, "batch_size": 8 },
     "policy": { "type": "ssp", "staleness": 2 },
-    "cluster": { "workers": [ { "profile": "gtx1060", "count": 2 }, { "profile": "gtx1080ti", "count": 2 } ],
+    "cluster": { "workers": [ { "profile": "gtx1060", "count": 2, "iteration_ms": 0.25 }, { "profile": "gtx1080ti", "count": 2 } ],
                  "network": { "latency_us": 50, "bandwidth_gbps": 10 } },
     "stop": { "max_updates": 400 },
     "eval": { "every_s": 0.01 } })");
 }
 
-// A time-only scenario: no math, declared sizes; compute-bound (2.9 ms per iteration on a
-// gtx1060, 1.3 ms on a gtx1080ti, 13 us per message on the server link).
+// A time-only scenario: no math, declared sizes; compute-bound (3.65 ms per iteration on a
+// gtx1060, 1.53 ms on a gtx1080ti, 13 us per message on the server link).
 inline nlohmann::json time_only_json(int workers_1060, int workers_1080ti) {
   nlohmann::json j = nlohmann::json::parse(R"({
     "name": "timing", "seed": 1,

@@ -176,7 +176,7 @@ TEST_CASE("transfers queued on the server link add up exactly, with shards and p
   // 1,000,000-byte messages, worker links 0.25 ms, server link 0.5 ms, latency 0.1 ms): the
   // server's link is the slower, so it sets each message's time (cut-through).
   auto j = nlohmann::json::parse(R"({
-    "name": "hand", "model": { "type": "time-only", "parameters": 250000, "flops_per_sample": 177187.5 },
+    "name": "hand", "model": { "type": "time-only", "parameters": 250000, "flops_per_sample": 150255 },
     "optimizer": { "batch_size": 32 }, "policy": { "type": "bsp" },
     "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 2 } ],
                  "network": { "latency_us": 100, "bandwidth_gbps": 32, "server_bandwidth_gbps": 16,

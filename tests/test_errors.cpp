@@ -383,7 +383,7 @@ TEST_CASE("each bad input exits with its code and a message naming file, path, v
       {"an unknown device profile", "", "--set cluster.workers.0.profile=gtx9999", "", 2,
        "/cluster/workers/0/profile: unknown device profile \"gtx9999\"; built-in: a100, cpu-core, gtx1060, "
        "gtx1080ti, h100, h200, p100, t4, v100; or a profile file"},
-      {"a missing required field", with("{ \"profile\": \"gtx1060\", \"count\": 1 }", "{ \"count\": 1 }"), "",
+      {"a missing required field", with("{ \"profile\": \"gtx1060\", \"count\": 1,", "{ \"count\": 1,"), "",
        "", 2, "x.json: /cluster/workers/0/profile: required"},
       {"a field that does not apply", "", "--set policy.type=asp --set policy.staleness=2", "", 2,
        "/policy/staleness: staleness applies to ssp, essp and dssp only (policy.type is \"asp\"); remove it"},
@@ -426,7 +426,8 @@ TEST_CASE("each bad input exits with its code and a message naming file, path, v
       // One gradient thread: more add the pool's buffers and model instances to the estimate.
       {"a scenario too big for the memory", "", "{out} --threads 1", "STALESIM_MEMORY_LIMIT=10K", 2,
        "x.json: needs about 8.03 MiB (process 8 MiB, dataset 10.7 KiB, parameter snapshots 1.3 KiB, workers' "
-       "state 12 KiB, server state 332 B, gradients and indices 1.5 KiB, model scratch 9.14 KiB; 83 parameters "
+       "state 12 KiB, server state 332 B, gradients and indices 1.5 KiB, model scratch 9.14 KiB; 83 "
+       "parameters "
        "x 4 bytes), but only 10 KiB is available (STALESIM_MEMORY_LIMIT)",
        "run"},
       {"a bad memory limit", "", "{out}", "STALESIM_MEMORY_LIMIT=lots", 2,

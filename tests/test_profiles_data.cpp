@@ -47,10 +47,12 @@ json my_profile(double efficiency = 0.5) {
   return j;
 }
 
-// The golden tiny scenario with its first group's profile replaced.
+// The golden tiny scenario with its first group's profile replaced (and timed by it: the golden
+// group's explicit iteration_ms removed).
 std::string tiny_with_profile(const std::string& profile) {
   json s = json::parse(slurp(fs::path(STALESIM_SOURCE_DIR) / "tests/golden/tiny/scenario.json"));
   s["cluster"]["workers"][0]["profile"] = profile;
+  s["cluster"]["workers"][0].erase("iteration_ms");
   s.erase("comment");
   return s.dump(2);
 }
@@ -116,11 +118,14 @@ TEST_CASE("a profile file runs without rebuilding, its figures set the pace, and
   // The same figures as the built-in gtx1060: the same run, byte for byte, but for the manifest.
   json same = json(profile_to_json(*find_profile("gtx1060")));
   write(d / "same.json", same.dump(2));
-  write(d / "slow.json", my_profile(0.05).dump(2));
+  json slow = my_profile(0.05);
+  slow["overhead_us"] = 2000;  // the tiny model's compute is all overhead
+  write(d / "slow.json", slow.dump(2));
+  write(d / "s-builtin.json", tiny_with_profile("gtx1060"));
   write(d / "s-same.json", tiny_with_profile("same.json"));
   write(d / "s-slow.json", tiny_with_profile("slow.json"));
   const auto builtin =
-      run_cli("run tests/golden/tiny/scenario.json --quiet --out " + (d / "builtin").string());
+      run_cli("run " + (d / "s-builtin.json").string() + " --quiet --out " + (d / "builtin").string());
   REQUIRE_MESSAGE(builtin.code == 0, builtin.err);
   const auto a = run_cli("run " + (d / "s-same.json").string() + " --quiet --out " + (d / "same").string());
   REQUIRE_MESSAGE(a.code == 0, a.err);
@@ -128,7 +133,8 @@ TEST_CASE("a profile file runs without rebuilding, its figures set the pace, and
   REQUIRE_MESSAGE(b.code == 0, b.err);
   CHECK(slurp(d / "same/metrics.csv") == slurp(d / "builtin/metrics.csv"));
   CHECK(slurp(d / "same/staleness.csv") == slurp(d / "builtin/staleness.csv"));
-  // A tenth of the efficiency: the first group's iterations are much slower, so the run differs.
+  // A tenth of the efficiency and ten times the overhead: the first group's iterations are much
+  // slower, so the run differs.
   CHECK(slurp(d / "slow/metrics.csv") != slurp(d / "builtin/metrics.csv"));
   const json summary = json::parse(slurp(d / "slow/summary.json"));
   const json& group = summary["manifest"]["scenario"]["cluster"]["workers"][0];
@@ -152,7 +158,8 @@ TEST_CASE("a bad or missing profile file is exit 2 naming the scenario, the file
   write(d / "s.json", tiny_with_profile("nowhere.json"));
   const auto m = run_cli("run " + (d / "s.json").string() + " --quiet --out " + (d / "out").string());
   CHECK(m.code == 2);
-  CHECK(m.err.find((d / "nowhere.json").string() + ": cannot read: No such file or directory") != std::string::npos);
+  CHECK(m.err.find((d / "nowhere.json").string() + ": cannot read: No such file or directory") !=
+        std::string::npos);
   write(d / "s.json", tiny_with_profile("gtx9999"));
   const auto u = run_cli("validate " + (d / "s.json").string());
   CHECK(u.code == 2);
@@ -219,7 +226,8 @@ TEST_CASE("the fitted efficiency recovers the efficiency that made the figures")
   CHECK_FALSE(fitted_efficiency(p, {}).has_value());
 }
 
-TEST_CASE("the GTX 1080 Ti profile cites published figures, 0.5 stays what runs use and the fit is lower") {
+TEST_CASE("the GTX 1080 Ti profile cites published figures and runs at their least-squares fit") {
+  // Issue 44: devices as published. The shipped efficiency is the fit to three digits.
   const DeviceProfile p = *find_profile("gtx1080ti");
   const auto figs = builtin_calibration("gtx1080ti");
   REQUIRE(figs.size() >= 2);
@@ -232,10 +240,9 @@ TEST_CASE("the GTX 1080 Ti profile cites published figures, 0.5 stays what runs 
   CHECK(citing("lambdalabs.com") >= 2);
   CHECK(citing("cnn-benchmarks") + citing("lambdalabs.com") == static_cast<std::ptrdiff_t>(figs.size()));
   const double fit = *fitted_efficiency(p, figs);
-  CHECK(p.efficiency == 0.5);  // shipped scenarios keep their outputs
-  CHECK(fit > 0.3);
-  CHECK(fit < 0.5);
-  // The fit is the least-squares one: it beats the shipped 0.5 and any nearby efficiency.
+  CHECK(p.efficiency == 0.424);
+  CHECK(fit == doctest::Approx(0.424).epsilon(0.0012));  // within half the third digit
+  // The fit is the least-squares one: it beats the old assumed 0.5 and any nearby efficiency.
   const auto sse = [&](double e) {
     double s = 0;
     for (const auto& f : figs) {
@@ -247,11 +254,55 @@ TEST_CASE("the GTX 1080 Ti profile cites published figures, 0.5 stays what runs 
   CHECK(sse(fit) < sse(0.5));
   CHECK(sse(fit) < sse(fit * 1.01));
   CHECK(sse(fit) < sse(fit * 0.99));
-  CHECK(builtin_calibration("gtx1060").empty());  // no published figure found: uncalibrated
+  CHECK(builtin_calibration("gtx1060").empty());  // no published figure found: derived instead
+}
+
+TEST_CASE(
+    "the GTX 1060 takes the GTX 1080 Ti's fit, and the one published pair of both cross-checks the gap") {
+  const DeviceProfile slow = *find_profile("gtx1060");
+  const DeviceProfile fast = *find_profile("gtx1080ti");
+  CHECK(builtin_derived_from("gtx1060") == "gtx1080ti");
+  CHECK(slow.efficiency == fast.efficiency);
+  CHECK(slow.overhead_us == fast.overhead_us);
+  // The Keras cifar10_cnn example's layers (conv 32 same, conv 32, pool, conv 64 same, conv 64,
+  // pool, dense 512, dense 10 on 32x32x3): 20,741,120 multiply-adds forward, three times that in
+  // training. A batch of 100 on each profile, as the published pair (9 s and 4 s an epoch, whole
+  // seconds: a ratio between 8.5 / 4.5 and 9.5 / 3.5).
+  const double train_flops = 3.0 * 2.0 * 20'741'120.0 * 100;
+  const auto ms = [&](const DeviceProfile& p) {
+    return train_flops / (p.peak_fp32_tflops * 1e12 * p.efficiency) * 1e3 + p.overhead_us * 1e-3;
+  };
+  const double ratio = ms(slow) / ms(fast);
+  CHECK(ratio == doctest::Approx(2.48).epsilon(0.002));  // the figure the profile's source quotes
+  CHECK(ratio > 8.5 / 4.5);
+  CHECK(ratio < 9.5 / 3.5);
+  CHECK(slow.source.find("2.48x") != std::string::npos);
+}
+
+TEST_CASE("a profile with calibration figures states their fit, and a derived one its base's figures") {
+  json figured = my_profile();
+  figured["calibration"] = json::array(
+      {{{"source", "s"}, {"model", "m"}, {"forward_flops", 1e9}, {"batch", 16}, {"images_per_s", 1000}}});
+  // 3e9 x 16 FLOP in 16 ms less the 200 us overhead on 4.375 TFLOP/s: efficiency 0.694.
+  CHECK(problem(figured).starts_with(
+      "/efficiency: expected the fit to the profile's 1 calibration figures, 0.694 "));
+  figured["efficiency"] = 0.694;
+  CHECK(problem(figured) == "accepted");
+  json derived = my_profile(0.424);
+  derived["derived_from"] = "gtx1080ti";
+  CHECK(problem(derived) == "accepted");
+  derived["overhead_us"] = 250;
+  CHECK(problem(derived) ==
+        "/overhead_us: derived from gtx1080ti: expected its efficiency 0.424 and overhead_us 200, got 0.424 "
+        "and 250");
+  derived["overhead_us"] = 200;
+  derived["derived_from"] = "a100";  // no calibration figures
+  CHECK(problem(derived) ==
+        "/derived_from: expected the name of a built-in profile with calibration figures, got \"a100\"");
 }
 
 TEST_CASE("a bad calibration figure is refused naming its entry and key") {
-  json good = my_profile();
+  json good = my_profile(0.0687);  // the fit to the one figure below
   good["calibration"] = json::array(
       {{{"source", "s"}, {"model", "m"}, {"forward_flops", 1e9}, {"batch", 16}, {"images_per_s", 100}}});
   CHECK(problem(good) == "accepted");
@@ -270,10 +321,15 @@ TEST_CASE("a bad calibration figure is refused naming its entry and key") {
 TEST_CASE("stalesim profiles shows the fitted efficiency, the sources and the error against each figure") {
   const auto out = run_cli("profiles");
   REQUIRE(out.code == 0);
-  CHECK(out.out.find("gtx1080ti: efficiency 0.5 (what runs use); fitted to 5 published figures: ") !=
+  CHECK(out.out.find("gtx1080ti: efficiency 0.424, what runs use, is the least-squares fit to 5 published "
+                     "figures (0.4243):") != std::string::npos);
+  CHECK(
+      out.out.find("ResNet-50 (ImageNet, 224x224), batch 16: published 158.09 images/s; predicted +33.0%") !=
+      std::string::npos);
+  CHECK(out.out.find("gtx1060: efficiency 0.424 and overhead 200 us, what runs use, are gtx1080ti's") !=
         std::string::npos);
-  CHECK(out.out.find(
-            "ResNet-50 (ImageNet, 224x224), batch 16: published 158.09 images/s; predicted at 0.5: +56.8%") !=
-        std::string::npos);
+  CHECK(
+      out.out.find("gtx1080ti  resnet110 batch 32: 10.4, batch 128: 40.9; resnet50-cifar batch 128: 207.5") !=
+      std::string::npos);
   CHECK(out.out.find("source: Justin Johnson, cnn-benchmarks") != std::string::npos);
 }

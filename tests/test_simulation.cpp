@@ -118,16 +118,16 @@ TEST_CASE("training on blobs converges under every core policy") {
 }
 
 TEST_CASE("a BSP timeline with queueing on the server link matches a hand computation") {
-  // Two identical workers (gtx1080ti: 11.34 TFLOP/s x 0.5 = 5670 FLOP/ns, 200 us overhead), no
+  // Two identical workers (gtx1080ti: 11.34 TFLOP/s x 0.424 = 4808.16 FLOP/ns, 200 us overhead), no
   // jitter; 250,000 parameters = 1,000,000 bytes; worker links 32 Gbit/s (0.25 ms per message),
-  // server link 16 Gbit/s (0.5 ms), latency 100 us. Batch 32 x 177,187.5 FLOPs = 1,000 ns.
+  // server link 16 Gbit/s (0.5 ms), latency 100 us. Batch 32 x 150,255 FLOPs = 1,000 ns.
   // A message crosses both links at once (cut-through): the slower, the server's, sets its time.
   // t=0.1 ms   both requests reach the server; replies on its link [0.1, 0.6] and (queued) [0.6, 1.1]
   // t=0.7/1.2  parameters arrive (0.6 + 0.1; 1.1 + 0.1); compute 0.201 ms each
   // t=0.901    worker 0 pushes; first byte at the server 1.001; applied 1.501; BSP holds it
   // t=1.401    worker 1 pushes; first byte at 1.501, when the link in is free; applied 2.001
   auto j = nlohmann::json::parse(R"({
-    "name": "hand", "model": { "type": "time-only", "parameters": 250000, "flops_per_sample": 177187.5 },
+    "name": "hand", "model": { "type": "time-only", "parameters": 250000, "flops_per_sample": 150255 },
     "optimizer": { "batch_size": 32 }, "policy": { "type": "bsp" },
     "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 2 } ],
                  "network": { "latency_us": 100, "bandwidth_gbps": 32, "server_bandwidth_gbps": 16 },

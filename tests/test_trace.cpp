@@ -23,13 +23,14 @@ using namespace stalesim;
 
 namespace {
 
-// Hand-checkable: time-only, no jitter. A gtx1060 iteration takes 32 x 68359375 FLOP /
-// (4.375e12 x 0.5) + 250 us = 1.25 ms; a gtx1080ti one 2.1875e9 / 5.67e12 + 200 us = 0.585802 ms.
+// Hand-checkable: time-only, no jitter. A gtx1060 iteration takes 32 x 60867187.5 FLOP /
+// (4.375e12 x 0.424) + 200 us = 1.25 ms; a gtx1080ti one 1.94775e9 / (11.34e12 x 0.424) + 200 us =
+// 0.605093 ms.
 // Messages are 4000 bytes: 3.2 us on each 10 Gbit/s link, plus 50 us latency.
 json straggler_json(const std::string& policy) {
   json j = json::parse(R"({
     "name": "straggler", "seed": 1,
-    "model": { "type": "time-only", "parameters": 1000, "flops_per_sample": 68359375 },
+    "model": { "type": "time-only", "parameters": 1000, "flops_per_sample": 60867187.5 },
     "optimizer": { "batch_size": 32 },
     "policy": { "type": "bsp" },
     "cluster": { "workers": [ { "profile": "gtx1060", "count": 1 }, { "profile": "gtx1080ti", "count": 2 } ],
@@ -206,7 +207,7 @@ TEST_CASE("trace spans have the durations the cost model gives, in microseconds"
   const Traced t = run_traced(stalesim::testing::scenario(straggler_json("bsp")));
   const json events = check_trace_schema(t.trace);
   CHECK(span_dur(events, 0, "compute", 0) == 1250.0);  // gtx1060: 1.25 ms
-  CHECK(span_dur(events, 1, "compute", 0) == doctest::Approx(585.802).epsilon(1e-6));
+  CHECK(span_dur(events, 1, "compute", 0) == doctest::Approx(605.093).epsilon(1e-6));
   // BSP: each gtx1080ti waits for the gtx1060 every clock.
   CHECK(t.explain.find("worker 1 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)") !=
         std::string::npos);
@@ -257,80 +258,80 @@ TEST_CASE("trace windows are parsed strictly") {
 // Hand-checked (see straggler_json): each worker's first request reaches the server at 50 us; the
 // server link sends the parameters to workers 0, 1, 2 in turn (3.2 us each, the worker's link
 // carrying them at the same time, cut-through), so they arrive at 103.2, 106.4 and 109.6 us.
-// Worker 1's push leaves at 106.4 + 585.802 = 692.202 us; its first byte reaches the server 50 us
-// later and it is in 3.2 us after that: applied at 745.402 us. BSP holds it at clock 1 while
-// worker 0 (applied at 103.2 + 1250 + 53.2 = 1406.4 us) is at clock 0. It waits 1406.4 - 745.402
-// = 660.998 us.
+// Worker 1's push leaves at 106.4 + 605.093 = 711.493 us; its first byte reaches the server 50 us
+// later and it is in 3.2 us after that: applied at 764.693 us. BSP holds it at clock 1 while
+// worker 0 (applied at 103.2 + 1250 + 53.2 = 1406.4 us) is at clock 0. It waits 1406.4 - 764.693
+// = 641.707 us.
 TEST_CASE("explain logs each BSP wait and resume with its reason") {
   const Traced t = run_traced(stalesim::testing::scenario(straggler_json("bsp")));
   CHECK(t.explain ==
         "# stalesim explain: straggler: policy bsp, BSP (s = 0); 3 workers. Virtual seconds; clock = "
         "iterations pushed. Lists every wait, resume and DSSP controller call; a worker allowed to go "
         "on at once is not listed.\n"
-        "t=0.000745 s  worker 1 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)\n"
-        "t=0.000749 s  worker 2 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)\n"
-        "t=0.001406 s  worker 1 resumes at clock 1 after waiting 0.000661 s: the slowest worker is now "
+        "t=0.000765 s  worker 1 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)\n"
+        "t=0.000768 s  worker 2 waits at clock 1: slowest is worker 0 at clock 0, BSP (s = 0)\n"
+        "t=0.001406 s  worker 1 resumes at clock 1 after waiting 0.000642 s: the slowest worker is now "
         "at clock 1\n"
-        "t=0.001406 s  worker 2 resumes at clock 1 after waiting 0.000658 s: the slowest worker is now "
+        "t=0.001406 s  worker 2 resumes at clock 1 after waiting 0.000639 s: the slowest worker is now "
         "at clock 1\n"
-        "t=0.002102 s  worker 1 waits at clock 2: slowest is worker 0 at clock 1, BSP (s = 0)\n"
-        "t=0.002105 s  worker 2 waits at clock 2: slowest is worker 0 at clock 1, BSP (s = 0)\n"
-        "t=0.002763 s  worker 1 resumes at clock 2 after waiting 0.000661 s: the slowest worker is now "
+        "t=0.002121 s  worker 1 waits at clock 2: slowest is worker 0 at clock 1, BSP (s = 0)\n"
+        "t=0.002124 s  worker 2 waits at clock 2: slowest is worker 0 at clock 1, BSP (s = 0)\n"
+        "t=0.002763 s  worker 1 resumes at clock 2 after waiting 0.000642 s: the slowest worker is now "
         "at clock 2\n"
-        "t=0.002763 s  worker 2 resumes at clock 2 after waiting 0.000658 s: the slowest worker is now "
+        "t=0.002763 s  worker 2 resumes at clock 2 after waiting 0.000639 s: the slowest worker is now "
         "at clock 2\n"
-        "t=0.003458 s  worker 1 waits at clock 3: slowest is worker 0 at clock 2, BSP (s = 0)\n"
-        "t=0.003461 s  worker 2 waits at clock 3: slowest is worker 0 at clock 2, BSP (s = 0)\n"
+        "t=0.003477 s  worker 1 waits at clock 3: slowest is worker 0 at clock 2, BSP (s = 0)\n"
+        "t=0.003481 s  worker 2 waits at clock 3: slowest is worker 0 at clock 2, BSP (s = 0)\n"
         "# end at t=0.004119 s: 9 updates, 6 waits (2 still waiting), 0 DSSP controller calls (0 "
         "granted extra clocks)\n");
 }
 
 // The DSSP case, checked by hand at the first grant: worker 0 pushes every 1250 + 53.2 + 53.2 =
 // 1356.4 us (I_s; each message 3.2 us on both links at once, plus 50 us latency), last at 2762.8
-// us, so S_3 = 2762.8 + 3 x 1356.4 = 6832.0 us; worker 1's last two pushes are 1328.4 us apart
-// (I_f: 692.2 us an iteration, plus the 633 us it was held and 3.2 us queued behind worker 0's
-// pull on the shard link), the last at 3458.2 us, so F_3 = 7443.4 us; |F_3 - S_3| = 611 us is
-// the smallest |F_k - S_j| (F_0..F_2 are 661, 667 and 639 us from their nearest S_j): r* = 3.
+// us, so S_j = 2762.8 + j x 1356.4 and S_3 = 6832.0 us; worker 1's last two pushes are 1289.7 us
+// apart (I_f: 711.5 us an iteration, plus the 575 us it was held and 3.2 us queued behind worker
+// 0's pull on the shard link), the last at 3477.7 us, so F_3 = 7346.8 us; |F_3 - S_3| = 515 us is
+// the smallest |F_k - S_j| (F_0..F_2 are 642, 648 and 582 us from their nearest S_j): r* = 3.
 const std::string DSSP_EXPLAIN =
     "# stalesim explain: straggler: policy dssp, s_L = 1, r_max = 3; 3 workers. Virtual seconds; "
-    "clock = iterations pushed. Lists every wait, resume and DSSP controller call; a worker allowed "
-    "to go on at once is not listed.\n"
-    "t=0.002130 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock "
-    "1), beyond s_L: I_f = 0.000692 s, I_s = 0.000723 s; its push F_0 = 0.002130 s is the closest "
-    "to worker 0's S_1 = 0.002130 s (predicted wait 0.000000 s): grants none\n"
-    "t=0.002130 s  worker 1 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; "
+    "clock = iterations pushed. Lists every wait, resume and DSSP controller call; a worker "
+    "allowed to go on at once is not listed.\n"
+    "t=0.002188 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock "
+    "1), beyond s_L: I_f = 0.000711 s, I_s = 0.000781 s; its push F_0 = 0.002188 s is the closest "
+    "to worker 0's S_1 = 0.002188 s (predicted wait 0.000000 s): grants none\n"
+    "t=0.002188 s  worker 1 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; "
     "the controller granted none\n"
-    "t=0.002133 s  DSSP: worker 2 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock "
-    "1), beyond s_L: I_f = 0.000692 s, I_s = 0.000727 s; its push F_0 = 0.002133 s is the closest "
-    "to worker 0's S_1 = 0.002133 s (predicted wait 0.000000 s): grants none\n"
-    "t=0.002133 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock "
-    "1), beyond s_L: I_f = 0.000692 s, I_s = 0.000727 s; its push F_0 = 0.002130 s is the closest "
-    "to worker 0's S_1 = 0.002133 s (predicted wait 0.000003 s): grants none\n"
-    "t=0.002133 s  worker 2 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; "
+    "t=0.002191 s  DSSP: worker 2 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock "
+    "1), beyond s_L: I_f = 0.000711 s, I_s = 0.000784 s; its push F_0 = 0.002191 s is the closest "
+    "to worker 0's S_1 = 0.002191 s (predicted wait 0.000000 s): grants none\n"
+    "t=0.002191 s  DSSP: worker 1 (the fastest, at clock 3) is 2 clocks ahead of worker 0 (clock "
+    "1), beyond s_L: I_f = 0.000711 s, I_s = 0.000784 s; its push F_0 = 0.002188 s is the closest "
+    "to worker 0's S_1 = 0.002191 s (predicted wait 0.000003 s): grants none\n"
+    "t=0.002191 s  worker 2 waits at clock 3: slowest is worker 0 at clock 1, s_L = 1, r_max = 3; "
     "the controller granted none\n"
-    "t=0.002763 s  worker 1 resumes at clock 3 after waiting 0.000633 s: the slowest worker is now "
-    "at clock 2\n"
-    "t=0.002763 s  worker 2 resumes at clock 3 after waiting 0.000630 s: the slowest worker is now "
-    "at clock 2\n"
-    "t=0.003458 s  DSSP: worker 1 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock "
-    "2), beyond s_L: I_f = 0.001328 s, I_s = 0.001356 s; its push F_3 = 0.007443 s is the closest "
-    "to worker 0's S_3 = 0.006832 s (predicted wait 0.000611 s): grants 3 extra clocks\n"
-    "t=0.003461 s  DSSP: worker 2 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock "
-    "2), beyond s_L: I_f = 0.001328 s, I_s = 0.001356 s; its push F_3 = 0.007447 s is the closest "
-    "to worker 0's S_3 = 0.006832 s (predicted wait 0.000615 s): grants 3 extra clocks\n"
-    "t=0.005535 s  DSSP: worker 1 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock "
-    "4), beyond s_L: I_f = 0.000692 s, I_s = 0.001356 s; its push F_2 = 0.006919 s is the closest "
-    "to worker 0's S_1 = 0.006832 s (predicted wait 0.000087 s): grants 2 extra clocks\n"
-    "t=0.005538 s  DSSP: worker 2 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock "
-    "4), beyond s_L: I_f = 0.000692 s, I_s = 0.001356 s; its push F_2 = 0.006922 s is the closest "
-    "to worker 0's S_1 = 0.006832 s (predicted wait 0.000090 s): grants 2 extra clocks\n"
-    "t=0.006919 s  DSSP: worker 1 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock "
-    "5), beyond s_L: I_f = 0.000692 s, I_s = 0.001356 s; its push F_1 = 0.007611 s is the closest "
-    "to worker 0's S_1 = 0.008188 s (predicted wait 0.000577 s): grants 1 extra clock\n"
-    "t=0.006922 s  DSSP: worker 2 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock "
-    "5), beyond s_L: I_f = 0.000692 s, I_s = 0.001356 s; its push F_1 = 0.007615 s is the closest "
-    "to worker 0's S_1 = 0.008188 s (predicted wait 0.000574 s): grants 1 extra clock\n"
-    "# end at t=0.007611 s: 24 updates, 2 waits (0 still waiting), 9 DSSP controller calls (6 "
+    "t=0.002763 s  worker 1 resumes at clock 3 after waiting 0.000575 s: the slowest worker is now"
+    " at clock 2\n"
+    "t=0.002763 s  worker 2 resumes at clock 3 after waiting 0.000572 s: the slowest worker is now"
+    " at clock 2\n"
+    "t=0.003477 s  DSSP: worker 1 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock "
+    "2), beyond s_L: I_f = 0.001290 s, I_s = 0.001356 s; its push F_3 = 0.007347 s is the closest "
+    "to worker 0's S_3 = 0.006832 s (predicted wait 0.000515 s): grants 3 extra clocks\n"
+    "t=0.003481 s  DSSP: worker 2 (the fastest, at clock 4) is 2 clocks ahead of worker 0 (clock "
+    "2), beyond s_L: I_f = 0.001290 s, I_s = 0.001356 s; its push F_3 = 0.007350 s is the closest "
+    "to worker 0's S_3 = 0.006832 s (predicted wait 0.000518 s): grants 3 extra clocks\n"
+    "t=0.005612 s  DSSP: worker 1 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock "
+    "4), beyond s_L: I_f = 0.000711 s, I_s = 0.001356 s; its push F_2 = 0.007035 s is the closest "
+    "to worker 0's S_1 = 0.006832 s (predicted wait 0.000203 s): grants 2 extra clocks\n"
+    "t=0.005615 s  DSSP: worker 2 (the fastest, at clock 7) is 3 clocks ahead of worker 0 (clock "
+    "4), beyond s_L: I_f = 0.000711 s, I_s = 0.001356 s; its push F_2 = 0.007038 s is the closest "
+    "to worker 0's S_1 = 0.006832 s (predicted wait 0.000206 s): grants 2 extra clocks\n"
+    "t=0.007035 s  DSSP: worker 1 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock "
+    "5), beyond s_L: I_f = 0.000711 s, I_s = 0.001356 s; its push F_1 = 0.007746 s is the closest "
+    "to worker 0's S_1 = 0.008188 s (predicted wait 0.000442 s): grants 1 extra clock\n"
+    "t=0.007038 s  DSSP: worker 2 (the fastest, at clock 9) is 4 clocks ahead of worker 0 (clock "
+    "5), beyond s_L: I_f = 0.000711 s, I_s = 0.001356 s; its push F_1 = 0.007750 s is the closest "
+    "to worker 0's S_1 = 0.008188 s (predicted wait 0.000439 s): grants 1 extra clock\n"
+    "# end at t=0.007746 s: 24 updates, 2 waits (0 still waiting), 9 DSSP controller calls (6 "
     "granted extra clocks)\n";
 // 0.1 ms cells. Worker 1: parameters arrive at 106.4 us (cell 0 mostly pull), compute to 692.2 us
 // (cells 1 to 6), push applied and blocked at 745.4 us (cell 7, marked), waits until 1406.4 us
@@ -340,12 +341,12 @@ const std::string TIMELINE_PLAIN =
     "              0ms         1.25ms       2.5ms       3.75ms     5ms\n"
     "w0 gtx1060   │▄█████████████▄████████████▄█████████████▄        │ 3 updates, 0 blocked, 0% "
     "waiting\n"
-    "w1 gtx1080ti │▄██████▼░░░░░░▄█████▄▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for "
-    "w0), 40% waiting\n"
-    "w2 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for "
-    "w0), 39% waiting\n"
-    "█ compute  ▄ communicate (push, pull)  ░ wait  ▼ blocked by the policy here (for wN: waiting for the "
-    "slowest worker, wN)  (the run ended at 0.0041192 s)\n";
+    "w1 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for"
+    " w0), 39% waiting\n"
+    "w2 gtx1080ti │▄██████▼░░░░░░▄██████▼░░░░░░██████▼░░░░░░░        │ 3 updates, 3 blocked (3 for"
+    " w0), 38% waiting\n"
+    "█ compute  ▄ communicate (push, pull)  ░ wait  ▼ blocked by the policy here (for wN: waiting "
+    "for the slowest worker, wN)  (the run ended at 0.0041192 s)\n";
 
 TEST_CASE("explain shows DSSP's controller calls with the predicted push times that chose r") {
   const Traced t = run_traced(stalesim::testing::scenario(straggler_json("dssp")));
