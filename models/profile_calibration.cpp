@@ -56,12 +56,21 @@ std::vector<CalibrationFigure> calibration_figures(const nlohmann::json& profile
   return out;
 }
 
-std::vector<CalibrationFigure> builtin_calibration(std::string_view name) {
+namespace {
+
+// The document of the built-in profile `name` (models/profiles/NAME.json); null when there is none.
+nlohmann::json builtin_document(std::string_view name) {
   for (auto text : builtin_profile_texts()) {
-    const auto j = nlohmann::json::parse(text);
-    if (j.value("name", "") == name) return calibration_figures(j);
+    auto j = nlohmann::json::parse(text);
+    if (j.value("name", "") == name) return j;
   }
-  return {};
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<CalibrationFigure> builtin_calibration(std::string_view name) {
+  return calibration_figures(builtin_document(name));
 }
 
 std::string derived_from(const nlohmann::json& profile) {
@@ -70,13 +79,7 @@ std::string derived_from(const nlohmann::json& profile) {
              : std::string();
 }
 
-std::string builtin_derived_from(std::string_view name) {
-  for (auto text : builtin_profile_texts()) {
-    const auto j = nlohmann::json::parse(text);
-    if (j.value("name", "") == name) return derived_from(j);
-  }
-  return {};
-}
+std::string builtin_derived_from(std::string_view name) { return derived_from(builtin_document(name)); }
 
 double predicted_images_per_s(const DeviceProfile& p, const CalibrationFigure& f, double efficiency) {
   return static_cast<double>(f.batch) / iteration_s(p, f, efficiency);
