@@ -4,13 +4,17 @@
 // the enum or reads the traits, never compares names. tests/layers/check_layers.sh fails the build's
 // tests when an algorithm name is compared as a string outside the loader.
 //
-// Adding a policy: a value here, its own header in sim/policies/, and its name, traits row and
-// make_policy() case in sim/policies/sync_policy.cpp; a policy with its own data flow adds its
-// worker protocol's file in sim/worker/, which its traits row names (PolicyTraits::own_protocol).
-// Adding a rule: a value here, its own
-// header (and .cpp) in sim/rules/, and its name, traits row and make_rule() case in
-// sim/rules/learning_rule.cpp. CONTRIBUTING.md shows a whole example of each.
+// Each policy and each rule is registered by one row (PolicyTraits, RuleTraits below): its name,
+// what it needs of the rest of the run, its fields and its factory; the names tables
+// (enum_names), make_policy and make_rule, and a policy's name() are read from the rows.
+// Adding a policy: a value here, its own header in sim/policies/, and its row in
+// sim/policies/sync_policy.cpp; a policy with its own data flow adds its worker protocol's file
+// in sim/worker/, which its row names (PolicyTraits::own_protocol). Adding a rule: a value here,
+// its own header (and .cpp) in sim/rules/, and its row in sim/rules/learning_rule.cpp.
+// CONTRIBUTING.md shows a whole example of each.
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -62,27 +66,34 @@ enum PolicyField : uint32_t {
 // (sim/worker/vap_protocol.cpp); make_protocol() calls it.
 class WorkerCore;
 class WorkerProtocol;
+class SyncPolicy;
+struct PolicySpec;
 using ProtocolFactory = std::unique_ptr<WorkerProtocol> (*)(WorkerCore&);
+// Builds the policy a spec names; `workers` sizes per-worker state.
+using PolicyFactory = std::unique_ptr<SyncPolicy> (*)(const PolicySpec& spec, int32_t workers);
 
+// A policy's registration row (sim/policies/sync_policy.cpp): one per policy, in PolicyType order.
 struct PolicyTraits {
   PolicyType type;
+  std::string_view name;  // policy.type's value in scenario files
   // The cache mode of the policy; for a policy with kPolicyCache, policy.cache chooses instead.
-  CacheMode cache;
+  CacheMode cache = CacheMode::kPullEveryIteration;
   // Workers fetch the parameters at every clock (pull mode) and never hold an update back:
   // what uniform order, bfasgd and crash events need. False for a cache mode other than
   // pull-every-iteration (see pulls_every_clock) and for vap, which holds updates.
-  bool pull_mode;
+  bool pull_mode = false;
   // The server averages a batch of pushes itself (softsync): optimizer.aggregate does not apply.
-  bool averages_pushes;
+  bool averages_pushes = false;
   // Parameter-sized vectors the policy keeps per worker (vap: the copy it checks reads against,
   // the in-transit sum and the held update) and at the server (softsync: the running sum), for
   // the memory estimate. Cache modes count their own (sim/estimate/memory_estimate.cpp).
-  double worker_vectors;
-  double server_vectors;
-  uint32_t fields;  // PolicyField bits: the policy.* fields that apply
+  double worker_vectors = 0;
+  double server_vectors = 0;
+  uint32_t fields = 0;  // PolicyField bits: the policy.* fields that apply
   // The policy's own worker protocol, or null: the flow its cache mode and cluster.order choose
   // (pull every iteration, the cache modes, uniform order; make_protocol, sim/worker/protocol.cpp).
-  ProtocolFactory own_protocol;
+  ProtocolFactory own_protocol = nullptr;
+  PolicyFactory make = nullptr;  // make_policy() calls it
 };
 const PolicyTraits& traits(PolicyType t);  // defined in sim/policies/sync_policy.cpp
 
@@ -97,19 +108,28 @@ enum RuleField : uint32_t {
   kRuleDcasgd = 1u << 2,  // optimizer.lambda, adaptive, ms_decay
 };
 
+class LearningRule;
+struct OptimizerSpec;
+// Builds the rule a spec names for `workers` workers and a model of `parameters` parameters.
+using RuleFactory = std::unique_ptr<LearningRule> (*)(const OptimizerSpec& spec, int32_t workers,
+                                                      int64_t parameters);
+
+// A rule's registration row (sim/rules/learning_rule.cpp): one per rule, in RuleType order.
 struct RuleTraits {
   RuleType type;
+  std::string_view name;  // optimizer.rule's value in scenario files
   // The rule decides each fetch and push itself (a gate): needs a pull-mode policy.
-  bool gates_transfers;
+  bool gates_transfers = false;
   // The rule reads the parameters a gradient was computed at (a snapshot per worker): workers
   // cannot drop their copy early by deferring the gradient.
-  bool reads_params;
+  bool reads_params = false;
   // Parameter-sized vectors the rule keeps, for the memory estimate: per worker (bfasgd: the
   // copy it last fetched), at the server, and at the server per worker (dcasgd's backups).
-  double worker_vectors;
-  double server_vectors;
-  double server_vectors_per_worker;
-  uint32_t fields;  // RuleField bits
+  double worker_vectors = 0;
+  double server_vectors = 0;
+  double server_vectors_per_worker = 0;
+  uint32_t fields = 0;         // RuleField bits
+  RuleFactory make = nullptr;  // make_rule() calls it
 };
 const RuleTraits& traits(RuleType t);  // defined in sim/rules/learning_rule.cpp
 
@@ -126,6 +146,14 @@ constexpr bool in_enum_order(const Table& t) {
   for (size_t i = 0; i < t.size(); ++i)
     if (static_cast<size_t>(t[i].type) != i) return false;
   return true;
+}
+
+// The names table (enum_names) of a family, read from its registration rows.
+template <class Row, size_t N>
+constexpr auto names_of(const std::array<Row, N>& rows) {
+  std::array<EnumName<decltype(Row::type)>, N> names{};
+  for (size_t i = 0; i < N; ++i) names[i] = {rows[i].type, rows[i].name};
+  return names;
 }
 
 inline std::string_view to_string(PolicyType t) { return enum_name(t); }

@@ -297,7 +297,6 @@ class ConstantDelayPolicy final : public SyncPolicy {
   // REQUIRES: delay >= 0, workers >= 1.
   ConstantDelayPolicy(int64_t delay, int32_t workers)
       : d_(std::min<int64_t>(delay, workers - 1)), free_at_(static_cast<size_t>(workers), 0) {}
-  std::string name() const override { return "constant-delay"; }
   bool may_start(int32_t w, const ClockTable&) override {
     return updates_ >= free_at_[static_cast<size_t>(w)];
   }

@@ -232,7 +232,6 @@ namespace {
 class SqrtStalenessRule final : public ScalarStepRule {
  public:
   using ScalarStepRule::ScalarStepRule;
-  std::string name() const override { return "sqrt-staleness"; }
   float step(const GradientInfo& info) const override {
     return static_cast<float>(lr_ / std::sqrt(1.0 + static_cast<double>(info.missed_updates())));
   }

@@ -22,9 +22,6 @@ namespace stalesim {
 class AllreducePolicy final : public SyncPolicy {
  public:
   explicit AllreducePolicy(AllReduce kind) : kind_(kind) {}
-  std::string name() const override {
-    return kind_ == AllReduce::kRing ? "allreduce-ring" : "allreduce-hierarchical";
-  }
   std::string bound_text() const override { return "all-reduce (s = 0)"; }
   // Never asked: a worker starts its next iteration when its part of the collective is done.
   bool may_start(int32_t, const ClockTable&) override { return true; }

@@ -8,7 +8,6 @@ namespace stalesim {
 
 class AspPolicy final : public SyncPolicy {
  public:
-  std::string name() const override { return "asp"; }
   std::string bound_text() const override { return "ASP (no bound)"; }
   bool may_start(int32_t, const ClockTable&) override { return true; }
   std::optional<int64_t> clock_bound() const override { return std::nullopt; }

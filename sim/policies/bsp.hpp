@@ -9,7 +9,6 @@ namespace stalesim {
 
 class BspPolicy final : public SyncPolicy {
  public:
-  std::string name() const override { return "bsp"; }
   std::string bound_text() const override { return "BSP (s = 0)"; }
   bool may_start(int32_t w, const ClockTable& clocks) override {
     return clocks.clock(w) <= clocks.min_clock();

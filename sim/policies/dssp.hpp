@@ -36,7 +36,6 @@ class DsspPolicy final : public SyncPolicy {
   using Grant = DsspGrant;  // sim/scenario/options.hpp
   // REQUIRES: s_lower >= 0, r_max >= 0, workers >= 1 (the scenario loader checks them).
   DsspPolicy(int64_t s_lower, int64_t r_max, Grant grant, int32_t workers);
-  std::string name() const override { return "dssp"; }
   void on_push(int32_t w, SimTime now, const ClockTable& clocks) override;
   bool may_start(int32_t w, const ClockTable& clocks) override;
   bool recheck_every_push() const override { return true; }

@@ -15,7 +15,6 @@ class EsspPolicy final : public SyncPolicy {
  public:
   // REQUIRES: staleness >= 0.
   explicit EsspPolicy(int64_t staleness) : s_(staleness) {}
-  std::string name() const override { return "essp"; }
   CacheMode cache_mode() const override { return CacheMode::kEager; }
   bool may_start(int32_t w, const ClockTable& clocks) override {
     return clocks.clock(w) - clocks.min_clock() <= s_;

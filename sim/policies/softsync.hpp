@@ -11,7 +11,6 @@ namespace stalesim {
 class SoftsyncPolicy final : public SyncPolicy {
  public:
   explicit SoftsyncPolicy(int64_t n) : n_(n) {}
-  std::string name() const override { return "softsync"; }
   bool may_start(int32_t, const ClockTable&) override { return true; }
   std::optional<int64_t> clock_bound() const override { return std::nullopt; }
   nlohmann::json facts() const override { return {{"type", "softsync"}, {"n", n_}}; }

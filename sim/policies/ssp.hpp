@@ -17,7 +17,6 @@ class SspPolicy final : public SyncPolicy {
   // REQUIRES: staleness >= 0.
   explicit SspPolicy(int64_t staleness, CacheMode cache = CacheMode::kPullEveryIteration)
       : s_(staleness), cache_(cache) {}
-  std::string name() const override { return "ssp"; }
   CacheMode cache_mode() const override { return cache_; }
   bool may_start(int32_t w, const ClockTable& clocks) override {
     return clocks.clock(w) - clocks.min_clock() <= s_;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <stdexcept>
 
 #include "sim/policies/allreduce.hpp"
 #include "sim/policies/asp.hpp"
@@ -93,79 +92,94 @@ int32_t ClockTable::slowest() const {
   return std::max(0, tree_[1]);
 }
 
+std::string SyncPolicy::name() const { return type_ ? std::string(enum_name(*type_)) : std::string(); }
+
 std::string SyncPolicy::bound_text() const {
   if (const auto b = clock_bound()) return "s = " + std::to_string(*b);
   return "policy " + name();
 }
 
-// ---- Registered policies: names, traits (sim/algorithms.hpp) and make_policy ------------------
+// ---- Registered policies: one row each (sim/algorithms.hpp) ----------------------------------
 
 namespace {
 
-constexpr auto kPolicyNames = std::to_array<EnumName<PolicyType>>({
-    {PolicyType::kBsp, "bsp"},
-    {PolicyType::kAsp, "asp"},
-    {PolicyType::kSsp, "ssp"},
-    {PolicyType::kEssp, "essp"},
-    {PolicyType::kDssp, "dssp"},
-    {PolicyType::kVap, "vap"},
-    {PolicyType::kSoftsync, "softsync"},
-    {PolicyType::kAllreduceRing, "allreduce-ring"},
-    {PolicyType::kAllreduceHierarchical, "allreduce-hierarchical"},
-});
+template <class P>
+std::unique_ptr<SyncPolicy> make_plain(const PolicySpec&, int32_t) {
+  return std::make_unique<P>();
+}
 
 // One row per policy, in PolicyType order. Pull mode: every policy that fetches at every clock.
 // softsync is one (its workers never wait and pull with each push); earlier versions kept two
 // lists here, and the crash-event check left softsync out while uniform order and bfasgd let it
 // in: crash events now accept softsync as they accept asp.
-constexpr auto kPolicyTraits = std::to_array<PolicyTraits>({
-    // type            cache mode                     pull  averages  worker server  fields, own protocol
-    {PolicyType::kBsp, CacheMode::kPullEveryIteration, true, false, 0, 0, 0, nullptr},
-    {PolicyType::kAsp, CacheMode::kPullEveryIteration, true, false, 0, 0, 0, nullptr},
-    {PolicyType::kSsp, CacheMode::kPullEveryIteration, true, false, 0, 0, kPolicyStaleness | kPolicyCache,
-     nullptr},
-    {PolicyType::kEssp, CacheMode::kEager, false, false, 0, 0, kPolicyStaleness, nullptr},
-    {PolicyType::kDssp, CacheMode::kPullEveryIteration, true, false, 0, 0, kPolicyStaleness | kPolicyRange,
-     nullptr},
-    {PolicyType::kVap, CacheMode::kPullEveryIteration, false, false, 3, 0, kPolicyValueBound,
-     make_vap_protocol},
-    {PolicyType::kSoftsync, CacheMode::kPullEveryIteration, true, true, 0, 1, kPolicyN, nullptr},
+constexpr auto kPolicies = std::to_array<PolicyTraits>({
+    {.type = PolicyType::kBsp, .name = "bsp", .pull_mode = true, .make = make_plain<BspPolicy>},
+    {.type = PolicyType::kAsp, .name = "asp", .pull_mode = true, .make = make_plain<AspPolicy>},
+    {.type = PolicyType::kSsp,
+     .name = "ssp",
+     .pull_mode = true,
+     .fields = kPolicyStaleness | kPolicyCache,
+     .make = [](const PolicySpec& s, int32_t) -> std::unique_ptr<SyncPolicy> {
+       return std::make_unique<SspPolicy>(s.staleness, s.cache);
+     }},
+    {.type = PolicyType::kEssp,
+     .name = "essp",
+     .cache = CacheMode::kEager,
+     .fields = kPolicyStaleness,
+     .make = [](const PolicySpec& s, int32_t) -> std::unique_ptr<SyncPolicy> {
+       return std::make_unique<EsspPolicy>(s.staleness);
+     }},
+    {.type = PolicyType::kDssp,
+     .name = "dssp",
+     .pull_mode = true,
+     .fields = kPolicyStaleness | kPolicyRange,
+     .make = [](const PolicySpec& s, int32_t workers) -> std::unique_ptr<SyncPolicy> {
+       return std::make_unique<DsspPolicy>(s.staleness, s.range, s.dssp_grant, workers);
+     }},
+    {.type = PolicyType::kVap,
+     .name = "vap",
+     .worker_vectors = 3,
+     .fields = kPolicyValueBound,
+     .own_protocol = make_vap_protocol,
+     .make = [](const PolicySpec& s, int32_t) -> std::unique_ptr<SyncPolicy> {
+       return std::make_unique<VapPolicy>(s.value_bound);
+     }},
+    {.type = PolicyType::kSoftsync,
+     .name = "softsync",
+     .pull_mode = true,
+     .averages_pushes = true,
+     .server_vectors = 1,
+     .fields = kPolicyN,
+     .make = [](const PolicySpec& s, int32_t) -> std::unique_ptr<SyncPolicy> {
+       return std::make_unique<SoftsyncPolicy>(s.n);
+     }},
     // All-reduce: no server, no fetch (sim/policies/allreduce.hpp); its workers keep a gradient.
-    {PolicyType::kAllreduceRing, CacheMode::kPullEveryIteration, false, false, 0, 0, 0,
-     make_allreduce_protocol},
-    {PolicyType::kAllreduceHierarchical, CacheMode::kPullEveryIteration, false, false, 0, 0, 0,
-     make_allreduce_protocol},
+    {.type = PolicyType::kAllreduceRing,
+     .name = "allreduce-ring",
+     .own_protocol = make_allreduce_protocol,
+     .make = [](const PolicySpec&, int32_t) -> std::unique_ptr<SyncPolicy> {
+       return std::make_unique<AllreducePolicy>(AllReduce::kRing);
+     }},
+    {.type = PolicyType::kAllreduceHierarchical,
+     .name = "allreduce-hierarchical",
+     .own_protocol = make_allreduce_protocol,
+     .make = [](const PolicySpec&, int32_t) -> std::unique_ptr<SyncPolicy> {
+       return std::make_unique<AllreducePolicy>(AllReduce::kHierarchical);
+     }},
 });
 
-static_assert(in_enum_order(kPolicyTraits));
+static_assert(in_enum_order(kPolicies));
+constexpr auto kPolicyNames = names_of(kPolicies);
 
 }  // namespace
 
 std::span<const EnumName<PolicyType>> enum_names(PolicyType) { return kPolicyNames; }
-const PolicyTraits& traits(PolicyType t) { return kPolicyTraits[static_cast<size_t>(t)]; }
+const PolicyTraits& traits(PolicyType t) { return kPolicies[static_cast<size_t>(t)]; }
 
 std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers) {
-  switch (spec.type) {
-    case PolicyType::kBsp:
-      return std::make_unique<BspPolicy>();
-    case PolicyType::kAsp:
-      return std::make_unique<AspPolicy>();
-    case PolicyType::kSsp:
-      return std::make_unique<SspPolicy>(spec.staleness, spec.cache);
-    case PolicyType::kEssp:
-      return std::make_unique<EsspPolicy>(spec.staleness);
-    case PolicyType::kVap:
-      return std::make_unique<VapPolicy>(spec.value_bound);
-    case PolicyType::kSoftsync:
-      return std::make_unique<SoftsyncPolicy>(spec.n);
-    case PolicyType::kDssp:
-      return std::make_unique<DsspPolicy>(spec.staleness, spec.range, spec.dssp_grant, workers);
-    case PolicyType::kAllreduceRing:
-      return std::make_unique<AllreducePolicy>(AllReduce::kRing);
-    case PolicyType::kAllreduceHierarchical:
-      return std::make_unique<AllreducePolicy>(AllReduce::kHierarchical);
-  }
-  throw std::invalid_argument("unknown policy type");
+  std::unique_ptr<SyncPolicy> p = traits(spec.type).make(spec, workers);
+  p->type_ = spec.type;
+  return p;
 }
 
 // The policy's own numbers, for what looks at a scenario before a run (the estimates): the policy

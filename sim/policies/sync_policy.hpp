@@ -7,7 +7,8 @@
 // start its next iteration right after its push is applied (push and pull travel as one RPC);
 // when the policy refuses, the worker waits at the server until a later push makes may_start true.
 //
-// Adding a policy: one header/source pair in sim/policies/, one case in make_policy().
+// Adding a policy: its header in sim/policies/ and its registration row (sim/algorithms.hpp,
+// PolicyTraits) in sync_policy.cpp; CONTRIBUTING.md shows an example.
 
 #include <cstdint>
 #include <deque>
@@ -105,7 +106,9 @@ class SyncPolicy {
  public:
   virtual ~SyncPolicy() = default;
   virtual CacheMode cache_mode() const { return CacheMode::kPullEveryIteration; }
-  virtual std::string name() const = 0;
+  // policy.type's value, from the policy's registration row (make_policy sets it); "" for a
+  // policy built otherwise (a test's).
+  std::string name() const;
   // May worker w (which has completed clocks.clock(w) iterations) start its next one?
   virtual bool may_start(int32_t w, const ClockTable& clocks) = 0;
   // Called after the server applied a push of worker w and advanced its clock.
@@ -141,9 +144,14 @@ class SyncPolicy {
     (void)w, (void)clock, (void)clocks, (void)noted_clock;
     return {};
   }
+
+ private:
+  friend std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers);
+  std::optional<PolicyType> type_;
 };
 
-// `workers` sizes per-worker state.
+// The policy `spec` names, built by its registration row (sim/algorithms.hpp); `workers` sizes
+// per-worker state.
 std::unique_ptr<SyncPolicy> make_policy(const PolicySpec& spec, int32_t workers);
 
 }  // namespace stalesim

@@ -25,7 +25,6 @@ class VapPolicy final : public SyncPolicy, public ValueGate {
  public:
   // REQUIRES: value_bound > 0.
   explicit VapPolicy(double value_bound) : v_(value_bound) {}
-  std::string name() const override { return "vap"; }
   bool may_start(int32_t, const ClockTable&) override { return true; }
   std::optional<int64_t> clock_bound() const override { return std::nullopt; }
   std::string bound_text() const override { return fmt::format("v = {}", v_); }

@@ -15,7 +15,6 @@ class BfasgdRule final : public FasgdRule, public TransferGate {
  public:
   BfasgdRule(const OptimizerSpec& spec, int64_t parameters)
       : FasgdRule(spec, parameters), c_fetch_(spec.c_fetch), c_push_(spec.c_push) {}
-  std::string name() const override { return "bfasgd"; }
   double fetch_probability() const override { return probability(c_fetch_); }
   double push_probability() const override { return probability(c_push_); }
   const TransferGate* transfer_gate() const override { return this; }

@@ -16,7 +16,6 @@ namespace stalesim {
 class DcasgdRule final : public LearningRule {
  public:
   DcasgdRule(const OptimizerSpec& spec, int64_t parameters);
-  std::string name() const override { return "dcasgd"; }
   double compute_update(std::span<float> update, std::span<const float> grad, const GradientInfo& info,
                         std::span<const float> params, std::span<const float> read_params) override;
   bool needs_read_params() const override { return true; }

@@ -19,7 +19,6 @@ namespace stalesim {
 class FasgdRule : public LearningRule {
  public:
   FasgdRule(const OptimizerSpec& spec, int64_t parameters);
-  std::string name() const override { return "fasgd"; }
   double compute_update(std::span<float> update, std::span<const float> grad, const GradientInfo& info,
                         std::span<const float> params, std::span<const float> read_params) override;
   double worker_step() const override { return lr_; }

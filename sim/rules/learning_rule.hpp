@@ -6,7 +6,8 @@
 // so every rule gets them.
 //
 // Adding a rule: its header (and .cpp) in sim/rules/, a RuleType value (sim/algorithms.hpp), and
-// its name, traits row and make_rule() case in sim/rules/learning_rule.cpp (CONTRIBUTING.md).
+// its registration row (RuleTraits: name, traits, fields, factory) in sim/rules/learning_rule.cpp
+// (CONTRIBUTING.md).
 
 #include <cstdint>
 #include <memory>
@@ -40,7 +41,6 @@ class TransferGate {
 class LearningRule {
  public:
   virtual ~LearningRule() = default;
-  virtual std::string name() const = 0;
   // Writes the update for `grad` into `update` (the server subtracts it from the parameters) and
   // returns the step's scalar factor, for records: lr scaled by what staleness implies (per-element
   // normalizations of FASGD excluded). `params` are the server's current parameters and

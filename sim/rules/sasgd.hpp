@@ -12,7 +12,6 @@ namespace stalesim {
 class SasgdRule final : public ScalarStepRule {
  public:
   using ScalarStepRule::ScalarStepRule;
-  std::string name() const override { return "sasgd"; }
   // The same float step as SGD when tau <= 1, so all-fresh runs match SGD bit for bit.
   float step(const GradientInfo& info) const override {
     const int64_t tau = info.missed_updates();

@@ -10,7 +10,6 @@ namespace stalesim {
 class SgdRule final : public ScalarStepRule {
  public:
   using ScalarStepRule::ScalarStepRule;
-  std::string name() const override { return "sgd"; }
   float step(const GradientInfo&) const override { return static_cast<float>(lr_); }
   double worker_step() const override { return static_cast<float>(lr_); }
 };

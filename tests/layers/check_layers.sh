@@ -41,11 +41,14 @@ names+='|fp32|fp16|bf16|bounded|literal|unbounded|paper|fred|star|racks|graph|ho
 # How runs end (sim/output/run_result.hpp, sim/sweep/sweep_status.hpp).
 names+='|completed|diverged|deadlock|interrupted|failed|not_run'
 names+='|virtual_time|max_updates|target_accuracy|no_events|rank_silent|rank_failed'
-# And every name of every enum's names table (STALESIM_ENUM_NAMES in base/, sim/, models/), so an
-# option that becomes an enum is covered without editing the lists above; "derived" is model.cost's
-# one value that is not a table's (ModelSpec::cost_derived()).
-enum_names=$(grep -rhoE --include='*.hpp' --include='*.cpp' '\{[A-Za-z_:]+::k[A-Za-z0-9_]+, "[A-Za-z0-9_.-]+"\}' base sim models |
-  sed -E 's/.*"([^"]+)"\}$/\1/; s/\./\\./g' | sort -u | tr '\n' '|')
+# And every name of every enum's names table (STALESIM_ENUM_NAMES in base/, sim/, models/) and of
+# every registration row (the policies' and learning rules' `.name = "..."` rows, which build their
+# enums' tables), so an option that becomes an enum is covered without editing the lists above;
+# "derived" is model.cost's one value that is not a table's (ModelSpec::cost_derived()).
+enum_names=$( {
+  grep -rhoE --include='*.hpp' --include='*.cpp' '\{[A-Za-z_:]+::k[A-Za-z0-9_]+, "[A-Za-z0-9_.-]+"\}' base sim models
+  grep -rhoE --include='*.hpp' --include='*.cpp' '\.name = "[A-Za-z0-9_.-]+"' base sim models
+} | sed -E 's/.*"([^"]+)"\}?$/\1/; s/\./\\./g' | sort -u | tr '\n' '|')
 # (A tree without tables, such as the tests' scratch trees, keeps the hand list alone.)
 [[ -n $enum_names ]] && names+="|${enum_names%|}"
 names+="|derived"
