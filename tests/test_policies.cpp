@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "base/rng.hpp"
@@ -76,6 +79,34 @@ TEST_CASE("every policy type has one name, a traits row and a policy that calls 
     CHECK(make_policy(spec, 3)->name() == n.name);
   }
   CHECK_FALSE(enum_from_name<PolicyType>("nope").has_value());  // the loader's "not one of" (test_scenario)
+}
+
+// Each registration row (issue 47 point 4) is a name users can write, so each is documented: the
+// policies as `"NAME"` in REFERENCE.md's "Policies" and "Learning rules" sections (softsync is
+// described among the rules), the rules as **`NAME`** items of "Learning rules". A row added
+// without its docs fails here.
+TEST_CASE("every registered policy and learning rule is documented in REFERENCE.md") {
+  std::ifstream in(std::string(STALESIM_SOURCE_DIR) + "/REFERENCE.md");
+  REQUIRE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  const size_t policies = doc.find("\n### Policies\n");
+  const size_t rules = doc.find("\n### Learning rules\n");
+  REQUIRE(policies != std::string::npos);
+  REQUIRE(rules != std::string::npos);
+  REQUIRE(rules > policies);
+  const size_t rules_end = doc.find("\n### ", rules + 1);
+  const std::string both = doc.substr(policies, rules_end - policies);
+  const std::string rules_text = doc.substr(rules, rules_end - rules);
+  for (const auto& n : enum_names(PolicyType{})) {
+    INFO("policy ", n.name);
+    CHECK(both.find("\"" + std::string(n.name) + "\"") != std::string::npos);
+  }
+  for (const auto& n : enum_names(RuleType{})) {
+    INFO("rule ", n.name);
+    CHECK(rules_text.find("**`" + std::string(n.name) + "`**") != std::string::npos);
+  }
 }
 
 TEST_CASE("pull mode comes from the traits: softsync pulls every clock, lazy ssp, essp and vap do not") {
