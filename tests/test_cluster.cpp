@@ -9,6 +9,7 @@
 
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
+#include "sim/estimate/estimate.hpp"
 #include "sim/policies/sync_policy.hpp"
 #include "sim/scenario/to_json.hpp"
 #include "sim/worker/cluster_schedule.hpp"
@@ -205,6 +206,72 @@ TEST_CASE("transfers queued on the server link add up exactly, with shards and p
     j["stop"]["max_updates"] = 2;
     CHECK(run(j).end_time.ns() == 2'001'000);
   }
+}
+
+TEST_CASE("the server's apply (server_apply_ns_per_parameter) adds to each push, one apply at a time") {
+  // Issue 42 point 4: the hand case above, one server, no overhead: pulls [0.1, 0.6] and
+  // [0.6, 1.1]; pushes leave at 0.901 and 1.401; the server's link holds each 0.5 ms, so the
+  // pushes are whole at the server at 1.501 and 2.001.
+  auto j = nlohmann::json::parse(R"({
+    "name": "hand", "model": { "type": "time-only", "parameters": 250000, "flops_per_sample": 150255 },
+    "optimizer": { "batch_size": 32 }, "policy": { "type": "bsp" },
+    "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 2 } ],
+                 "network": { "latency_us": 100, "bandwidth_gbps": 32, "server_bandwidth_gbps": 16,
+                              "server_apply_ns_per_parameter": 1 },
+                 "jitter": { "type": "none" } },
+    "stop": { "max_updates": 1 }, "eval": { "every_s": 100 } })");
+  const auto end_after = [&](int updates) {
+    j["stop"]["max_updates"] = updates;
+    return run(j).end_time.ns();
+  };
+  SUBCASE("1 ns per parameter: 0.25 ms per apply, shorter than the link's 0.5 ms: no queue") {
+    CHECK(end_after(1) == 1'751'000);
+    CHECK(end_after(2) == 2'251'000);
+  }
+  SUBCASE("4 ns per parameter: 1 ms per apply, longer than the link's: the second waits for the first") {
+    j["cluster"]["network"]["server_apply_ns_per_parameter"] = 4;
+    CHECK(end_after(1) == 2'501'000);
+    CHECK(end_after(2) == 3'501'000);  // whole at 2.001, applied from 2.501
+  }
+  SUBCASE("two shards each apply their half, at once: half the time a push") {
+    j["cluster"]["servers"] = 2;
+    j["cluster"]["network"]["server_apply_ns_per_parameter"] = 0;
+    const int64_t free1 = end_after(1), free2 = end_after(2);
+    j["cluster"]["network"]["server_apply_ns_per_parameter"] = 4;
+    CHECK(end_after(1) == free1 + 500'000);
+    CHECK(end_after(2) >= free2 + 500'000);
+  }
+  SUBCASE("a negative cost is refused, naming the field and its range") {
+    j["cluster"]["network"]["server_apply_ns_per_parameter"] = -1;
+    std::string err;
+    try {
+      testing::scenario(j);
+    } catch (const ScenarioError& e) {
+      err = e.what();
+    }
+    CHECK(err == "test.json: /cluster/network/server_apply_ns_per_parameter: expected a number in [0, 1000000], got -1");
+  }
+}
+
+TEST_CASE("a server slower than its workers applies at most one push per apply time, as estimated") {
+  // Six workers on fast links offer far more pushes than a 20 ms apply (100,000 parameters x
+  // 200 ns) lets through: the run's updates are bounded by the time over the apply, and the
+  // estimate names the apply as the bottleneck.
+  auto j = testing::time_only_json(3, 3);
+  j["policy"] = {{"type", "asp"}};
+  j["model"]["parameters"] = 100000;
+  j["cluster"]["network"]["bandwidth_gbps"] = 100;
+  j["cluster"]["network"]["server_apply_ns_per_parameter"] = 200;
+  j["stop"] = {{"virtual_time_s", 2}};
+  const Scenario s = testing::scenario(j);
+  const RunResult r = run_scenario(s);
+  CHECK(r.server_updates <= 100);  // 2 s / 20 ms
+  CHECK(r.server_updates >= 98);   // the first push arrives after a few ms
+  const RunEstimate e = estimate_run(s);
+  CHECK(e.bottleneck == "server apply");
+  CHECK(e.apply_s == doctest::Approx(0.02));
+  CHECK(e.describe().find("server apply 20 ms a push") != std::string::npos);
+  CHECK(static_cast<double>(r.server_updates) == doctest::Approx(e.expected_updates).epsilon(0.05));
 }
 
 TEST_CASE("per-group links time each group's transfers with its own latency and bandwidth") {

@@ -512,6 +512,11 @@ TEST_CASE(
   CHECK(profile["efficiency"] == 1.0);
   CHECK(network["latency_us"].get<double>() > 0);
   CHECK(network["bandwidth_gbps"].get<double>() > 0);
+  // The server's apply of one push, timed per parameter (issue 42 point 4): a memory-bound pass of
+  // a few ns a parameter on any machine this runs on, and printed.
+  CHECK(network["server_apply_ns_per_parameter"].get<double>() > 0.01);
+  CHECK(network["server_apply_ns_per_parameter"].get<double>() < 1000);
+  CHECK(cal.out.find(" ns per parameter (") != std::string::npos);
   // The batch mean it printed ("... gradient (batch 10, 2 at once): mean X us"), timed while
   // another thread computed gradients too (as the run's other worker rank does).
   const std::string printed = "gradient (batch 10, 2 at once): mean ";

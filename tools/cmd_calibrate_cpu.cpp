@@ -21,7 +21,9 @@
 #include "models/device_profile.hpp"
 #include "sim/build_info.hpp"
 #include "sim/output/run_folder.hpp"
+#include "sim/param_store.hpp"
 #include "sim/real/link_probe.hpp"
+#include "sim/rules/server_optimizer.hpp"
 #include "sim/simulation.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
 #include "sim/text.hpp"
@@ -57,6 +59,8 @@ std::string host_name() {
 
 struct GradientTiming {
   double at_batch_s = 0, at_one_s = 0;  // means
+  double apply_ns_per_parameter = 0;    // the server's apply of one push, per parameter (mean)
+  int64_t parameters = 0;               // the model's
   double flops_per_sample = 0;          // what a simulation of the scenario times
   std::string flops_from;
 };
@@ -115,6 +119,27 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
   GradientTiming g;
   g.at_batch_s = measure(s.optimizer.batch_size);
   g.at_one_s = measure(1);
+  // The server's apply of one push (ServerOptimizer::add, the code the real run's server runs:
+  // the scenario's rule, momentum and aggregate, a new version of the parameters) on a copy of
+  // them, with the other threads still computing: per parameter, what
+  // cluster.network.server_apply_ns_per_parameter charges.
+  {
+    const int64_t n = core.model().parameter_count();
+    g.parameters = n;
+    ServerOptimizer opt(s, s.cluster.worker_count(), n, /*math=*/true, core.model().update_kind());
+    ParamStore store(n);
+    std::copy(params.begin(), params.end(), store.write().begin());
+    core.model().loss_and_gradient(params, data.train, w.sampler->next(s.optimizer.batch_size), grad);
+    std::vector<double> t;
+    for (int32_t i = 0; i < warmup + repeats; ++i) {
+      const GradientInfo info{.worker = 0, .version_read = store.version(), .version_apply = store.version()};
+      const auto start = WallClock::now();
+      opt.add(store, grad, info, store.peek());
+      if (i >= warmup) t.push_back(std::chrono::duration<double>(WallClock::now() - start).count());
+    }
+    g.apply_ns_per_parameter = std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size()) *
+                               1e9 / static_cast<double>(std::max<int64_t>(n, 1));
+  }
   g.flops_per_sample = core.model().flops_per_sample();
   g.flops_from = "the model's own FLOPs per sample";
   if (const auto cost = find_cost_architecture(s.model.cost)) {
@@ -267,8 +292,10 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
         "calibrate --cpu: the {}-byte round trips ({} us) were not slower than the 8-byte ones ({} us): no "
         "bandwidth to fit; the machine is too loaded, or rerun with more --repeats",
         po.large_bytes, us(link->large_round_trip_s), us(link->small_round_trip_s)));
-  const nlohmann::ordered_json network = {{"latency_us", significant6(link->latency_s * 1e6)},
-                                          {"bandwidth_gbps", significant6(gbps)}};
+  const nlohmann::ordered_json network = {
+      {"latency_us", significant6(link->latency_s * 1e6)},
+      {"bandwidth_gbps", significant6(gbps)},
+      {"server_apply_ns_per_parameter", significant6(g.apply_ns_per_parameter)}};
   fs::create_directories(dir, ec);
   if (ec) throw IoError(fmt::format("{}: cannot create the folder: {}", escaped(c.out), ec.message()));
   write_calibrate_output(dir / "profile.json", profile_to_json(p).dump(2) + "\n", c.force);
@@ -277,10 +304,13 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
       "calibrate --cpu: {} gradient (batch {}, {} at once): mean {} us, batch 1 {} us -> profile \"{}\" "
       "({:.6g} "
       "TFLOP/s sustained, overhead {} us); MPI link: latency {} us (8-byte round trip median {} us, p90 {}), "
-      "bandwidth {:.4g} Gbit/s ({} MiB round trip median {} us); wrote {}/profile.json and {}/network.json\n",
+      "bandwidth {:.4g} Gbit/s ({} MiB round trip median {} us); server apply {:.4g} ns per parameter ({} a "
+      "push); wrote {}/profile.json and {}/network.json\n",
       to_string(c.scenario.model.type), B, c.concurrent, us(g.at_batch_s), us(g.at_one_s), escaped(name),
       peak_tflops, us(overhead), us(link->latency_s), us(link->small_round_trip_s), us(link->small_p90_s),
-      gbps, po.large_bytes >> 20, us(link->large_round_trip_s), escaped(c.out), escaped(c.out));
+      gbps, po.large_bytes >> 20, us(link->large_round_trip_s), g.apply_ns_per_parameter,
+      us(g.apply_ns_per_parameter * 1e-9 * static_cast<double>(g.parameters)) + " us", escaped(c.out),
+      escaped(c.out));
   return 0;
 }
 

@@ -567,6 +567,17 @@ RunEstimate estimate_run(const Scenario& s, const RunPlan& plan, int threads) {
     head_start = estimate_pace(s, e, unloaded, server, load && e.transfers_timed ? &*load : nullptr);
   }
   estimate_shares(e, wire_s, server, n);
+  // The server's own work: a shard applies one push at a time (WorkerCore::server_apply), so the
+  // pushes are at most one per apply time; a pace the network allows beyond that is the apply's.
+  if (!all_reduce && e.transfers_timed && c.network.server_apply_ns_per_parameter > 0) {
+    e.apply_s = e.push_bytes / 4.0 / c.servers * c.network.server_apply_ns_per_parameter * 1e-9;
+    e.apply_offered = e.iterations_per_s * e.apply_s;
+    if (e.apply_offered > 1) {
+      e.server_utilisation /= e.apply_offered;  // the links carry the apply's pace
+      e.iterations_per_s = 1 / e.apply_s;
+      e.bottleneck = "server apply";
+    }
+  }
 
   const double per_update = traits(s.policy.type).averages_pushes
                                 ? std::max(1.0, std::floor(n / static_cast<double>(s.policy.n)))
@@ -690,6 +701,12 @@ std::string RunEstimate::describe() const {
       "worker's time; bottleneck: {}{}\n",
       escaped(loaded_link), 100 * server_utilisation, server_offered, 100 * communication_share,
       escaped(bottleneck), lockstep ? " (lock-step policy: every clock waits for the slowest worker)" : "");
+  if (apply_s > 0)
+    out += fmt::format(
+        "estimate: server apply {} a push on each shard (cluster.network.server_apply_ns_per_parameter), "
+        "busy {:.1f}% "
+        "(offered {:.2f}x what it applies)\n",
+        seconds(apply_s), 100 * std::min(1.0, iterations_per_s * apply_s), apply_offered);
   out += fmt::format("estimate: {:.4g} updates per virtual second; about {:.0f} updates by t={} s{}\n",
                      updates_per_s, expected_updates, fmt::format("{:g}", expected_end_s),
                      lockstep  ? ""

@@ -91,24 +91,30 @@ struct RunEstimate {
   std::string bottleneck;                   // "compute", "worker link", "server link" or off the star
                                             // "link NAME" (the busiest link, where workers wait on links)
   double communication_share = 0;           // share of an average worker's time not computing
-  double iterations_per_s = 0;              // pushes per virtual second, all workers
-  double updates_per_s = 0;                 // server updates per virtual second (softsync: a push group each)
-  std::optional<double> virtual_time_s;     // stop.virtual_time_s
-  double expected_updates = 0;        // updates by the end: the virtual time's, capped by stop.max_updates
-  double expected_end_s = 0;          // virtual time when the run is expected to stop
-  double flops_per_sample = 0;        // what an iteration is timed by (the cost architecture's, if any)
-  double math_flops_per_sample = 0;   // what the run computes (0: time-only)
-  double wall_s = 0;                  // expected wall time on this machine (assumed_gflops above)
-  double gflops = 0;                  // the rate assumed for it
-  double math_gflop = 0;              // the math the run computes (wall_s's first part: / gflops)
-  double events = 0;                  // the events it processes (wall_s's second part: x event_us)
-  double part_events = 0;             // on the star: the shards' message parts past the first, in
-                                      // events (kShardPartEvents each)
-  double flow_passes = 0;             // off the star: flow slots passed over by its max-min
-                                      // recomputes (x kFlowPassEvents events each)
-  double event_us = kAssumedEventUs;  // the cost assumed per event
-  std::string rate_note;              // "": the rates are assumed; else where the measured ones come
-                                      // from (use_machine_rate, sim/estimate/calibration.hpp)
+  // The server's own work (cluster.network.server_apply_ns_per_parameter > 0): one push's apply on a
+  // shard, and the share of the time a shard spends applying at the expected pace (<= 1). Where
+  // the network's pace would offer more than a shard can apply, the pace is the apply's and the
+  // bottleneck "server apply".
+  double apply_s = 0;
+  double apply_offered = 0;              // pushes offered x apply_s at the network's pace (> 1: saturated)
+  double iterations_per_s = 0;           // pushes per virtual second, all workers
+  double updates_per_s = 0;              // server updates per virtual second (softsync: a push group each)
+  std::optional<double> virtual_time_s;  // stop.virtual_time_s
+  double expected_updates = 0;           // updates by the end: the virtual time's, capped by stop.max_updates
+  double expected_end_s = 0;             // virtual time when the run is expected to stop
+  double flops_per_sample = 0;           // what an iteration is timed by (the cost architecture's, if any)
+  double math_flops_per_sample = 0;      // what the run computes (0: time-only)
+  double wall_s = 0;                     // expected wall time on this machine (assumed_gflops above)
+  double gflops = 0;                     // the rate assumed for it
+  double math_gflop = 0;                 // the math the run computes (wall_s's first part: / gflops)
+  double events = 0;                     // the events it processes (wall_s's second part: x event_us)
+  double part_events = 0;                // on the star: the shards' message parts past the first, in
+                                         // events (kShardPartEvents each)
+  double flow_passes = 0;                // off the star: flow slots passed over by its max-min
+                                         // recomputes (x kFlowPassEvents events each)
+  double event_us = kAssumedEventUs;     // the cost assumed per event
+  std::string rate_note;                 // "": the rates are assumed; else where the measured ones come
+                                         // from (use_machine_rate, sim/estimate/calibration.hpp)
   MemoryEstimate memory;
   std::vector<std::string> warnings;  // one sentence each
   std::string topology;               // off the star: its lines (sim/network/link_load.hpp)

@@ -18,14 +18,17 @@
 namespace stalesim {
 
 struct NetworkSpec {
-  double latency_us = 50.0;                     // one-way latency of each worker's link
-  double bandwidth_gbps = 10.0;                 // each worker's link, gigabits per second
-  double server_bandwidth_gbps = 10.0;          // each server shard's link, shared in arrival order
-                                                // Default: equal to bandwidth_gbps.
-  double latency_sigma = 0.0;                   // per-message latency jitter: latency x lognormal factor of
-                                                // mean 1 with this log standard deviation; 0 = none
-  double message_overhead_us = 0.0;             // per message and shard: time the server link is busy on
-                                                // top of the bytes (request handling, serialization)
+  double latency_us = 50.0;             // one-way latency of each worker's link
+  double bandwidth_gbps = 10.0;         // each worker's link, gigabits per second
+  double server_bandwidth_gbps = 10.0;  // each server shard's link, shared in arrival order
+                                        // Default: equal to bandwidth_gbps.
+  double latency_sigma = 0.0;           // per-message latency jitter: latency x lognormal factor of
+                                        // mean 1 with this log standard deviation; 0 = none
+  double message_overhead_us = 0.0;     // per message and shard: time the server link is busy on
+                                        // top of the bytes (request handling, serialization)
+  // The server's own work where a push ends its way: applying it costs each shard this many ns
+  // per float of its part of the push, one push at a time per shard (0: the apply is free).
+  double server_apply_ns_per_parameter = 0.0;
   TopologyKind topology = TopologyKind::kStar;  // star | racks | graph (sim/scenario/topology_spec.hpp)
   RacksSpec racks;                              // racks only
   GraphSpec graph;                              // graph only

@@ -392,6 +392,21 @@ std::vector<FieldInfo> network_fields(const Scenario& d) {
        .doc = "Per message and shard, time the server link is busy on top of the bytes.",
        .set = set_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::message_overhead_us>,
        .get = get_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::message_overhead_us>},
+      {.path = "/cluster/network/server_apply_ns_per_parameter",
+       .type = F::kNumber,
+       .unit = "ns",
+       .minimum = 0,
+       .maximum = 1e6,
+       .default_value = d.cluster.network.server_apply_ns_per_parameter,
+       .applies_to = "a timed run with a parameter server",
+       .applies_key = "/cluster/order",
+       .doc = "The server's own work: a shard applies one push at a time, each taking this many ns "
+              "per float of its part of the push (stalesim calibrate --cpu measures it for the "
+              "scenario's rule); 0: applying is free.",
+       .applies =
+           [](const Scenario& s) { return s.cluster.order == Order::kTimed && !s.policy.all_reduce(); },
+       .set = set_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::server_apply_ns_per_parameter>,
+       .get = get_m<&Scenario::cluster, &ClusterSpec::network, &NetworkSpec::server_apply_ns_per_parameter>},
   };
 }
 

@@ -46,6 +46,7 @@ WorkerCore::WorkerCore(const Scenario& s, const DataSplit& d, const RunPlan& p)
   result_.metric_name = model_->metric_name();
   store_ = std::make_unique<ParamStore>(math_ ? model_->parameter_count() : 0);
   message_bytes_ = model_->wire_bytes();
+  apply_ns_per_float_ = s.cluster.network.server_apply_ns_per_parameter / s.cluster.servers;
   // The plan (and with it the estimates made before a run, sim/estimate/) sizes the model by
   // model_size; the run holds it to the model it built, so the two accounts cannot drift apart
   // unnoticed.
@@ -227,7 +228,9 @@ void WorkerCore::push_notice(Worker& w) {
   ++result_.skipped_push;
   if (direct_) return direct_->push_sent(w);
   set_state(w, WorkerState::kCommunicating, Activity::kPush);
-  engine_.schedule_in(latency_of(w), kPushApplied, static_cast<uint32_t>(w.id), w.gen);
+  // The server re-applies w's last gradient: a whole pass, as for a push of the parameters' size.
+  engine_.schedule(server_apply(engine_.now() + latency_of(w), message_bytes_), kPushApplied,
+                   static_cast<uint32_t>(w.id), w.gen);
 }
 
 void WorkerCore::push(Worker& w, int64_t bytes) {
@@ -243,7 +246,16 @@ void WorkerCore::push(Worker& w, int64_t bytes) {
 void WorkerCore::on_push_at_server(Worker& w) {
   const int64_t bytes = w.push_bytes.front();
   w.push_bytes.pop_front();
-  engine_.schedule(push_through(w, engine_.now(), bytes), kPushApplied, static_cast<uint32_t>(w.id), w.gen);
+  engine_.schedule(server_apply(push_through(w, engine_.now(), bytes), bytes), kPushApplied,
+                   static_cast<uint32_t>(w.id), w.gen);
+}
+
+SimTime WorkerCore::server_apply(SimTime through, int64_t bytes) {
+  if (apply_ns_per_float_ == 0) return through;
+  const SimTime start = max(through, apply_free_);
+  apply_free_ =
+      start + SimTime::from_ns(std::llround(static_cast<double>(bytes) / 4.0 * apply_ns_per_float_));
+  return apply_free_;
 }
 
 void WorkerCore::next_clock(Worker& w, bool min_rose) {

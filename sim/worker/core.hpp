@@ -151,6 +151,9 @@ class WorkerCore {
   void push_notice(Worker& w);
   // A push's first byte reached the server (cut-through: it is applied when the last is in).
   void on_push_at_server(Worker& w);
+  // When a push of `bytes`, whole at the server at `through`, has been applied: `through` plus
+  // its shards' apply time, behind the applies before it (cluster.network.server_apply_ns_per_parameter).
+  SimTime server_apply(SimTime through, int64_t bytes);
   // After w's push was applied (and the run goes on): w starts its next clock if the policy lets
   // it, else waits at the server; waiting workers the policy now allows are granted, in worker
   // order (when the minimum clock rose or the policy rechecks every push); a run in which every
@@ -265,6 +268,11 @@ class WorkerCore {
   int64_t message_bytes_ = 0;
   DirectDelivery* direct_ = nullptr;
   SimTime granted_through_;  // when the parameters of the latest grant had left the links
+  // The server's own work (cluster.network.server_apply_ns_per_parameter; 0: free): every shard applies
+  // its part of each push, one at a time; the shards split the parameters evenly and receive every
+  // push, so one timeline serves them all: when the last apply ends.
+  double apply_ns_per_float_ = 0;
+  SimTime apply_free_;
   // Pull modes with a model that can split its gradient (Model::can_defer_gradient): a worker
   // begins its gradient when the server reads the parameters for it and holds the factors, not
   // the parameters, until its push is applied. Same gradients; memory grows with live versions
