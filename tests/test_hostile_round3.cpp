@@ -359,6 +359,24 @@ TEST_CASE("check_layers fails on a file read outside base/file_read, so a new re
   CHECK(WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >/dev/null 2>&1").c_str())) == 0);
 }
 
+TEST_CASE("check_layers fails when sim/data/ includes a header above it (the scenario loader's)") {
+  // Issue 47: sim/data/dataset.cpp included sim/scenario/spec.hpp for ScenarioError alone, an
+  // arrow from the datasets up to the loader that parses them; the error is base/errors.hpp's now.
+  Scratch s("layers-data");
+  for (const char* d : {"sim/data", "sim/scenario", "models", "base", "tools"}) fs::create_directories(s.path / d);
+  const std::string script = std::string(STALESIM_SOURCE_DIR) + "/tests/layers/check_layers.sh";
+  const std::string out = (s.path / "out.txt").string();
+  const auto status = [&] {
+    return WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >" + q(out) + " 2>&1").c_str()));
+  };
+  s.write("sim/data/dataset.cpp", "#include \"sim/data/dataset.hpp\"\n#include \"base/errors.hpp\"\n");
+  CHECK(status() == 0);
+  s.write("sim/data/dataset.cpp", "#include \"sim/data/dataset.hpp\"\n#include \"sim/scenario/spec.hpp\"\n");
+  CHECK(status() == 1);
+  CHECK(has(slurp(out), "a lower layer includes a higher one"));
+  CHECK(has(slurp(out), "sim/data/dataset.cpp:2:"));
+}
+
 TEST_CASE("check_layers fails on getenv in the library, which the CLI alone may read (tools/cli.hpp)") {
   Scratch s("layers-env");
   for (const char* d : {"sim", "models", "base", "tools"}) fs::create_directories(s.path / d);

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/scenario/spec.hpp"
+#include "base/errors.hpp"
 
 namespace stalesim {
 namespace {

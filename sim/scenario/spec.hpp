@@ -1,6 +1,6 @@
 #pragma once
 // The spec structs of a scenario that need no model and no device: errors, optimizer, policy,
-// compute, stop and eval (DESIGN.md section 1). Policies and rules include this header, which
+// compute, stop and eval (DESIGN.md section 1); the errors are base/errors.hpp's. Policies and rules include this header, which
 // includes nothing from models/; the cluster (devices, network, jitter, schedule) is
 // sim/scenario/cluster_spec.hpp, the whole Scenario (with its data and model specs)
 // sim/scenario/scenario.hpp.
@@ -14,17 +14,11 @@
 #include <string_view>
 #include <vector>
 
+#include "base/errors.hpp"  // ScenarioError
 #include "sim/algorithms.hpp"
 #include "sim/scenario/options.hpp"
 
 namespace stalesim {
-
-// Bad scenario input. what() reads "<origin>: <json path>: <problem>", e.g.
-// "scenarios/ssp.json: /policy/staleness: expected an integer >= 0, got -3".
-class ScenarioError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 enum class Aggregate { kSum, kMean };
 std::span<const EnumName<Aggregate>> enum_names(Aggregate);

@@ -10,7 +10,9 @@
 #     So are how a run ended and why (RunStatus, StopReason: sim/output/run_result.hpp) and how a
 #     sweep's run ended (SweepStatus: sim/sweep/sweep_status.hpp), parsed with enum_from_name where
 #     a summary.json, sweep.json or sweep.csv is read.
-#  2. base/ includes nothing from sim/ or models/; models/ includes nothing from sim/.
+#  2. base/ includes nothing from sim/ or models/; models/ includes nothing from sim/; sim/data/
+#     (the datasets, below the scenario loader) includes nothing from sim/ outside itself: the
+#     error it throws for a bad field is base/errors.hpp's ScenarioError (issue 47).
 #  3. No dynamic_cast to a policy or a learning rule outside their own folders: explain.cpp and the
 #     recorders ask the SyncPolicy interface, the worker protocols (sim/worker/) get the VAP policy
 #     from the factory that builds it and B-FASGD's gate from LearningRule::transfer_gate().
@@ -65,9 +67,10 @@ if [[ -n "$compares" ]]; then
   fail=1
 fi
 
-up=$(grep -rnE '#include "(sim|models)/' base; grep -rnE '#include "sim/' models)
+up=$(grep -rnE '#include "(sim|models)/' base; grep -rnE '#include "sim/' models
+     grep -rnsE '#include "sim/' sim/data | grep -v '#include "sim/data/')
 if [[ -n "$up" ]]; then
-  echo "check_layers: a lower layer includes a higher one (base/ < models/ < sim/):"
+  echo "check_layers: a lower layer includes a higher one (base/ < models/ < sim/data/ < the rest of sim/):"
   echo "$up"
   fail=1
 fi
