@@ -56,7 +56,7 @@ void RealServer::on_cache_push_applied(Worker& w) {
   auto [p, grad] = std::move(s.pending.front());
   s.pending.pop_front();
   const int64_t now = since(epoch_);
-  record_timing(w.id, p, p.wait_ns, std::max<int64_t>(0, now - p.sent_at_ns), now);
+  record_timing(w.id, p, p.wait_ns, std::max<int64_t>(0, now - p.sent_at_ns), now, std::nullopt);
   GradientInfo info{w.id, p.read_version, c_.store().version(), p.read_staleness};
   if (!c_.check_loss(w, p.loss)) return;
   c_.count_loss(p.loss);

@@ -134,6 +134,6 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options);
 
 // timing.csv's header line.
 inline constexpr const char* kTimingCsvHeader =
-    "worker,iteration,granted_s,compute_s,padding_s,wait_s,communicate_s,applied_s\n";
+    "worker,iteration,granted_s,compute_s,padding_s,wait_s,communicate_s,applied_s,pull_s,push_s,server_s\n";
 
 }  // namespace stalesim

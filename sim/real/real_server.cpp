@@ -57,9 +57,12 @@ std::optional<double> RealServer::apply_gradient(Worker& w, GradientInfo& info) 
   const int64_t wait = s.applied_at < 0 ? 0 : std::max<int64_t>(0, s.granted_at - s.applied_at);
   const int64_t comm = std::max<int64_t>(0, s.push.params_at_ns - s.granted_at) +
                        std::max<int64_t>(0, now - s.push.sent_at_ns);
+  const CommSplit split{.pull = std::max<int64_t>(0, s.push.params_at_ns - s.granted_at),
+                        .push = std::max<int64_t>(0, s.push_received_at - s.push.sent_at_ns),
+                        .server = std::max<int64_t>(0, now - s.push_received_at)};
   PushHeader p = s.push;
   p.params_at_ns = s.granted_at;
-  record_timing(w.id, p, wait, comm, now);
+  record_timing(w.id, p, wait, comm, now, split);
   s.applied_at = now;
   if (std::isfinite(s.push.loss)) order_apply(w.id, info);  // else the run stops as diverged
   return apply_computed(w, info, s.push.loss, s.grad);
@@ -118,10 +121,12 @@ void RealServer::stop_shards() {
   for (auto& q : order_out_) q.wait_all();
 }
 
-void RealServer::record_timing(int32_t w, const PushHeader& p, int64_t wait, int64_t comm, int64_t now) {
+void RealServer::record_timing(int32_t w, const PushHeader& p, int64_t wait, int64_t comm, int64_t now,
+                               std::optional<CommSplit> split) {
   Slot& s = slots_[static_cast<size_t>(w)];
-  timing_ += fmt::format("{},{},{},{},{},{},{},{}\n", w, p.iteration, p.params_at_ns / 1e9,
-                         p.compute_ns / 1e9, p.padding_ns / 1e9, wait / 1e9, comm / 1e9, now / 1e9);
+  timing_ += fmt::format("{},{},{},{},{},{},{},{},", w, p.iteration, p.params_at_ns / 1e9, p.compute_ns / 1e9,
+                         p.padding_ns / 1e9, wait / 1e9, comm / 1e9, now / 1e9);
+  timing_ += split ? fmt::format("{},{},{}\n", split->pull / 1e9, split->push / 1e9, split->server / 1e9) : ",,\n";
   s.compute_ns += p.compute_ns + p.padding_ns;
   s.wait_ns += wait;
   s.comm_ns += comm;
@@ -171,6 +176,7 @@ bool RealServer::receive_pushes(bool stopping) {
     }
     if (!cache_) {
       s.push = p;
+      s.push_received_at = now;
       s.grad.swap(grad);
       s.busy = false;
       if (stopping) send_stop(w);
@@ -189,6 +195,11 @@ bool RealServer::receive_pushes(bool stopping) {
       grad = {};
     }
     schedule_push(wk, s, bytes, now);
+    // Measured timing: one push at a time, so that it is applied (and its worker's parameters
+    // sent) before the server blocks in the next push's receive: a receive of the next push first
+    // held the one in hand for a whole transfer (head-of-line blocking, which a parameter server
+    // applying as pushes arrive does not have).
+    if (!opt_.emulated) break;
   }
   return any;
 }

@@ -44,6 +44,7 @@ class RealServer final : public PullProtocol, public DirectDelivery {
     std::vector<float> grad;
     PushHeader push;
     int64_t granted_at = -1, applied_at = -1, heard_at = 0;
+    int64_t push_received_at = 0;  // pull modes: when the server had the whole push (timing.csv)
     bool busy = false;     // pull modes: computing, or its push not yet received
     bool stopped = false;  // told the run is over (cache modes: and its bye received)
     int64_t compute_ns = 0, wait_ns = 0, comm_ns = 0;
@@ -75,7 +76,14 @@ class RealServer final : public PullProtocol, public DirectDelivery {
   // Schedules a received push's arrival (emulated: after the worker's link and the latency).
   void schedule_push(Worker& w, const Slot& s, int64_t bytes, int64_t now);
   void evaluate(uint64_t k);
-  void record_timing(int32_t w, const PushHeader& p, int64_t wait, int64_t comm, int64_t now);
+  // One timing.csv row. `split` (pull modes): the communication's parts, in ns: the parameters'
+  // way to the worker (grant to arrival), the push's (sent to whole at the server) and the
+  // server's own time (whole to applied); the cache modes leave them empty.
+  struct CommSplit {
+    int64_t pull = 0, push = 0, server = 0;
+  };
+  void record_timing(int32_t w, const PushHeader& p, int64_t wait, int64_t comm, int64_t now,
+                     std::optional<CommSplit> split);
   // The watchdog: a worker the server expects a message from, silent for longer than watchdog_s.
   std::optional<int32_t> silent_worker(int64_t now) const;
   void fail(StopReason reason, const std::string& detail, int code = kExitFailed);
