@@ -579,10 +579,10 @@ TEST_CASE("where messages share the server's link the star's FIFO is faster than
   // spend most of their time on the server's link. The star serves one message at a time, so the
   // first worker computes while the next message is on the link; the flows share the link and
   // end messages together, and then every worker computes while the link idles. The flows'
-  // iterations are longer by more than a fifth under BSP and ASP alike. A real network shares as
-  // the flows do (tools/validate-real-star-sharing.json: two equal ranks on 1 Gbit/s kernel
-  // links, BSP 19% slower than the star predicts and within 2% of the flows): the star is the
-  // model to change.
+  // iterations are longer by more than a fifth under BSP and ASP alike. Which one a real run
+  // follows is its server's: stalesim real's server receives one push at a time, and two equal
+  // ranks on 1 Gbit/s kernel links run within 8% of the star and 12-21% faster than the flows
+  // (tools/validate-real-star-sharing.json; REFERENCE.md, "Topologies").
   for (const char* policy : {"bsp", "asp"}) {
     CAPTURE(policy);
     const double star = mean_iteration_s(run(agree_json(policy, 1, 2, 2, false)));
