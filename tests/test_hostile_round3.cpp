@@ -363,11 +363,13 @@ TEST_CASE("check_layers fails when sim/data/ includes a header above it (the sce
   // Issue 47: sim/data/dataset.cpp included sim/scenario/spec.hpp for ScenarioError alone, an
   // arrow from the datasets up to the loader that parses them; the error is base/errors.hpp's now.
   Scratch s("layers-data");
-  for (const char* d : {"sim/data", "sim/scenario", "models", "base", "tools"}) fs::create_directories(s.path / d);
+  for (const char* d : {"sim/data", "sim/scenario", "models", "base", "tools"})
+    fs::create_directories(s.path / d);
   const std::string script = std::string(STALESIM_SOURCE_DIR) + "/tests/layers/check_layers.sh";
   const std::string out = (s.path / "out.txt").string();
   const auto status = [&] {
-    return WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >" + q(out) + " 2>&1").c_str()));
+    return WEXITSTATUS(
+        std::system(("bash " + q(script) + " " + q(s.str()) + " >" + q(out) + " 2>&1").c_str()));
   };
   s.write("sim/data/dataset.cpp", "#include \"sim/data/dataset.hpp\"\n#include \"base/errors.hpp\"\n");
   CHECK(status() == 0);

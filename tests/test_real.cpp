@@ -96,8 +96,8 @@ TEST_CASE("a real 2-worker SSP run agrees with its simulation within loose bound
   // timing.csv: one row per applied gradient, with the padding to the emulated 10 and 30 ms.
   const std::string timing = slurp(t.path / "real" / "timing.csv");
   CHECK(
-      timing.starts_with(
-          "worker,iteration,granted_s,compute_s,padding_s,wait_s,communicate_s,applied_s,pull_s,push_s,server_s\n"));
+      timing.starts_with("worker,iteration,granted_s,compute_s,padding_s,wait_s,communicate_s,applied_s,pull_"
+                         "s,push_s,server_s\n"));
   CHECK(static_cast<int64_t>(std::count(timing.begin(), timing.end(), '\n')) - 1 ==
         s["server_updates"].get<int64_t>());
   // Compute plus padding: the emulated iteration (iteration_ms 10 and 30, lognormal jitter of
@@ -117,8 +117,8 @@ TEST_CASE("a real 2-worker SSP run agrees with its simulation within loose bound
     // The communication's parts (the parameters' way, the push's, the server's own time) add up
     // to it.
     double wait = 0, comm = 0, applied = 0, pull = 0, push = 0, server = 0;
-    REQUIRE(std::sscanf(line.c_str(), "%*d,%*d,%*f,%*f,%*f,%lf,%lf,%lf,%lf,%lf,%lf", &wait, &comm, &applied, &pull,
-                        &push, &server) == 6);
+    REQUIRE(std::sscanf(line.c_str(), "%*d,%*d,%*f,%*f,%*f,%lf,%lf,%lf,%lf,%lf,%lf", &wait, &comm, &applied,
+                        &pull, &push, &server) == 6);
     CHECK(pull >= 0);
     CHECK(push >= 0);
     CHECK(server >= 0);

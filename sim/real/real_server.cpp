@@ -126,7 +126,8 @@ void RealServer::record_timing(int32_t w, const PushHeader& p, int64_t wait, int
   Slot& s = slots_[static_cast<size_t>(w)];
   timing_ += fmt::format("{},{},{},{},{},{},{},{},", w, p.iteration, p.params_at_ns / 1e9, p.compute_ns / 1e9,
                          p.padding_ns / 1e9, wait / 1e9, comm / 1e9, now / 1e9);
-  timing_ += split ? fmt::format("{},{},{}\n", split->pull / 1e9, split->push / 1e9, split->server / 1e9) : ",,\n";
+  timing_ +=
+      split ? fmt::format("{},{},{}\n", split->pull / 1e9, split->push / 1e9, split->server / 1e9) : ",,\n";
   s.compute_ns += p.compute_ns + p.padding_ns;
   s.wait_ns += wait;
   s.comm_ns += comm;

@@ -1,7 +1,8 @@
 #pragma once
 // The spec structs of a scenario that need no model and no device: errors, optimizer, policy,
-// compute, stop and eval (DESIGN.md section 1); the errors are base/errors.hpp's. Policies and rules include this header, which
-// includes nothing from models/; the cluster (devices, network, jitter, schedule) is
+// compute, stop and eval (DESIGN.md section 1); the errors are base/errors.hpp's. Policies and
+// rules include this header, which includes nothing from models/; the cluster (devices, network,
+// jitter, schedule) is
 // sim/scenario/cluster_spec.hpp, the whole Scenario (with its data and model specs)
 // sim/scenario/scenario.hpp.
 
