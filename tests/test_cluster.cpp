@@ -51,18 +51,6 @@ Moments moments(const JitterSampler& js, uint64_t seed, int n) {
   return {m, sq / n - m * m};
 }
 
-// test_simulation's hand-computed BSP case: two gtx1080ti, 0.201 ms compute, 1,000,000-byte
-// messages, worker links 0.25 ms, server link 0.5 ms, latency 0.1 ms, one update.
-nlohmann::json hand_bsp_json() {
-  return nlohmann::json::parse(R"({
-    "name": "hand", "model": { "type": "time-only", "parameters": 250000, "flops_per_sample": 150255 },
-    "optimizer": { "batch_size": 32 }, "policy": { "type": "bsp" },
-    "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 2 } ],
-                 "network": { "latency_us": 100, "bandwidth_gbps": 32, "server_bandwidth_gbps": 16 },
-                 "jitter": { "type": "none" } },
-    "stop": { "max_updates": 1 }, "eval": { "every_s": 100 } })");
-}
-
 }  // namespace
 
 TEST_CASE("every jitter sampler has the mean and variance its parameters promise") {
@@ -188,7 +176,7 @@ TEST_CASE("transfers queued on the server link add up exactly, with shards and p
   // The timeline of test_simulation's hand-computed BSP case (two gtx1080ti, 0.201 ms compute,
   // 1,000,000-byte messages, worker links 0.25 ms, server link 0.5 ms, latency 0.1 ms): the
   // server's link is the slower, so it sets each message's time (cut-through).
-  auto j = hand_bsp_json();
+  auto j = testing::hand_bsp_json();
   j["cluster"]["network"]["message_overhead_us"] = 10;
   SUBCASE("one server, 10 us per message") {
     // Pulls [0.1, 0.61] and [0.61, 1.12]; arrive 0.71 and 1.22; pushes leave at 0.911 and 1.421,
@@ -218,7 +206,7 @@ TEST_CASE("the server's apply (server_apply_ns_per_parameter) adds to each push,
   // Issue 42 point 4: the hand case above, one server, no overhead: pulls [0.1, 0.6] and
   // [0.6, 1.1]; pushes leave at 0.901 and 1.401; the server's link holds each 0.5 ms, so the
   // pushes are whole at the server at 1.501 and 2.001.
-  auto j = hand_bsp_json();
+  auto j = testing::hand_bsp_json();
   j["cluster"]["network"]["server_apply_ns_per_parameter"] = 1;
   const auto end_after = [&](int updates) {
     j["stop"]["max_updates"] = updates;

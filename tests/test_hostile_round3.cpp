@@ -47,10 +47,9 @@ fs::path forge_temporary(const fs::path& parent, const std::string& kind, long p
                          const std::string& token = "0123456789abcdef") {
   const fs::path dir = parent / (".stalesim-" + kind + "-" + std::to_string(pid) + "-" + token);
   fs::create_directories(dir);
-  std::ofstream(dir / ".stalesim-temporary")
-      << json{{"stalesim_temporary", 1}, {"kind", kind},   {"pid", pid},
-              {"host", stalesim::testing::host_name()}, {"token", token}, {"target", target}}
-             .dump();
+  std::ofstream(dir / ".stalesim-temporary") << json{
+      {"stalesim_temporary", 1}, {"kind", kind},    {"pid", pid}, {"host", stalesim::testing::host_name()},
+      {"token", token},          {"target", target}}.dump();
   return dir;
 }
 
@@ -66,17 +65,20 @@ TEST_CASE("--force refuses a run folder holding a user's .photos.old-2023/, and 
   const auto before = snapshot(s.path);
   const Outcome o = run_cli("run " + kTiny + " --quiet --force --out " + q(r.string()));
   CHECK(o.code == 2);
-  CHECK_MESSAGE(has(o.err, "this folder holds the folder '.photos.old-2023', which holds 'cat.jpg', which no stalesim "
-                           "run or sweep writes; nothing was deleted"),
-                o.err);
+  CHECK_MESSAGE(
+      has(o.err,
+          "this folder holds the folder '.photos.old-2023', which holds 'cat.jpg', which no stalesim "
+          "run or sweep writes; nothing was deleted"),
+      o.err);
   CHECK(snapshot(s.path) == before);
 }
 
 TEST_CASE("names that look like stalesim's old temporaries are foreign: never deleted or moved") {
   // Each a sibling of the output folder `myrun`, with a dead PID where the name has digits.
   const std::string dead = std::to_string(dead_pid());
-  const std::vector<std::string> names = {".myrun.old-2023",   ".myrun.old-" + dead,  ".myrun.partial-" + dead,
-                                          ".myrun.probe-" + dead, ".myrun.tmp-" + dead, ".other.old-1"};
+  const std::vector<std::string> names = {".myrun.old-2023",        ".myrun.old-" + dead,
+                                          ".myrun.partial-" + dead, ".myrun.probe-" + dead,
+                                          ".myrun.tmp-" + dead,     ".other.old-1"};
   for (const auto& name : names) {
     for (const bool holds_run : {false, true}) {
       CAPTURE(name);
@@ -102,13 +104,14 @@ TEST_CASE("names that look like stalesim's old temporaries are foreign: never de
 TEST_CASE("a sweep folder holding a user's hidden folder is refused by sweep --force and left whole") {
   Scratch s("sweepphotos");
   const fs::path sw = s.path / "sw";
-  REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + q(sw.string()))
-              .code == 0);
+  REQUIRE(
+      run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + q(sw.string()))
+          .code == 0);
   s.write("sw/.backup.old-2023/a.csv", "1,2\n");
   s.write("sw/.0123456789abcdef.partial-" + std::to_string(dead_pid()) + "/metrics.csv", "mine\n");
   const auto before = snapshot(s.path);
-  const Outcome o = run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --force --out " +
-                            q(sw.string()));
+  const Outcome o = run_cli(
+      "sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --force --out " + q(sw.string()));
   CHECK(o.code == 2);
   CHECK_MESSAGE(has(o.err, "is not a sweep folder: it holds the folder '."), o.err);
   CHECK(snapshot(s.path) == before);
@@ -156,7 +159,8 @@ TEST_CASE("a temporary is ours only when its name and marker agree and its write
   CHECK(fs::is_symlink(linked));
 }
 
-TEST_CASE("a killed two-rename replace is restored from its own temporary, never from a marker's ../ target") {
+TEST_CASE(
+    "a killed two-rename replace is restored from its own temporary, never from a marker's ../ target") {
   Scratch s("restore");
   const fs::path r = s.path / "r";
   REQUIRE(run_cli("run " + kTiny + " --quiet --out " + q(r.string())).code == 0);
@@ -205,9 +209,7 @@ TEST_CASE("every input file is refused cleanly when it is a FIFO, a link to /dev
   ::mkfifo((s.path / "fifo.json").c_str(), 0644);
   fs::create_symlink("/dev/zero", s.path / "zero.json");
   fs::create_directories(s.path / "folder.json");
-  {
-    std::ofstream(s.path / "huge.json") << "{";
-  }
+  { std::ofstream(s.path / "huge.json") << "{"; }
   fs::resize_file(s.path / "huge.json", std::uintmax_t{6} << 30);  // 6 GiB, sparse
   struct Kind {
     std::string file;
@@ -239,7 +241,8 @@ TEST_CASE("every input file is refused cleanly when it is a FIFO, a link to /dev
       const std::string& cmd = entry.first;  // not a binding: clang 14 cannot capture one
       const std::string& expect = entry.second;
       CAPTURE(cmd);
-      if (k.file == "folder.json" && cmd.starts_with("reproduce")) continue;  // a folder is a run folder there
+      if (k.file == "folder.json" && cmd.starts_with("reproduce"))
+        continue;  // a folder is a run folder there
       const auto before = snapshot(s.path);
       const Outcome o = run_cli(cmd);
       CHECK(o.code == 2);
@@ -253,8 +256,9 @@ TEST_CASE("every input file is refused cleanly when it is a FIFO, a link to /dev
 TEST_CASE("a sweep's sweep.csv or sweep.json that is a FIFO, a device or huge is refused, with no hang") {
   Scratch s("sweepfiles");
   const fs::path sw = s.path / "sw";
-  REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + q(sw.string()))
-              .code == 0);
+  REQUIRE(
+      run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + q(sw.string()))
+          .code == 0);
   const std::string csv = slurp(sw / "sweep.csv");
   const auto replace_csv = [&](int how) {
     fs::remove(sw / "sweep.csv");
@@ -283,8 +287,9 @@ TEST_CASE("a sweep's sweep.csv or sweep.json that is a FIFO, a device or huge is
 TEST_CASE("a sweep.json nested thousands deep is refused on resume, with no crash, and left alone") {
   Scratch s("deepbase");
   const fs::path sw = s.path / "sw";
-  REQUIRE(run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + q(sw.string()))
-              .code == 0);
+  REQUIRE(
+      run_cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=0,1 --quiet --out " + q(sw.string()))
+          .code == 0);
   json manifest = json::parse(slurp(sw / "sweep.json"));
   std::string deep = std::string(100000, '[') + std::string(100000, ']');
   std::string text = manifest.dump();
@@ -300,17 +305,20 @@ TEST_CASE("a sweep.json nested thousands deep is refused on resume, with no cras
 
 TEST_CASE("a device profile nested deeply is refused with exit 2, not a crash") {
   Scratch s("deepprofile");
-  const fs::path f = s.write("deep.json", "{\"name\": " + std::string(200000, '[') + std::string(200000, ']') + "}");
+  const fs::path f =
+      s.write("deep.json", "{\"name\": " + std::string(200000, '[') + std::string(200000, ']') + "}");
   const Outcome o = run_cli("profiles " + q(f.string()));
   CHECK(o.code == 2);
-  CHECK_MESSAGE(has(o.err, f.string() + ": invalid JSON: arrays and objects nested deeper than 64 levels"), o.err);
+  CHECK_MESSAGE(has(o.err, f.string() + ": invalid JSON: arrays and objects nested deeper than 64 levels"),
+                o.err);
 }
 
 TEST_CASE("duplicate keys are refused in every JSON file: sweep files, profiles, summaries, --set values") {
   Scratch s("dups");
-  const std::string sc = "\"scenario\": \"" + std::string(STALESIM_SOURCE_DIR) + "/scenarios/sweep-tiny.json\"";
-  const fs::path sweep_file =
-      s.write("d.sweep.json", "{" + sc + ", \"grid\": {\"policy.staleness\": [0, 1], \"policy.staleness\": [2]}}");
+  const std::string sc =
+      "\"scenario\": \"" + std::string(STALESIM_SOURCE_DIR) + "/scenarios/sweep-tiny.json\"";
+  const fs::path sweep_file = s.write(
+      "d.sweep.json", "{" + sc + ", \"grid\": {\"policy.staleness\": [0, 1], \"policy.staleness\": [2]}}");
   const fs::path sweep_top = s.write("t.sweep.json", "{" + sc + ", " + sc + "}");
   const fs::path profile = s.write("p.json", R"({"name": "a", "name": "b", "description": "x",
       "peak_fp32_tflops": 1, "memory_bandwidth_gbs": 1, "efficiency": 0.5, "overhead_us": 1, "source": "s"})");
@@ -351,9 +359,11 @@ TEST_CASE("check_layers fails on a file read outside base/file_read, so a new re
   CHECK(WEXITSTATUS(st) == 1);
   CHECK(has(slurp(out), "a file read outside base/file_read"));
   CHECK(has(slurp(out), "sim/new_reader.cpp:1:"));
-  for (const std::string other : {"FILE* f = fopen(p, \"r\");", "int fd = ::open(p, O_RDONLY);", "gzopen(p, \"rb\");"}) {
+  for (const std::string other :
+       {"FILE* f = fopen(p, \"r\");", "int fd = ::open(p, O_RDONLY);", "gzopen(p, \"rb\");"}) {
     s.write("sim/new_reader.cpp", other + "\n");
-    CHECK(WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >/dev/null 2>&1").c_str())) == 1);
+    CHECK(WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >/dev/null 2>&1").c_str())) ==
+          1);
   }
   fs::remove(s.path / "sim/new_reader.cpp");
   CHECK(WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >/dev/null 2>&1").c_str())) == 0);
@@ -385,7 +395,8 @@ TEST_CASE("check_layers fails on getenv in the library, which the CLI alone may 
   const std::string script = std::string(STALESIM_SOURCE_DIR) + "/tests/layers/check_layers.sh";
   const std::string out = (s.path / "out.txt").string();
   const auto status = [&] {
-    return WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >" + q(out) + " 2>&1").c_str()));
+    return WEXITSTATUS(
+        std::system(("bash " + q(script) + " " + q(s.str()) + " >" + q(out) + " 2>&1").c_str()));
   };
   for (const char* dir : {"sim", "models", "base"}) {
     CAPTURE(dir);
@@ -407,10 +418,12 @@ TEST_CASE("check_layers fails on getenv in the library, which the CLI alone may 
 
 TEST_CASE("sweep-file expressions are bounded in length, nesting and chain length: exit 2, no crash") {
   Scratch s("expr");
-  const std::string sc = "\"scenario\": \"" + std::string(STALESIM_SOURCE_DIR) + "/scenarios/sweep-tiny.json\"";
+  const std::string sc =
+      "\"scenario\": \"" + std::string(STALESIM_SOURCE_DIR) + "/scenarios/sweep-tiny.json\"";
   const auto refused = [&](const std::string& expr, const std::string& expect) {
     CAPTURE(expect);
-    const fs::path f = s.write("e.sweep.json", "{" + sc + ", \"derived\": {\"x\": {\"expr\": \"" + expr + "\"}}}");
+    const fs::path f =
+        s.write("e.sweep.json", "{" + sc + ", \"derived\": {\"x\": {\"expr\": \"" + expr + "\"}}}");
     const fs::path out = s.path / "out";
     const auto before = snapshot(s.path);
     const Outcome o = run_cli("sweep " + q(f.string()) + " --quiet --out " + q(out.string()));
@@ -439,9 +452,11 @@ TEST_CASE("sweep-file expressions are bounded in length, nesting and chain lengt
   refused("1" + repeat("+1", 1500), "more than 1000 operations chained in one expression");
   refused("1" + repeat("*1", 1500), "more than 1000 operations chained in one expression");
   // Within the bounds, a deep but legal expression still works.
-  const fs::path ok = s.write("ok.sweep.json", "{" + sc + ", \"set\": {\"stop.max_updates\": 5}, \"derived\": "
-                                                "{\"x\": {\"expr\": \"" + repeat("(", 90) + "1" + repeat(")", 90) +
-                                                " + " + "1" + repeat("+1", 900) + "\"}}}");
+  const fs::path ok = s.write("ok.sweep.json", "{" + sc +
+                                                   ", \"set\": {\"stop.max_updates\": 5}, \"derived\": "
+                                                   "{\"x\": {\"expr\": \"" +
+                                                   repeat("(", 90) + "1" + repeat(")", 90) + " + " + "1" +
+                                                   repeat("+1", 900) + "\"}}}");
   const Outcome o = run_cli("sweep " + q(ok.string()) + " --quiet --out " + q((s.path / "okout").string()));
   CHECK_MESSAGE(o.code == 0, o.err.substr(0, 300));
   CHECK(has(slurp(s.path / "okout" / "sweep.csv"), "\n902,"));
@@ -502,8 +517,9 @@ TEST_CASE("reproduce SWEEP_DIR reports an edited sweep.csv cell as a mismatch, w
       {"server_updates", "7", "column 'server_updates' says '7'"},
       {"status", "diverged", "column 'status' says 'diverged'"},
       {"quality", "0.5", "column 'quality' says '0.5'"},
-      {"seed", "99", "column 'seed' says '99' but the folder's summary.json gives '1': the folder holds another "
-                     "point's run"},
+      {"seed", "99",
+       "column 'seed' says '99' but the folder's summary.json gives '1': the folder holds another "
+       "point's run"},
       {"policy.staleness", "5", "column 'policy.staleness' says '5'"},
   };
   for (const auto& e : edits) {
@@ -528,8 +544,9 @@ TEST_CASE("reproduce SWEEP_DIR reports an edited sweep.csv cell as a mismatch, w
   std::ofstream(csv) << csv_text(swapped);
   const Outcome o = run_cli("reproduce " + q((s.path / "sw").string()));
   CHECK(o.code == 3);
-  CHECK(has(o.out, "column 'policy.staleness' says '0' but the folder's summary.json gives '1': the folder holds "
-                   "another point's run"));
+  CHECK(has(o.out,
+            "column 'policy.staleness' says '0' but the folder's summary.json gives '1': the folder holds "
+            "another point's run"));
   CHECK(has(o.out, "0 of 2 folders match"));
   std::ofstream(csv) << original;
 }
@@ -552,7 +569,8 @@ TEST_CASE("reproduce SWEEP_DIR refuses a row whose folder is outside the sweep, 
     const auto before = snapshot(s.path);
     const Outcome o = run_cli("reproduce " + q((s.path / "sw").string()));
     CHECK(o.code == 2);
-    CHECK_MESSAGE(has(o.err, "sweep.csv: line 2: folder '" + folder + "' is not a folder of this sweep"), o.err);
+    CHECK_MESSAGE(has(o.err, "sweep.csv: line 2: folder '" + folder + "' is not a folder of this sweep"),
+                  o.err);
     CHECK(has(o.err, "nothing was rerun"));
     CHECK(o.out.empty());
     CHECK(snapshot(s.path) == before);
@@ -569,14 +587,14 @@ TEST_CASE("validate and run refuse a run the estimate knows cannot finish, befor
   };
   const std::vector<Impossible> cases = {
       // 9e15 updates at the tiny run's pace end past the clock's 292 years.
-      {"--set stop.max_updates=9000000000000000",
-       "/stop/max_updates: the estimate ends this run at about"},
+      {"--set stop.max_updates=9000000000000000", "/stop/max_updates: the estimate ends this run at about"},
       {"--set stop.max_updates=9000000000000000 --set optimizer.batch_size=50",
        "past the simulator's clock range"},
       // Evaluations: eval.every_s tiny against the expected end, with no virtual_time_s to catch it.
       {"--set stop.max_updates=100000 --set eval.every_s=1e-9",
        "/eval/every_s: 1e-09 s until the expected end at about"},
-      {"--set stop.max_updates=1000000 --set eval.every_s=1e-7", "evaluations; at most 10000000: raise eval.every_s"},
+      {"--set stop.max_updates=1000000 --set eval.every_s=1e-7",
+       "evaluations; at most 10000000: raise eval.every_s"},
   };
   for (const auto& c : cases) {
     for (const std::string cmd : {"validate", "run"}) {
@@ -600,11 +618,11 @@ TEST_CASE("validate and run refuse a run the estimate knows cannot finish, befor
 
 // ---- 6. Out of memory has its own exit code ---------------------------------------------
 
-
 TEST_CASE("out of memory exits 4 with its own message, never 3") {
   if (stalesim::testing::kAddressSanitizer) {
-    MESSAGE("AddressSanitizer build: its shadow memory needs more address space than ulimit -v "
-            "leaves; this check runs in the Release pass");
+    MESSAGE(
+        "AddressSanitizer build: its shadow memory needs more address space than ulimit -v "
+        "leaves; this check runs in the Release pass");
     return;
   }
   Scratch s("oom");
@@ -629,12 +647,9 @@ TEST_CASE("out of memory exits 4 with its own message, never 3") {
 TEST_CASE("a profile name with escape sequences and newlines reaches the terminal escaped") {
   Scratch s("escapes");
   const std::string evil = "evil\x1b[2J\nMATCH: forged\x07";
-  const json profile = {{"name", evil},
-                        {"description", "desc\x1b]0;title\x07 and\ttab"},
-                        {"peak_fp32_tflops", 10},
-                        {"memory_bandwidth_gbs", 500},
-                        {"efficiency", 0.5},
-                        {"overhead_us", 10},
+  const json profile = {{"name", evil},           {"description", "desc\x1b]0;title\x07 and\ttab"},
+                        {"peak_fp32_tflops", 10}, {"memory_bandwidth_gbs", 500},
+                        {"efficiency", 0.5},      {"overhead_us", 10},
                         {"source", "test"}};
   std::ofstream(s.path / "evil.json") << profile.dump();
   json sc = json::parse(slurp(fs::path(STALESIM_SOURCE_DIR) / kTiny));
@@ -659,7 +674,8 @@ TEST_CASE("a profile name with escape sequences and newlines reaches the termina
     CHECK(all.find('\x07') == std::string::npos);
     CHECK(all.find("\nMATCH: forged") == std::string::npos);
     if (where < 2)
-      CHECK_MESSAGE(has(where == 1 ? o.err : o.out, "evil\\x1b[2J\\nMATCH: forged\\x07"), all.substr(0, 2000));
+      CHECK_MESSAGE(has(where == 1 ? o.err : o.out, "evil\\x1b[2J\\nMATCH: forged\\x07"),
+                    all.substr(0, 2000));
   }
 }
 
@@ -670,7 +686,8 @@ TEST_CASE("reproduce prints a tampered manifest's build flags and dataset paths 
   json summary = json::parse(slurp(r / "summary.json"));
   REQUIRE(summary["manifest"].contains("flags"));
   summary["manifest"]["flags"] = "-O2\x1b[31m\nMATCH: all good";
-  summary["manifest"]["datasets"] = json::array({{{"path", "/nonexistent\x1b[1m\nfake"}, {"bytes", 1}, {"xxh64", "0"}}});
+  summary["manifest"]["datasets"] =
+      json::array({{{"path", "/nonexistent\x1b[1m\nfake"}, {"bytes", 1}, {"xxh64", "0"}}});
   std::ofstream(r / "summary.json") << summary.dump(2) << "\n";
   const auto before = snapshot(s.path);
   const Outcome o = run_cli("reproduce " + q(r.string()) + " --quiet");
@@ -760,18 +777,22 @@ TEST_CASE("an empty writable folder inside an unwritable parent is accepted and 
   fs::permissions(s.path, fs::perms::all);
   fs::permissions(s.path / "locked" / "out", fs::perms::all);
   fs::permissions(s.path / "locked", fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
-                                         fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+                                         fs::perms::group_exec | fs::perms::others_read |
+                                         fs::perms::others_exec);
   const Outcome o = run_cli("run " + kTiny + " --quiet --out " + q((s.path / "locked" / "out").string()), as);
   CHECK_MESSAGE(o.code == 0, o.err);
   CHECK(fs::is_regular_file(s.path / "locked" / "out" / "done"));
   std::vector<std::string> entries;
-  for (const auto& e : fs::directory_iterator(s.path / "locked")) entries.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(s.path / "locked"))
+    entries.push_back(e.path().filename().string());
   CHECK(entries == std::vector<std::string>{"out"});
   // A missing folder there cannot be made: refused with the reason, nothing made.
-  const Outcome no = run_cli("run " + kTiny + " --quiet --out " + q((s.path / "locked" / "new").string()), as);
+  const Outcome no =
+      run_cli("run " + kTiny + " --quiet --out " + q((s.path / "locked" / "new").string()), as);
   CHECK(no.code == 2);
-  CHECK_MESSAGE(has(no.err, "output folder not writable: " + (s.path / "locked").string() + ": Permission denied"),
-                no.err);
+  CHECK_MESSAGE(
+      has(no.err, "output folder not writable: " + (s.path / "locked").string() + ": Permission denied"),
+      no.err);
   CHECK_FALSE(fs::exists(s.path / "locked" / "new"));
   fs::permissions(s.path / "locked", fs::perms::owner_all);
 }

@@ -126,13 +126,7 @@ TEST_CASE("a BSP timeline with queueing on the server link matches a hand comput
   // t=0.7/1.2  parameters arrive (0.6 + 0.1; 1.1 + 0.1); compute 0.201 ms each
   // t=0.901    worker 0 pushes; first byte at the server 1.001; applied 1.501; BSP holds it
   // t=1.401    worker 1 pushes; first byte at 1.501, when the link in is free; applied 2.001
-  auto j = nlohmann::json::parse(R"({
-    "name": "hand", "model": { "type": "time-only", "parameters": 250000, "flops_per_sample": 150255 },
-    "optimizer": { "batch_size": 32 }, "policy": { "type": "bsp" },
-    "cluster": { "workers": [ { "profile": "gtx1080ti", "count": 2 } ],
-                 "network": { "latency_us": 100, "bandwidth_gbps": 32, "server_bandwidth_gbps": 16 },
-                 "jitter": { "type": "none" } },
-    "stop": { "max_updates": 1 }, "eval": { "every_s": 100 } })");
+  auto j = testing::hand_bsp_json();
   CHECK(run(j).end_time.ns() == 1'501'000);
   j["stop"]["max_updates"] = 2;
   const RunResult r = run(j);

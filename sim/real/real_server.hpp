@@ -45,8 +45,8 @@ class RealServer final : public PullProtocol, public DirectDelivery {
     PushHeader push;
     int64_t granted_at = -1, applied_at = -1, heard_at = 0;
     int64_t push_received_at = 0;  // pull modes: when the server had the whole push (timing.csv)
-    bool busy = false;     // pull modes: computing, or its push not yet received
-    bool stopped = false;  // told the run is over (cache modes: and its bye received)
+    bool busy = false;             // pull modes: computing, or its push not yet received
+    bool stopped = false;          // told the run is over (cache modes: and its bye received)
     int64_t compute_ns = 0, wait_ns = 0, comm_ns = 0;
     // Cache modes: the gradients received, not yet applied, oldest first; pushes received; the
     // clock of the newest copy sent; lazy SSP: a fetch is parked until the server clock allows it.

@@ -12,7 +12,6 @@
 #include <fstream>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "sim/analysis/compare.hpp"
@@ -23,26 +22,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The harness's scratch folder, made once per process and removed when the process exits
-// (libFuzzer ends a timed run with exit(), which runs this destructor): no temporary is left.
-struct ScratchFolder {
-  fs::path path;
-  ScratchFolder()
-      : path(fs::temp_directory_path() / ("stalesim-fuzz-compare-" + std::to_string(::getpid()))) {
-    fs::path d = path;
-    fs::create_directories(d);
-  }
-  ScratchFolder(const ScratchFolder&) = delete;
-  ScratchFolder& operator=(const ScratchFolder&) = delete;
-  ~ScratchFolder() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 const fs::path& folder() {
-  static const ScratchFolder dir;
-  return dir.path;
+  static const stalesim::fuzz::ScratchFolder dir("compare");
+  return dir.path();
 }
 
 // Whether every number in `j` is finite (a NaN or infinity would print as a figure).

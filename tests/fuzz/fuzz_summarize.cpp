@@ -11,7 +11,6 @@
 #include <fstream>
 #include <string>
 #include <string_view>
-#include <system_error>
 
 #include "sim/analysis/summarize.hpp"
 #include "sim/output/outputs.hpp"
@@ -21,26 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The harness's scratch folder, made once per process and removed when the process exits
-// (libFuzzer ends a timed run with exit(), which runs this destructor): no temporary is left.
-struct ScratchFolder {
-  fs::path path;
-  ScratchFolder()
-      : path(fs::temp_directory_path() / ("stalesim-fuzz-summarize-" + std::to_string(::getpid()))) {
-    fs::path d = path;
-    fs::create_directories(d / "p");
-  }
-  ScratchFolder(const ScratchFolder&) = delete;
-  ScratchFolder& operator=(const ScratchFolder&) = delete;
-  ~ScratchFolder() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 const fs::path& folder() {
-  static const ScratchFolder dir;
-  return dir.path;
+  static const stalesim::fuzz::ScratchFolder dir("summarize", "p");
+  return dir.path();
 }
 
 }  // namespace
