@@ -45,12 +45,12 @@ RunOutcome execute_run(const Scenario& s, const RunRequest& request) {
       if (request.origin.empty()) throw;
       throw ScenarioError(fmt::format("{}: {}; nothing written", request.origin, e.what()));
     }
-    outcome.files = render_outputs(s, outcome.result);
     if (tracer) {
-      outcome.files.trace_json = tracer->json();
+      outcome.result.recorded["trace.json"] = tracer->json();
       if (tracer->truncated()) outcome.trace_warning = tracer->truncation_message();
     }
-    if (explainer) outcome.files.explain_txt = explainer->text();
+    if (explainer) outcome.result.recorded["explain.txt"] = explainer->text();
+    outcome.files = render_outputs(s, outcome.result);
   }
   if (request.out.empty()) return outcome;
   if (request.before_write) request.before_write();

@@ -202,9 +202,9 @@ struct Simulation::Impl {
     if (c.needs_final_row(end)) record_metrics(end);
     c.finish_result();
     result.policy_facts = policy_records.take_facts();
-    result.decisions_csv = policy_records.take_decisions_csv();
-    if (record_gradients) result.gradients_csv = gradients.take();
-    result.links_csv = c.network().links_csv(c.engine().now());
+    result.recorded["decisions.csv"] = policy_records.take_decisions_csv();
+    if (record_gradients) result.recorded["gradients.csv"] = gradients.take();
+    result.recorded["links.csv"] = c.network().links_csv(c.engine().now());
   }
 };
 

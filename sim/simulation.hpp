@@ -42,7 +42,7 @@ struct RunOptions {
   uint64_t progress_every = 1u << 14;
   // When set and true, the run stops at the next event with status "interrupted".
   const std::atomic<bool>* interrupt = nullptr;
-  // Keep one record per applied gradient (RunResult::gradients_csv; --record gradients).
+  // Keep one record per applied gradient (gradients.csv in RunResult::recorded; --record gradients).
   bool record_gradients = false;
   // Sees the run as it happens (trace, timeline, explain; sim/output/observer.hpp); null: nothing.
   RunObserver* observer = nullptr;

@@ -141,7 +141,8 @@ TEST_CASE("hierarchical all-reduce moves fewer bytes over oversubscribed uplinks
   const RunResult hier = with_policy(j, "allreduce-hierarchical");
   REQUIRE(ring.server_updates == 160);
   REQUIRE(hier.server_updates == 160);
-  const int64_t ring_up = uplink_bytes(ring.links_csv), hier_up = uplink_bytes(hier.links_csv);
+  const int64_t ring_up = uplink_bytes(ring.recording("links.csv")),
+                hier_up = uplink_bytes(hier.recording("links.csv"));
   CAPTURE(ring_up);
   CAPTURE(hier_up);
   REQUIRE(ring_up > 0);

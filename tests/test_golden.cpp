@@ -53,10 +53,10 @@ TEST_CASE("golden runs match their committed outputs byte for byte") {
     pin_eigen_cache_sizes();
     const Scenario s = load_scenario_file((dir / "scenario.json").string());
     const OutputFiles out = render_outputs(s, run_scenario(s));
-    CHECK(out.metrics_csv == read_text(dir / "expected" / "metrics.csv"));
-    CHECK(out.staleness_csv == read_text(dir / "expected" / "staleness.csv"));
+    CHECK(out.text("metrics.csv") == read_text(dir / "expected" / "metrics.csv"));
+    CHECK(out.text("staleness.csv") == read_text(dir / "expected" / "staleness.csv"));
     auto expected = nlohmann::json::parse(read_text(dir / "expected" / "summary.json"));
-    auto actual = nlohmann::json::parse(out.summary_json);
+    auto actual = nlohmann::json::parse(out.text("summary.json"));
     CHECK(without_build(actual).dump(2) == without_build(expected).dump(2));
   }
   CHECK(cases >= 1);
@@ -101,9 +101,9 @@ TEST_CASE("every shipped scenario runs and matches its golden hashes") {
     const OutputFiles out = render_outputs(s, r);
     const nlohmann::json got = {
         {"result_hash", out.result_hash},
-        {"staleness_csv", text_hash(out.staleness_csv)},
-        {"decisions_csv", text_hash(out.decisions_csv)},
-        {"summary_json", text_hash(without_build(nlohmann::json::parse(out.summary_json)).dump(2))}};
+        {"staleness_csv", text_hash(out.text("staleness.csv"))},
+        {"decisions_csv", text_hash(out.text("decisions.csv"))},
+        {"summary_json", text_hash(without_build(nlohmann::json::parse(out.text("summary.json"))).dump(2))}};
     now["runs"][rel] = got;
     CHECK_MESSAGE(table["runs"].contains(rel), "no golden hashes for " << rel << ": run tools/regen-golden");
     if (table["runs"].contains(rel))

@@ -127,8 +127,8 @@ TEST_CASE("DSSP with r_max = 0 gives exactly SSP(s_L)'s result") {
     const Scenario a = scenario(ssp), b = scenario(dssp);
     const RunResult ra = run_scenario(a), rb = run_scenario(b);
     const OutputFiles fa = render_outputs(a, ra), fb = render_outputs(b, rb);
-    CHECK(fa.metrics_csv == fb.metrics_csv);
-    CHECK(fa.staleness_csv == fb.staleness_csv);
+    CHECK(fa.text("metrics.csv") == fb.text("metrics.csv"));
+    CHECK(fa.text("staleness.csv") == fb.text("staleness.csv"));
     CHECK(fa.result_hash == fb.result_hash);
     CHECK(ra.workers == rb.workers);
   }
@@ -147,9 +147,10 @@ TEST_CASE("DSSP records every controller decision and its grants in the summary"
   CHECK(total == r.policy_facts.at("decisions").get<int64_t>());
   CHECK(total > 0);
   // One CSV line per decision after the header.
-  CHECK(std::count(r.decisions_csv.begin(), r.decisions_csv.end(), '\n') == total + 1);
-  CHECK(r.decisions_csv.rfind("virtual_time_s,worker,clock,granted,", 0) == 0);
-  const auto summary = nlohmann::json::parse(render_outputs(s, r).summary_json);
+  CHECK(std::count(r.recording("decisions.csv").begin(), r.recording("decisions.csv").end(), '\n') ==
+        total + 1);
+  CHECK(r.recording("decisions.csv").rfind("virtual_time_s,worker,clock,granted,", 0) == 0);
+  const auto summary = nlohmann::json::parse(render_outputs(s, r).text("summary.json"));
   CHECK(summary.at("policy").at("type") == "dssp");
 }
 
@@ -410,7 +411,7 @@ TEST_CASE("fetch-every (CONTRIBUTING.md's data-flow example): a worker reads new
   SUBCASE("k = 3: the j-th gradient of a worker is computed on what it read at clock j - j % 3") {
     const RunResult r = run_asp_with(fetch_every<3>);
     // gradients.csv: virtual_time_s,worker,version_read,version_apply,missed_updates,step
-    std::istringstream in(r.gradients_csv);
+    std::istringstream in(r.recording("gradients.csv"));
     std::string line;
     std::getline(in, line);
     std::map<int, std::vector<int64_t>> read;  // by worker: version_read of its gradients, in order

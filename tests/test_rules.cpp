@@ -214,10 +214,11 @@ TEST_CASE("--record gradients keeps one row per applied gradient") {
   RunOptions o;
   o.record_gradients = true;
   const RunResult r = run_scenario(s, o);
-  CHECK(std::count(r.gradients_csv.begin(), r.gradients_csv.end(), '\n') == r.server_updates + 1);
-  CHECK(r.gradients_csv.rfind("virtual_time_s,worker,version_read,version_apply,missed_updates,step\n", 0) ==
-        0);
-  CHECK(run_scenario(s).gradients_csv.empty());
+  CHECK(std::count(r.recording("gradients.csv").begin(), r.recording("gradients.csv").end(), '\n') ==
+        r.server_updates + 1);
+  CHECK(r.recording("gradients.csv")
+            .rfind("virtual_time_s,worker,version_read,version_apply,missed_updates,step\n", 0) == 0);
+  CHECK(run_scenario(s).recording("gradients.csv").empty());
 }
 
 // ---- The worked example of CONTRIBUTING.md: a learning rule -----------------------------------

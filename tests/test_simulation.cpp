@@ -85,9 +85,9 @@ TEST_CASE("a run is deterministic and the seed matters") {
   const Scenario s = scenario(j);
   const RunResult r1 = run_scenario(s), r2 = run_scenario(s);
   const OutputFiles f1 = render_outputs(s, r1), f2 = render_outputs(s, r2);
-  CHECK(f1.summary_json == f2.summary_json);
-  CHECK(f1.metrics_csv == f2.metrics_csv);
-  CHECK(f1.staleness_csv == f2.staleness_csv);
+  CHECK(f1.text("summary.json") == f2.text("summary.json"));
+  CHECK(f1.text("metrics.csv") == f2.text("metrics.csv"));
+  CHECK(f1.text("staleness.csv") == f2.text("staleness.csv"));
   auto other = j;
   other["seed"] = 6;
   CHECK(hash_of(other) != f1.result_hash);
@@ -260,9 +260,9 @@ TEST_CASE("deferred gradients give the reference path's outputs and at most two 
     CHECK(deferred.final_params == held.final_params);
     const OutputFiles a = render_outputs(s, deferred), b = render_outputs(s, held);
     CHECK(a.result_hash == b.result_hash);
-    CHECK(a.metrics_csv == b.metrics_csv);
-    CHECK(a.staleness_csv == b.staleness_csv);
-    CHECK(without_live_versions(a.summary_json) == without_live_versions(b.summary_json));
+    CHECK(a.text("metrics.csv") == b.text("metrics.csv"));
+    CHECK(a.text("staleness.csv") == b.text("staleness.csv"));
+    CHECK(without_live_versions(a.text("summary.json")) == without_live_versions(b.text("summary.json")));
     CHECK_FALSE(held.deferred_gradients);
     CHECK(deferred.deferred_gradients == defers);
     CHECK(estimate_memory(s).deferred_gradients == defers);

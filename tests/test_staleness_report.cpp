@@ -57,7 +57,7 @@ TEST_CASE("summary.json names the updates a gradient missed and the staleness of
     CHECK(sum.dump().find(old) == std::string::npos);
   }
   const auto files = stalesim::render_outputs(s, r);
-  CHECK(files.staleness_csv.rfind("value,staleness_gradients,missed_updates_gradients\n", 0) == 0);
+  CHECK(files.text("staleness.csv").rfind("value,staleness_gradients,missed_updates_gradients\n", 0) == 0);
 }
 
 TEST_CASE("a summary.json and CSV headers of the older names read under the current ones") {

@@ -43,8 +43,8 @@ RunResult run_at(const Scenario& s, const DataSplit& data, int threads) {
 Outputs run_with(const Scenario& s, const DataSplit& data, int threads) {
   const RunResult r = run_at(s, data, threads);
   const OutputFiles f = render_outputs(s, r);
-  return {f.summary_json,  f.metrics_csv,    f.staleness_csv,
-          r.gradients_csv, r.server_updates, r.pooled_gradients};
+  return {f.text("summary.json"),       f.text("metrics.csv"), f.text("staleness.csv"),
+          r.recording("gradients.csv"), r.server_updates,      r.pooled_gradients};
 }
 
 // A run at `threads` threads whose summary.json, metrics.csv and gradients are `one`'s; the run's
@@ -52,9 +52,9 @@ Outputs run_with(const Scenario& s, const DataSplit& data, int threads) {
 RunResult run_same_as(const Outputs& one, const Scenario& s, const DataSplit& data, int threads) {
   const RunResult r = run_at(s, data, threads);
   const OutputFiles f = render_outputs(s, r);
-  CHECK(f.summary_json == one.summary);
-  CHECK(f.metrics_csv == one.metrics);
-  CHECK(r.gradients_csv == one.gradients);
+  CHECK(f.text("summary.json") == one.summary);
+  CHECK(f.text("metrics.csv") == one.metrics);
+  CHECK(r.recording("gradients.csv") == one.gradients);
   return r;
 }
 
@@ -147,7 +147,7 @@ TEST_CASE(
   held.threads = 3;
   Simulation sim(s, data);
   const RunResult r = sim.run(held);
-  CHECK(render_outputs(s, r).metrics_csv == one.metrics);
+  CHECK(render_outputs(s, r).text("metrics.csv") == one.metrics);
   CHECK(r.pooled_gradients > 0);
 }
 
@@ -205,7 +205,7 @@ TEST_CASE(
     ro.threads = 2;
     ro.observer = &seen;
     const RunResult r = sim.run(ro);
-    CHECK(render_outputs(s, r).metrics_csv == one.metrics);
+    CHECK(render_outputs(s, r).text("metrics.csv") == one.metrics);
     CHECK(r.pooled_gradients > 0);
     CHECK(r.background_evaluations == 0);
     CHECK(seen.rows == r.metrics);

@@ -453,10 +453,14 @@ TEST_CASE("links.csv counts each link direction's bytes and busy time, and the t
   RunOptions opt;
   opt.observer = &loads;
   const RunResult r = run_scenario(scenario(racks_json(2)), opt);
-  CHECK(r.links_csv.starts_with("link,from,to,bandwidth_gbps,bytes,busy_s,utilisation,peak_flows\n"));
-  CHECK(r.links_csv.find("\n0,rack0/host0,tor0,8,2000000,0.002000000,0.400000,2\n") != std::string::npos);
-  CHECK(r.links_csv.find("\n0,tor0,rack0/host0,8,2000000,0.002000000,0.400000,2\n") != std::string::npos);
-  CHECK(r.links_csv.find("\n3,rack0/host3,tor0,8,0,0.000000000,0.000000,0\n") != std::string::npos);
+  CHECK(r.recording("links.csv")
+            .starts_with("link,from,to,bandwidth_gbps,bytes,busy_s,utilisation,peak_flows\n"));
+  CHECK(r.recording("links.csv").find("\n0,rack0/host0,tor0,8,2000000,0.002000000,0.400000,2\n") !=
+        std::string::npos);
+  CHECK(r.recording("links.csv").find("\n0,tor0,rack0/host0,8,2000000,0.002000000,0.400000,2\n") !=
+        std::string::npos);
+  CHECK(r.recording("links.csv").find("\n3,rack0/host3,tor0,8,0,0.000000000,0.000000,0\n") !=
+        std::string::npos);
   using Row = std::tuple<int64_t, std::string, double, int32_t>;
   CHECK(std::count(loads.seen.begin(), loads.seen.end(), Row{0, "rack0/host0->tor0", 1.0, 2}) == 1);
   CHECK(std::count(loads.seen.begin(), loads.seen.end(), Row{2'000'000, "rack0/host0->tor0", 0.0, 0}) == 1);
@@ -464,7 +468,7 @@ TEST_CASE("links.csv counts each link direction's bytes and busy time, and the t
   // The star writes no links.csv.
   auto star = racks_json(2);
   star["cluster"]["network"] = {{"latency_us", 0}, {"bandwidth_gbps", 8}};
-  CHECK(run(star).links_csv.empty());
+  CHECK(run(star).recording("links.csv").empty());
 }
 
 TEST_CASE("validate's estimate prints the oversubscription and names the bottleneck link") {

@@ -163,9 +163,9 @@ TEST_CASE("observing a run changes neither its result hash nor its outputs") {
     const Traced t = run_traced(s);
     const OutputFiles seen = render_outputs(s, t.result);
     CHECK(plain.result_hash == seen.result_hash);
-    CHECK(plain.summary_json == seen.summary_json);
-    CHECK(plain.metrics_csv == seen.metrics_csv);
-    CHECK(plain.decisions_csv == seen.decisions_csv);
+    CHECK(plain.text("summary.json") == seen.text("summary.json"));
+    CHECK(plain.text("metrics.csv") == seen.text("metrics.csv"));
+    CHECK(plain.text("decisions.csv") == seen.text("decisions.csv"));
   }
 }
 

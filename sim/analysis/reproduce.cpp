@@ -254,7 +254,7 @@ ReproduceResult reproduce(const Reproduction& r, const RunOptions& options) {
   out.files = outcome.files;
   if (out.status == RunStatus::kInterrupted) return out;
 
-  std::map<std::string, std::string> written;
+  std::map<std::string, std::string, std::less<>> written;
   for (const auto& entry : fs::directory_iterator(run))
     if (entry.is_regular_file()) written[entry.path().filename().string()] = read_text(entry.path());
 
@@ -271,12 +271,10 @@ ReproduceResult reproduce(const Reproduction& r, const RunOptions& options) {
     written["summary.json"] = j.dump(2) + "\n";
   }
 
+  // The files the rerun wrote that the output table says reproduce compares, in the table's order.
   std::vector<std::string> order;
-  for (const char* f : {"summary.json", "metrics.csv", "staleness.csv"})
-    if (written.contains(f)) order.push_back(f);
-  for (const auto& [name, text] : written)
-    if (std::find(order.begin(), order.end(), name) == order.end() && name != "done") order.push_back(name);
-  if (written.contains("done")) order.push_back("done");
+  for (const OutputRow& row : output_table())
+    if (row.reproduce_compares && written.contains(row.name)) order.emplace_back(row.name);
 
   for (const auto& name : order) {
     out.compared.push_back(name);

@@ -81,8 +81,8 @@ struct ReproduceResult {
 };
 
 // Reruns the scenario (data loaded here; DataError when missing), writes its outputs through
-// write_outputs into a temporary folder, and compares every file it writes (summary.json,
-// metrics.csv, staleness.csv, then any other, done last) with the recorded folder's. A .csv or
+// write_outputs into a temporary folder, and compares every file it writes that the output table
+// marks compared (sim/output/output_table.hpp), in the table's order, with the recorded folder's. A .csv or
 // .json file in the folder that the rerun does not write is a difference too. REQUIRES:
 // pin_eigen_cache_sizes() was called.
 ReproduceResult reproduce(const Reproduction& r, const RunOptions& options = {});

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -22,33 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string opt(const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string(); }
 nlohmann::json opt_json(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-std::string metrics_csv(const RunResult& r) {
-  // The model's own metric (mf, lda) is a last column named after it; classifiers have none.
-  const bool extra = !r.metric_name.empty();
-  std::string out = "virtual_time_s,server_version,test_loss,test_accuracy,train_loss,mean_staleness,bytes";
-  out += extra ? "," + r.metric_name + "\n" : "\n";
-  for (const auto& m : r.metrics) {
-    out += fmt::format("{},{},{},{},{},{},{}", m.time.seconds(), m.server_version, opt(m.test_loss),
-                       opt(m.test_accuracy), opt(m.train_loss), opt(m.mean_staleness), m.bytes);
-    out += extra ? "," + opt(m.metric) + "\n" : "\n";
-  }
-  return out;
-}
-
-std::string staleness_csv(const RunResult& r) {
-  // value: a staleness or missed-updates count; then how many gradients had it, for each quantity.
-  std::string out = "value,staleness_gradients,missed_updates_gradients\n";
-  const auto& c = r.staleness.bins();
-  const auto& s = r.missed_updates.bins();
-  const size_t n = std::max(c.size(), s.size());
-  for (size_t i = 0; i < n; ++i)
-    out += fmt::format("{},{},{}\n", i, i < c.size() ? c[i] : 0, i < s.size() ? s[i] : 0);
-  return out;
 }
 
 std::string result_hash(const RunResult& r, const std::string& metrics) {
@@ -131,15 +107,40 @@ nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::st
   return j;
 }
 
+const std::string& OutputFiles::text(std::string_view name) const {
+  static const std::string kNone;
+  for (const auto& [file, text] : files)
+    if (file == name) return text;
+  return kNone;
+}
+
+void OutputFiles::set(std::string_view name, std::string text) {
+  const OutputRow* row = find_output(name);
+  if (!row)
+    throw std::logic_error(fmt::format("no output file is named '{}' (sim/output/output_table.cpp)", name));
+  for (auto& [file, t] : files)
+    if (file == name) {
+      t = std::move(text);
+      return;
+    }
+  files.emplace_back(row->name, std::move(text));
+}
+
 OutputFiles render_outputs(const Scenario& s, const RunResult& r) {
+  for (const auto& [name, text] : r.recorded)
+    if (!find_output(name))
+      throw std::logic_error(
+          fmt::format("the run recorded '{}', which is no output file (sim/output/output_table.cpp)", name));
   OutputFiles f;
-  f.metrics_csv = metrics_csv(r);
-  f.staleness_csv = staleness_csv(r);
-  f.decisions_csv = r.decisions_csv;
-  f.gradients_csv = r.gradients_csv;
-  f.links_csv = r.links_csv;
-  f.result_hash = result_hash(r, f.metrics_csv);
-  f.summary_json = summary_json(s, r, f.result_hash).dump(2) + "\n";
+  const std::string metrics = metrics_csv(r);
+  f.result_hash = result_hash(r, metrics);
+  const RunOutput sources{s, r, metrics, f.result_hash};
+  for (const OutputRow& row : output_table()) {
+    if (!row.write) continue;
+    std::string text = row.write(sources, row.name);
+    if (row.when == Written::kWhenNotEmpty && text.empty()) continue;
+    f.files.emplace_back(row.name, std::move(text));
+  }
   return f;
 }
 
@@ -214,22 +215,14 @@ void write_outputs(const std::string& dir, const OutputFiles& files, bool done, 
     if (guard.checkpoint) guard.checkpoint(s);
   };
   try {
-    const std::pair<const char*, const std::string*> outputs[] = {
-        {"summary.json", &files.summary_json},   {"metrics.csv", &files.metrics_csv},
-        {"staleness.csv", &files.staleness_csv}, {"decisions.csv", &files.decisions_csv},
-        {"gradients.csv", &files.gradients_csv}, {"trace.json", &files.trace_json},
-        {"explain.txt", &files.explain_txt},     {"timing.csv", &files.timing_csv},
-        {"links.csv", &files.links_csv}};
-    for (const auto& [file, text] : outputs) {
-      const bool always = std::string_view(file) == "summary.json" ||
-                          std::string_view(file) == "metrics.csv" ||
-                          std::string_view(file) == "staleness.csv";
-      if (!always && text->empty()) continue;
-      write_text_file(tmp / file, *text);
-      step(file);
+    // In the table's order: summary.json first, the done marker (a finished run's) last.
+    for (const OutputRow& row : output_table()) {
+      const auto it = std::find_if(files.files.begin(), files.files.end(),
+                                   [&](const auto& file) { return file.first == row.name; });
+      const bool write = it != files.files.end() && (row.when != Written::kWhenFinished || done);
+      if (write) write_text_file(tmp / row.name, it->second);
+      if (write || row.when == Written::kWhenFinished) step(row.name);
     }
-    if (done) write_text_file(tmp / "done", files.result_hash + "\n");
-    step("done");
     if (in_place)
       install_in_place(temporary, target, guard.checkpoint);
     else

@@ -1,18 +1,21 @@
 #pragma once
-// A run's output folder (REFERENCE.md "Outputs"): summary.json with the manifest, metrics.csv,
-// staleness.csv, then a `done` marker written last. Files are first written to a fresh sibling
-// folder and the folder is renamed into place, so a reader never sees a half-written run and a
-// rerun never mixes old and new files. Numbers are written in shortest round-trip form.
+// A run's output folder (REFERENCE.md "Outputs"): the files of the output table
+// (sim/output/output_table.hpp), summary.json first and the `done` marker last. Files are first
+// written to a fresh sibling folder and the folder is renamed into place, so a reader never sees a
+// half-written run and a rerun never mixes old and new files. Numbers are written in shortest
+// round-trip form.
 
 #include <filesystem>
 #include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "sim/output/output_table.hpp"
 #include "sim/output/run_result.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -31,20 +34,19 @@ class IoError : public std::runtime_error {
   bool write_failed_ = false;
 };
 
+// A run's rendered files (sim/output/output_table.hpp), by name, in the table's order; a file the
+// run does not write (an empty recorder's, or plots.list) is absent.
 struct OutputFiles {
-  std::string summary_json;
-  std::string metrics_csv;
-  std::string staleness_csv;
-  std::string decisions_csv;  // written as decisions.csv when not empty
-  std::string gradients_csv;  // written as gradients.csv when not empty (--record gradients)
-  std::string links_csv;      // written as links.csv when not empty (topology off the star)
-  std::string trace_json;     // written as trace.json when not empty (--trace; sim/output/trace.hpp)
-  std::string explain_txt;    // written as explain.txt when not empty (--explain; sim/output/explain.hpp)
-  std::string timing_csv;     // written as timing.csv when not empty (`stalesim real`; sim/real/real_run.hpp)
-  std::string result_hash;    // 32 hex digits of XXH3-128
+  std::vector<std::pair<std::string_view, std::string>> files;
+  std::string result_hash;  // 32 hex digits of XXH3-128
+  // The text of the file `name`; "" when it is absent.
+  const std::string& text(std::string_view name) const;
+  // Sets the file `name` (a row of the output table, else std::logic_error) to `text`.
+  void set(std::string_view name, std::string text);
 };
 
-// Renders the outputs of a run. Pure: no I/O.
+// Renders the outputs of a run, each row of the output table by its writer. Pure: no I/O.
+// Throws std::logic_error when the result records a file that is no row of the table.
 OutputFiles render_outputs(const Scenario& s, const RunResult& r);
 // The summary as JSON (also used by the CLI's closing line).
 nlohmann::json summary_json(const Scenario& s, const RunResult& r, const std::string& result_hash);

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_read.hpp"
+#include "sim/output/output_table.hpp"
 
 namespace stalesim {
 
@@ -25,9 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_run_file(const std::string& name) {
-  return std::find(kRunFiles.begin(), kRunFiles.end(), name) != kRunFiles.end();
-}
+bool is_run_file(const std::string& name) { return find_output(name) != nullptr; }
 
 bool is_sweep_file(const std::string& name) {
   return std::find(kSweepFiles.begin(), kSweepFiles.end(), name) != kSweepFiles.end();
@@ -535,13 +534,10 @@ void install_in_place(const fs::path& temporary, const fs::path& target,
         target.string()));
   // summary.json first: from then on the folder reads as an unfinished run (--force replaces
   // it); done last.
-  std::vector<std::string> order = {"summary.json"};
-  for (const auto f : kRunFiles)
-    if (f != "summary.json" && f != "done") order.emplace_back(f);
-  order.emplace_back("done");
   const fs::path fresh = temporary / "run";
   std::error_code ec;
-  for (const auto& f : order) {
+  for (const OutputRow& row : output_table()) {  // summary.json first, done last
+    const fs::path f(row.name);
     if (fs::symlink_status(fresh / f, ec).type() != fs::file_type::regular) continue;
     if (checkpoint) checkpoint("place");
     if (::renameat2(AT_FDCWD, (fresh / f).c_str(), AT_FDCWD, (target / f).c_str(), RENAME_NOREPLACE) != 0)

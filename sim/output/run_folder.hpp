@@ -1,7 +1,7 @@
 #pragma once
 // Output folders that never destroy what is not ours (REFERENCE.md "Safety and errors").
 //
-// A run folder holds only the files a run writes (kRunFiles) and a summary.json whose manifest
+// A run folder holds only the files a run writes (the output table) and a summary.json whose manifest
 // names stalesim; a sweep folder holds a sweep.json manifest, sweep.csv and run folders. --force
 // replaces only such a folder, or an empty one, and never a protected place (a filesystem root,
 // the home folder, the working directory, a checkout, or any folder above these or above the
@@ -23,12 +23,10 @@
 
 namespace stalesim {
 
-// Every file a run folder may hold (figures our plot scripts wrote besides, when plots.list lists them).
-// plots.list: the files our plot scripts wrote into the folder (plots/stalesim_runs.py), one name a
-// line; those files are the run's too (inspect_folder), recognised by that record, not by name.
-inline constexpr std::array<std::string_view, 11> kRunFiles = {
-    "summary.json", "metrics.csv", "staleness.csv", "decisions.csv", "gradients.csv", "trace.json",
-    "explain.txt",  "timing.csv",  "links.csv",     "done",          "plots.list"};
+// Every file a run folder may hold is a row of the output table (sim/output/output_table.hpp),
+// plots.list among them: the files our plot scripts wrote into the folder (plots/stalesim_runs.py),
+// one name a line; those files are the run's too (inspect_folder), recognised by that record, not
+// by name.
 
 // A report folder (`stalesim report`) holds kReportManifest, a JSON object with "stalesim_report"
 // (the version) and "files" (every other file it holds, report.html and the figures), and only

@@ -27,4 +27,10 @@ int64_t Histogram::percentile(double q) const {
   return max_;
 }
 
+const std::string& RunResult::recording(std::string_view file) const {
+  static const std::string kNone;
+  const auto it = recorded.find(file);
+  return it == recorded.end() ? kNone : it->second;
+}
+
 }  // namespace stalesim

@@ -4,8 +4,11 @@
 // Everything here is virtual-time or count data: wall-clock figures never enter it.
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -114,9 +117,14 @@ struct RunResult {
   std::vector<float> final_params;  // empty for the time-only model
   std::vector<DataFile> data_files;
   nlohmann::json policy_facts;  // the policy's own facts (DSSP grants, ...), or null
-  std::string decisions_csv;    // the policy's decision log, or empty
-  std::string gradients_csv;    // --record gradients: time, worker, versions, missed updates, step; or empty
-  std::string links_csv;        // off the star: per-link counters (TopologyNetwork::links_csv); or empty
+  // The texts the run's recorders wrote, by the output file each becomes (a row of
+  // sim/output/output_table.cpp): decisions.csv (the policy's decision log), gradients.csv
+  // (--record gradients), links.csv (off the star: TopologyNetwork::links_csv), trace.json
+  // (--trace), explain.txt (--explain), timing.csv (a real run's measured times). An empty text is
+  // not written.
+  std::map<std::string, std::string, std::less<>> recorded;
+  // recorded's text for `file`; "" when there is none.
+  const std::string& recording(std::string_view file) const;
   int64_t peak_live_versions = 0;
   // Whether workers deferred their gradients (RunOptions::defer_gradients, where the model and the
   // policy allow it). Not written to the outputs, which are the same either way but for

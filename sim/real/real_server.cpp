@@ -412,15 +412,15 @@ void RealServer::finish(SimTime end) {
   c.finish_result();
   if (layout_.shards > 1) r.final_params.assign(params.begin(), params.end());
   r.policy_facts = policy_records_.take_facts();
-  r.decisions_csv = policy_records_.take_decisions_csv();
-  r.gradients_csv = gradients_.take();
+  r.recorded["decisions.csv"] = policy_records_.take_decisions_csv();
+  r.recorded["gradients.csv"] = gradients_.take();
+  r.recorded["timing.csv"] = std::move(timing_);
 }
 
 RealOutcome RealServer::write(int ranks) {
   const RunResult& r = c_.result();
   OutputFiles files = render_outputs(c_.scenario(), r);
-  files.timing_csv = timing_;
-  nlohmann::json summary = nlohmann::json::parse(files.summary_json);
+  nlohmann::json summary = nlohmann::json::parse(files.text("summary.json"));
   char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
   int len = 0;
   MPI_Get_library_version(library, &len);
@@ -445,7 +445,7 @@ RealOutcome RealServer::write(int ranks) {
       {"host", host},
       {"server_cpu_s", std::round(server_cpu_s * 1000) / 1000},
       {"waiting", "MPI_Iprobe / MPI_Test polls with 50 to 200 us sleeps (no busy-polling)"}};
-  files.summary_json = summary.dump(2) + "\n";
+  files.set("summary.json", summary.dump(2) + "\n");
   // A failed run (a rank died, the watchdog, a signal) never replaces a finished run that --force
   // was rerunning over: it keeps it and writes nothing, as `stalesim run` does on Ctrl-C.
   const bool kept = failed_ && holds_finished_run(opt_.out);

@@ -155,7 +155,7 @@ RunRecord execute(const Scenario& sc, const json& scenario_json, const std::stri
       rec.wrote = true;
       return rec;
     }
-    return record_from_summary(json::parse(outcome.files.summary_json), /*skipped=*/false);
+    return record_from_summary(json::parse(outcome.files.text("summary.json")), /*skipped=*/false);
   } catch (const std::exception& e) {
     rec.status = SweepStatus::kFailed;
     rec.message = e.what();
