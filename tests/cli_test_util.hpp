@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/output/output_table.hpp"
+
 namespace stalesim::testing {
 
 // `s` single-quoted for the shell commands run_cli runs (the tests' paths hold no quote).
@@ -34,6 +36,21 @@ inline constexpr bool kAddressSanitizer = false;
 #else
 inline constexpr bool kAddressSanitizer = false;
 #endif
+
+// The files a plain run writes (no recorder asked for: every row of the output table written
+// always, and the done marker), in the table's order, as `reproduce` lists them
+// ("summary.json, metrics.csv, staleness.csv, done").
+inline std::vector<std::string> plain_run_files() {
+  std::vector<std::string> names;
+  for (const auto& row : output_table())
+    if (row.when == Written::kAlways || row.when == Written::kWhenFinished) names.emplace_back(row.name);
+  return names;
+}
+inline std::string plain_run_files_listed() {
+  std::string listed;
+  for (const auto& name : plain_run_files()) listed += (listed.empty() ? "" : ", ") + name;
+  return listed;
+}
 
 struct Outcome {
   int code = -1;  // the exit status; -1 when the process did not exit normally

@@ -248,8 +248,10 @@ TEST_CASE("a SIGKILL at every step of a --force replace leaves a complete run un
   const fs::path r = s.path / "r";
   REQUIRE(cli("run " + kTiny + " --quiet --out " + q(r.string())).code == 0);
   const std::string first = slurp(r / "summary.json");
-  // Steps: summary.json, metrics.csv, staleness.csv, done, swap, swapped, removed (7), and one past.
-  for (int step = 1; step <= 8; ++step) {
+  // Steps: one per file (summary.json, metrics.csv, staleness.csv, done), swap, swapped, removed
+  // (7), and one past.
+  const int steps = static_cast<int>(stalesim::testing::plain_run_files().size()) + 3;
+  for (int step = 1; step <= steps + 1; ++step) {
     CAPTURE(step);
     const std::string seed = std::to_string(10 + step);
     const Outcome o = cli("run " + kTiny + " --quiet --force --seed " + seed + " --out " + q(r.string()),

@@ -100,7 +100,8 @@ TEST_CASE(
   const Outcome two = run_cli("sweep " + kFile + " --quiet --jobs 2 --out " + q(b.string()));
   REQUIRE(two.code == 0);
   const auto ta = tree(a), tb = tree(b);
-  CHECK(ta.size() == 15 * 4 + 2);  // 15 folders of 4 files, sweep.json, sweep.csv
+  CHECK(ta.size() ==
+        15 * stalesim::testing::plain_run_files().size() + 2);  // 15 run folders, sweep.json, sweep.csv
   CHECK(ta == tb);
 
   // sweep.csv: a column per axis and derived field, flat values, readable folder names, quality.

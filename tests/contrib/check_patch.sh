@@ -2,11 +2,12 @@
 # tests/contrib/check_patch.sh SOURCE_DIR: CONTRIBUTING.md's worked examples are real diffs (issue
 # 17: "a new pull-mode policy touches at most 3 source files and a new learning rule at most 4";
 # issue 31: "a policy with its own data flow ... touches at most 4 files"; issue 43: "add a topology
-# kind (at most 4 source files)"):
+# kind (at most 4 source files)"; issue 47: "a new output file in 2 source files"):
 #   tests/contrib/constant-delay.patch  a toy pull-mode policy              (at most 3 source files)
 #   tests/contrib/sqrt-staleness.patch  a toy learning rule                 (at most 4 source files)
 #   tests/contrib/fetch-every.patch     a toy policy with its own data flow (at most 4 source files)
 #   tests/contrib/switch.patch          a toy topology kind                 (at most 4 source files)
+#   tests/contrib/workers-csv.patch     a new output file (issue 47)        (at most 2 source files)
 # For each, this checks that
 #  1. the patch still applies to the tree (git apply --check): a change to the files it touches
 #     that breaks it must regenerate it (CONTRIBUTING.md, "The worked example", says how);
@@ -70,4 +71,5 @@ check_example tests/contrib/sqrt-staleness.patch 4 "class SqrtStalenessRule " te
 check_example tests/contrib/fetch-every.patch 4 "class FetchEveryProtocol " tests/test_policy_properties.cpp \
   "a new policy with its own data flow"
 check_example tests/contrib/switch.patch 4 "Topology build_switch(" tests/test_topology.cpp "a new topology kind"
+check_example tests/contrib/workers-csv.patch 2 "std::string workers_csv(" tests/test_outputs.cpp "a new output file"
 exit $fail
