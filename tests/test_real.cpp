@@ -553,6 +553,21 @@ TEST_CASE(
     CHECK(ws["compute_s"].get<double>() / ws["iterations"].get<double>() ==
           doctest::Approx(mean_s).epsilon(0.1));
   }
+  // Its own files are replaced with --force (network.json with the apply's key too), and
+  // --idle-us times the gradient with that sleep between gradients (a CPU quota's duty cycle).
+  const Outcome again = run_cli(
+      "calibrate --cpu scenarios/real/two-workers.json --repeats 5 --warmup 0 --concurrent 2 --idle-us 100 "
+      "--quiet --force --out " +
+      dir);
+  CHECK_MESSAGE(again.code == 0, again.err);
+  CHECK(nlohmann::json::parse(slurp(t.path / "cal" / "profile.json"))["description"].get<std::string>().find(
+            ", idle 100 us between gradients") != std::string::npos);
+  const Outcome negative =
+      run_cli("calibrate --cpu scenarios/real/two-workers.json --idle-us -1 --out " + dir);
+  CHECK(negative.code == 2);
+  CHECK_MESSAGE(
+      negative.err.find("--idle-us: expected 0 to 1000000 (microseconds), got -1") != std::string::npos,
+      negative.err);
 }
 
 TEST_CASE("calibrate --cpu refuses a model without math and an existing profile without --force (exit 2)") {

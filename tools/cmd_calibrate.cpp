@@ -75,6 +75,10 @@ int cmd_calibrate_cpu(const std::vector<std::string>& args) {
       "cpu-quota", po::value<std::string>(),
       "SHARE: time the gradient held to SHARE of one core (a cgroup CPU quota on the timing thread; "
       "needs root), as `real --cpu-quota W=SHARE` holds worker W")(
+      "idle-us", po::value<double>()->default_value(0),
+      "IDLE: after each timed gradient the timing thread sleeps IDLE microseconds (untimed), the time "
+      "the worker communicates and waits between its gradients in the run, so that a --cpu-quota's "
+      "budget per period is spent as in the run (0: back to back)")(
       "net", po::value<std::string>()->default_value("none"),
       "none: the 2 ranks talk as MPI likes; kernel: over a link the Linux kernel makes and shapes at "
       "cluster.network.bandwidth_gbps (needs root; tools/real-net), as `real --net kernel` runs")(
@@ -119,6 +123,9 @@ Exit codes: 0 written, 2 bad input (or a build without MPI), 3 the MPI job faile
     if (c.concurrent < 1 || c.concurrent > 256)
       throw UsageError(fmt::format("--concurrent: expected 1 to 256, got {}", c.concurrent));
 
+    c.idle_us = p.vm["idle-us"].as<double>();
+    if (!(c.idle_us >= 0 && c.idle_us <= 1e6))
+      throw UsageError(fmt::format("--idle-us: expected 0 to 1000000 (microseconds), got {}", c.idle_us));
     c.kernel_net = kernel_net_option(p.vm["net"].as<std::string>());
     if (p.vm.count("cpu-quota"))
       c.cpu_quota = parse_cpu_quota(p.vm["cpu-quota"].as<std::string>(), 1, /*with_worker=*/false).share;

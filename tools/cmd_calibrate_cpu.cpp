@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -70,7 +71,8 @@ struct GradientTiming {
 // threads compute gradients at the scenario's batch size on their own copies of the model: a real
 // run's worker ranks compute at once and share the cores, the caches and the memory bus, and the
 // calibration times what one of them pays then.
-GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup, int32_t concurrent) {
+GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup, int32_t concurrent,
+                              double idle_us) {
   const DataSplit data = load_data(s);
   WorkerCore core(s, data, plan_run(s));
   Worker& w = core.worker(0);
@@ -111,6 +113,9 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
       const auto start = WallClock::now();
       core.model().loss_and_gradient(params, data.train, batch, grad);
       if (i >= warmup) t.push_back(std::chrono::duration<double>(WallClock::now() - start).count());
+      // The run's communication and waits between two gradients (--idle-us): a CPU quota's budget
+      // per period is then spent as in the run.
+      if (idle_us > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(std::llround(idle_us * 1e3)));
     }
     // The mean, not the median: a run's iteration times average over everything a gradient pays
     // (a CPU quota's throttled slices, the other ranks' turns), and so does this.
@@ -173,7 +178,13 @@ bool calibrate_wrote(const fs::path& path) {
   const auto source = j->find("source");
   if (source != j->end())
     return source->is_string() && source->get<std::string>().starts_with("Measured by stalesim calibrate");
-  return j->size() == 2 && j->contains("latency_us") && j->contains("bandwidth_gbps");
+  // network.json: latency_us and bandwidth_gbps, and since the server's apply was modelled,
+  // server_apply_ns_per_parameter; nothing else.
+  const auto ours = [](const std::string& key) {
+    return key == "latency_us" || key == "bandwidth_gbps" || key == "server_apply_ns_per_parameter";
+  };
+  return j->contains("latency_us") && j->contains("bandwidth_gbps") &&
+         std::all_of(j->items().begin(), j->items().end(), [&](const auto& kv) { return ours(kv.key()); });
 }
 
 void check_calibrate_output(const fs::path& file, bool replace, const std::string& how) {
@@ -238,7 +249,7 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   GradientTiming g;
   double mem_gbs = 0;
   if (mpi.rank() == 0) {  // rank 1 waits (with sleeps) in the probe meanwhile
-    g = time_gradients(c.scenario, c.repeats, c.warmup, c.concurrent);
+    g = time_gradients(c.scenario, c.repeats, c.warmup, c.concurrent, c.idle_us);
     mem_gbs = memory_bandwidth_gbs();
   }
   LinkProbeOptions po;
@@ -264,8 +275,9 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   DeviceProfile p;
   p.name = name;
   p.description = fmt::format(
-      "this machine's CPU, one thread of {} computing at once{}, for scenario \"{}\"'s {} (measured)",
-      c.concurrent, c.cpu_quota ? fmt::format(", held to {:g} of a core", *c.cpu_quota) : "", c.scenario.name,
+      "this machine's CPU, one thread of {} computing at once{}{}, for scenario \"{}\"'s {} (measured)",
+      c.concurrent, c.cpu_quota ? fmt::format(", held to {:g} of a core", *c.cpu_quota) : "",
+      c.idle_us > 0 ? fmt::format(", idle {:g} us between gradients", c.idle_us) : "", c.scenario.name,
       to_string(c.scenario.model.type));
   p.peak_fp32_tflops = significant6(peak_tflops);
   p.memory_bandwidth_gbs = significant6(mem_gbs);

@@ -23,6 +23,10 @@ struct CalibrateCpuCommand {
   int32_t warmup = 20;
   int32_t concurrent = 1;           // threads computing gradients at once while one is timed (--concurrent)
   std::optional<double> cpu_quota;  // --cpu-quota SHARE: the timing thread's share of one core
+  // --idle-us: untimed sleep after each timed gradient (the run's communication and waits): a CPU
+  // quota is a budget per period, so a worker that idles between gradients computes faster than
+  // one timed back to back.
+  double idle_us = 0;
   bool kernel_net = false;  // --net kernel: the 2 ranks' link made by the kernel (tools/kernel_net.hpp)
   bool force = false;       // replace profile.json and network.json
   bool quiet = false;
@@ -30,7 +34,8 @@ struct CalibrateCpuCommand {
 
 // Whether `path` is a file calibrate wrote (not a symbolic link; read bounded): a profile whose
 // "source" starts "Measured by stalesim calibrate", or calibrate --cpu's network.json (exactly
-// latency_us and bandwidth_gbps). Only such a file is replaced.
+// latency_us and bandwidth_gbps, and server_apply_ns_per_parameter or not). Only such a file is
+// replaced.
 bool calibrate_wrote(const std::filesystem::path& path);
 
 // Checks, before anything is measured, that `file` may be written: nothing there, or (when
