@@ -51,6 +51,8 @@ RunOutcome execute_run(const Scenario& s, const RunRequest& request) {
     }
     if (explainer) outcome.result.recorded["explain.txt"] = explainer->text();
     outcome.files = render_outputs(s, outcome.result);
+    // The recorders' texts are in the files now: keep one copy (a trace may be 100 MB).
+    outcome.result.recorded.clear();
   }
   if (request.out.empty()) return outcome;
   if (request.before_write) request.before_write();

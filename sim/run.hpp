@@ -46,7 +46,7 @@ struct RunRequest {
 };
 
 struct RunOutcome {
-  RunResult result;
+  RunResult result;   // its recorders' texts (RunResult::recorded) moved to `files`
   OutputFiles files;  // the rendered files, as written
   // An interrupted --force rerun: `out` held a finished run, which is kept; nothing was written.
   bool kept_finished = false;
