@@ -98,13 +98,11 @@ TEST_CASE("a run writes the table's rows: every file always written, a recorder'
   const Scenario s = scenario(hand_bsp_json());
   RunResult r = run_scenario(s);
   OutputFiles f = render_outputs(s, r);
-  std::vector<std::string_view> names;
-  for (const auto& [name, text] : f.files) names.push_back(name);
+  std::vector<std::string> names;
+  for (const auto& [name, text] : f.files) names.emplace_back(name);
   // The files every run writes, in the table's order; the star has no links.csv, BSP no decisions,
   // and nothing recorded gradients, a trace or words.
-  std::vector<std::string_view> always;
-  for (const auto& row : output_table())
-    if (row.when == Written::kAlways || row.when == Written::kWhenFinished) always.push_back(row.name);
+  const std::vector<std::string> always = plain_run_files();
   CHECK(names == always);
   CHECK(names.front() == "summary.json");
   CHECK(names.back() == "done");
@@ -137,13 +135,11 @@ TEST_CASE("a run folder holds what the table says, and --force recognises it and
   REQUIRE_MESSAGE(r.code == 0, r.err);
   // Every file the run writes always, and the four recorders' files asked for (DSSP's decisions).
   std::set<std::string> expected = {"decisions.csv", "gradients.csv", "trace.json", "explain.txt"};
+  for (const auto& name : plain_run_files()) expected.insert(name);
   std::string compared;  // reproduce's list: the files the table marks compared, in its order
-  for (const auto& row : output_table()) {
-    if (row.when == Written::kAlways || row.when == Written::kWhenFinished)
-      expected.insert(std::string(row.name));
+  for (const auto& row : output_table())
     if (row.reproduce_compares && expected.contains(std::string(row.name)))
       compared += (compared.empty() ? "" : ", ") + std::string(row.name);
-  }
   CHECK(listing(dir) == expected);
   CHECK(expected.contains("summary.json"));
   CHECK(inspect_folder(dir).kind == FolderKind::kRun);
