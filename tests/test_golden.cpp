@@ -82,7 +82,8 @@ TEST_CASE("every shipped scenario runs and matches its golden hashes") {
   const nlohmann::json table = nlohmann::json::parse(read_text(table_path));
   REQUIRE(table.contains("runs"));
   const int64_t updates = table.at("max_updates").get<int64_t>();
-  nlohmann::json now = {{"about", table.at("about")}, {"max_updates", updates}, {"runs", nlohmann::json::object()}};
+  nlohmann::json now = {
+      {"about", table.at("about")}, {"max_updates", updates}, {"runs", nlohmann::json::object()}};
   std::vector<std::string> paths;
   for (const auto& entry : fs::recursive_directory_iterator(src / "scenarios")) {
     if (entry.path().extension() != ".json" || entry.path().string().ends_with(".sweep.json")) continue;
@@ -107,8 +108,8 @@ TEST_CASE("every shipped scenario runs and matches its golden hashes") {
     now["runs"][rel] = got;
     CHECK_MESSAGE(table["runs"].contains(rel), "no golden hashes for " << rel << ": run tools/regen-golden");
     if (table["runs"].contains(rel))
-      CHECK_MESSAGE(table["runs"][rel] == got, rel << " changed behaviour: " << got.dump()
-                                                   << " (tools/regen-golden, on purpose only)");
+      CHECK_MESSAGE(table["runs"][rel] == got,
+                    rel << " changed behaviour: " << got.dump() << " (tools/regen-golden, on purpose only)");
   }
   for (const auto& item : table["runs"].items()) {
     const std::string rel = item.key();  // a plain variable: clang 14 cannot capture a binding

@@ -1,7 +1,7 @@
-// Hostile input through the real binary (issue 18, REFERENCE.md "Safety and errors"): --force never deletes what is
-// not a run, a kill at any instant of a replace leaves a complete run, names cannot escape
-// results/, durations past int64 nanoseconds are bad input, inputs are read bounded, every
-// integer option is range-checked, and sweeps refuse bad grids before running anything.
+// Hostile input through the real binary (issue 18, REFERENCE.md "Safety and errors"): --force never deletes
+// what is not a run, a kill at any instant of a replace leaves a complete run, names cannot escape results/,
+// durations past int64 nanoseconds are bad input, inputs are read bounded, every integer option is
+// range-checked, and sweeps refuse bad grids before running anything.
 
 #include <doctest/doctest.h>
 
@@ -233,10 +233,12 @@ TEST_CASE(
   // A killed point's leftovers inside the sweep folder go when the sweep is next prepared.
   const std::string leftover = ".stalesim-partial-" + std::to_string(dead_pid()) + "-0123456789abcdef";
   s.write("sw/" + leftover + "/run/metrics.csv", "");
-  s.write("sw/" + leftover + "/.stalesim-temporary",
-          json{{"kind", "partial"}, {"pid", std::stol(leftover.substr(18))}, {"token", "0123456789abcdef"},
-               {"target", "p"}, {"host", stalesim::testing::host_name()}}
-              .dump());
+  s.write("sw/" + leftover + "/.stalesim-temporary", json{{"kind", "partial"},
+                                                          {"pid", std::stol(leftover.substr(18))},
+                                                          {"token", "0123456789abcdef"},
+                                                          {"target", "p"},
+                                                          {"host", stalesim::testing::host_name()}}
+                                                         .dump());
   REQUIRE(cli("sweep scenarios/sweep-tiny.json --grid policy.staleness=2,3 --quiet --out " + sw).code == 0);
   CHECK_FALSE(fs::exists(s.path / "sw" / leftover));
 }
@@ -477,13 +479,15 @@ TEST_CASE("durations past int64 nanoseconds and intervals below 1 ns are bad inp
       // Within every field's range, the product still leaves int64: reported, named, nothing written.
       // The estimate leaves the schedule out: the slowdown is found by the run itself.
       {"run " + kTiny +
-           " --quiet --out /nonexistent-never/x --set cluster.workers.0.iteration_ms=1e9 --set eval.every_s=1e6 " +
+           " --quiet --out /nonexistent-never/x --set cluster.workers.0.iteration_ms=1e9 --set "
+           "eval.every_s=1e6 " +
            R"(--set 'cluster.schedule=[{"kind":"slow","at_s":0,"factor":1e6,"workers":[0]}]')",
        2, "past the simulator's time range"},
       {"run " + kTiny + time_only +
            " --quiet --set model.flops_per_sample=1e18 --set optimizer.batch_size=100000000 --out "
            "/nonexistent-never/y",
-       2, "past the simulator's clock range (9.22e+09 s, about 292 years)"},  // refused up front by the estimate
+       2,
+       "past the simulator's clock range (9.22e+09 s, about 292 years)"},  // refused up front by the estimate
   });
   fs::remove_all(trace_dir);
 }

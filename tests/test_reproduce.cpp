@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/build_info.hpp"
 #include "sim/analysis/reproduce.hpp"
+#include "sim/build_info.hpp"
 #include "tests/cli_test_util.hpp"
 
 using namespace std::string_literals;
