@@ -414,6 +414,38 @@ TEST_CASE("check_layers fails on getenv in the library, which the CLI alone may 
   CHECK(status() == 0);
 }
 
+TEST_CASE("check_layers fails on a blocking MPI call in the real mode, which spins for the whole transfer") {
+  // Issue 42: the server rank received each push in a blocking MPI_Recv and used 0.58 of a core,
+  // taken from the workers' gradients; messages now go through MPI_Test polls (real_wire.hpp).
+  Scratch s("layers-mpi");
+  for (const char* d : {"sim/real", "models", "base", "tools"}) fs::create_directories(s.path / d);
+  const std::string script = std::string(STALESIM_SOURCE_DIR) + "/tests/layers/check_layers.sh";
+  const std::string out = (s.path / "out.txt").string();
+  const auto status = [&] {
+    return WEXITSTATUS(
+        std::system(("bash " + q(script) + " " + q(s.str()) + " >" + q(out) + " 2>&1").c_str()));
+  };
+  s.write("sim/real/real_wire.hpp",
+          "check(MPI_Irecv(b, n, MPI_BYTE, r, t, MPI_COMM_WORLD, &q), \"Irecv\");\n");
+  s.write("sim/real/real_run.cpp",
+          "MPI_Recv(&ping, 1, MPI_BYTE, r, kTagParams, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n");
+  CHECK(status() == 0);
+  for (const std::string call :
+       {"MPI_Recv(b, n, MPI_BYTE, r, t, MPI_COMM_WORLD, MPI_STATUS_IGNORE);",
+        "MPI_Send(b, n, MPI_BYTE, 0, t, MPI_COMM_WORLD);", "MPI_Wait(&q, MPI_STATUS_IGNORE);"}) {
+    CAPTURE(call);
+    s.write("sim/real/real_shard.cpp", call + "\n");
+    CHECK(status() == 1);
+    CHECK(has(slurp(out), "a blocking MPI call in the real mode"));
+    CHECK(has(slurp(out), "sim/real/real_shard.cpp:1:"));
+  }
+  s.write("sim/real/real_shard.cpp", "// no MPI_Wait(...) here: complete() polls\n");
+  CHECK(status() == 0);
+  s.write("sim/real/real_run.cpp",
+          "MPI_Recv(buf.data(), n, MPI_BYTE, r, kTagParams, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n");
+  CHECK(status() == 1);
+}
+
 // ---- 3. Every recursive parser bounded -----------------------------------------------------
 
 TEST_CASE("sweep-file expressions are bounded in length, nesting and chain length: exit 2, no crash") {

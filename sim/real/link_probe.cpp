@@ -48,13 +48,10 @@ std::optional<LinkProbe> probe_mpi_link(const LinkProbeOptions& o) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size != 2) throw std::runtime_error("the link probe runs on exactly 2 MPI ranks");
+  real::precise_sleeps();  // as a real run's ranks sleep between polls
   const int peer = 1 - rank;
   std::vector<char> buf;
-  const auto send = [&](const std::vector<char>& b) {
-    real::check(
-        MPI_Send(b.data(), static_cast<int>(b.size()), MPI_BYTE, peer, real::kTagParams, MPI_COMM_WORLD),
-        "Send");
-  };
+  const auto send = [&](const std::vector<char>& b) { real::send_polling(b, peer, real::kTagParams); };
   const int32_t total = 2 * (o.warmup + o.repeats);
   if (rank == 1) {  // the echo: every message goes back as it came
     for (int32_t i = 0; i < total; ++i) {
@@ -63,18 +60,16 @@ std::optional<LinkProbe> probe_mpi_link(const LinkProbeOptions& o) {
     }
     return std::nullopt;
   }
-  // Timed round trips of `bytes`; rank 0 waits in MPI_Recv, rank 1 polls with the real mode's
-  // sleeps, so the figures include the wake-up a real run's ranks pay too.
+  // Timed round trips of `bytes`; both ranks send and receive as a real run's ranks do (MPI_Test
+  // polls with the real mode's sleeps, real_wire.hpp), so the figures include the wake-ups a
+  // real run pays too.
   const auto timed = [&](int64_t bytes) {
     const std::vector<char> msg(static_cast<size_t>(bytes), 'x');
-    buf.resize(msg.size());
     std::vector<double> t;
     for (int32_t i = 0; i < o.warmup + o.repeats; ++i) {
       const auto start = real::Clock::now();
       send(msg);
-      real::check(MPI_Recv(buf.data(), static_cast<int>(buf.size()), MPI_BYTE, peer, real::kTagParams,
-                           MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-                  "Recv");
+      receive_from(peer, buf);
       if (i >= o.warmup) t.push_back(std::chrono::duration<double>(real::Clock::now() - start).count());
     }
     return t;

@@ -209,8 +209,7 @@ class CacheWorker {
   void bye() {
     PushHeader p;
     p.bye = 1;
-    const auto out = pack(p, {});
-    check(MPI_Send(out.data(), static_cast<int>(out.size()), MPI_BYTE, 0, kTagPush, MPI_COMM_WORLD), "Send");
+    send_polling(pack(p, {}), 0, kTagPush);
   }
 
   WorkerCore& c_;

@@ -187,6 +187,7 @@ RealOutcome run_real_rank(const Scenario& s, const RealOptions& options) {
     return refused;
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  real::precise_sleeps();
   const DataSplit data = load_data(s);
   WorkerCore core(s, data, plan_run(s));
   // The server computes no gradient (the workers do): grants hand out the parameters themselves.

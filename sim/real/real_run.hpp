@@ -45,11 +45,13 @@
 // timing.csv shows padding 0) and the server's own work (applying updates, evaluations), which a
 // simulation counts as free.
 //
-// Waiting: ranks do not busy-poll. The server polls MPI_Iprobe and sleeps between polls (50 us,
-// doubling to 200 us while idle, never past the next event); a worker waits for its parameters
-// with MPI_Iprobe and the same sleeps. Under oversubscription (more ranks than cores) busy-polling
-// ranks would steal the cores the computing ranks need; mpirun started by `stalesim real` also
-// sets OMPI_MCA_mpi_yield_when_idle=1 for what OpenMPI waits on itself (MPI_Send, MPI_Barrier).
+// Waiting: ranks do not busy-poll. The server polls MPI_Iprobe and sleeps between polls (20 us,
+// doubling to 80 us while idle, never past the next event); a worker waits for its parameters
+// with MPI_Iprobe and the same sleeps; a message's bytes are sent and received with MPI_Isend /
+// MPI_Irecv and MPI_Test polls with the same sleeps (real_wire.hpp: complete), never a blocking
+// MPI call, which spins for the whole transfer. Under oversubscription (more ranks than cores)
+// busy-polling ranks would steal the cores the computing ranks need; mpirun started by `stalesim
+// real` also sets OMPI_MCA_mpi_yield_when_idle=1 for what OpenMPI waits on itself (MPI_Barrier).
 //
 // Failures: a worker that sends nothing for RealOptions::watchdog_s while the server waits for it
 // (with shards rank 0 then gathers from every shard first, so that a silent shard, which a worker

@@ -124,9 +124,7 @@ class ShardServer {
       case ShardOrder::kGather: {
         ShardOrder h;
         h.count = c_.store().size();
-        const auto out = pack(h, c_.store().peek());
-        check(MPI_Send(out.data(), static_cast<int>(out.size()), MPI_BYTE, 0, kTagGather, MPI_COMM_WORLD),
-              "Send");
+        send_polling(pack(h, c_.store().peek()), 0, kTagGather);
         return true;
       }
       default:

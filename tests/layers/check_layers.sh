@@ -30,6 +30,7 @@
 #     includes sim/estimate/; the run and the estimator both read the run plan (sim/plan/).
 #     Inside sim/estimate/, estimate.hpp includes memory_estimate.hpp and not the other way round
 #     (memory_estimate.cpp asks estimate_run for the pace the cache modes' pushes keep).
+#  9. The real mode (sim/real/) never waits in a blocking MPI point-to-point call (below).
 # Prints each offending line; exits 1 when there is one, 0 when there is none.
 set -uo pipefail
 cd "${1:?usage: check_layers.sh SOURCE_DIR}" || exit 2
@@ -145,6 +146,21 @@ if [[ -n "$upward" ]]; then
   echo "check_layers: the run or the plan includes the estimator, or memory_estimate.hpp includes estimate.hpp"
   echo "(read sim/plan/run_plan.hpp instead):"
   echo "$upward"
+  fail=1
+fi
+
+# 9. (issue 42) The real mode never waits in a blocking MPI point-to-point call: OpenMPI's spin on a
+#    core for as long as a transfer lasts, and the ranks share the host's cores with the workers'
+#    gradients (the server rank used 0.58 of a core so). Messages go through real_wire.hpp's
+#    send_polling, try_receive and SendQueue (MPI_Isend / MPI_Irecv, MPI_Test polls with sleeps);
+#    only the start-up handshake in real_run.cpp (1-byte pings on `ping`, before the clock starts)
+#    uses blocking calls.
+blocking=$(grep -rnE '\bMPI_(Recv|Send|Ssend|Bsend|Rsend|Sendrecv|Sendrecv_replace|Wait|Waitall|Waitany|Waitsome|Probe)\(' \
+  sim/real 2>/dev/null | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' | grep -vE '^sim/real/real_run\.cpp:[0-9]+:.*&ping\b')
+if [[ -n "$blocking" ]]; then
+  echo "check_layers: a blocking MPI call in the real mode (it spins for the whole transfer; use real_wire.hpp's"
+  echo "send_polling, try_receive or SendQueue):"
+  echo "$blocking"
   fail=1
 fi
 
