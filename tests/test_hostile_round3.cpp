@@ -349,6 +349,14 @@ TEST_CASE("duplicate keys are refused in every JSON file: sweep files, profiles,
   }
 }
 
+// Runs tests/layers/check_layers.sh on the scratch tree `s`, its output into s/out.txt; returns
+// its exit code.
+int check_layers_on(const Scratch& s) {
+  const std::string script = std::string(STALESIM_SOURCE_DIR) + "/tests/layers/check_layers.sh";
+  const std::string out = (s.path / "out.txt").string();
+  return WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >" + q(out) + " 2>&1").c_str()));
+}
+
 TEST_CASE("check_layers fails on a file read outside base/file_read, so a new reader cannot skip it") {
   Scratch s("layers");
   for (const char* d : {"sim", "models", "base", "tools"}) fs::create_directories(s.path / d);
@@ -375,12 +383,8 @@ TEST_CASE("check_layers fails when sim/data/ includes a header above it (the sce
   Scratch s("layers-data");
   for (const char* d : {"sim/data", "sim/scenario", "models", "base", "tools"})
     fs::create_directories(s.path / d);
-  const std::string script = std::string(STALESIM_SOURCE_DIR) + "/tests/layers/check_layers.sh";
   const std::string out = (s.path / "out.txt").string();
-  const auto status = [&] {
-    return WEXITSTATUS(
-        std::system(("bash " + q(script) + " " + q(s.str()) + " >" + q(out) + " 2>&1").c_str()));
-  };
+  const auto status = [&] { return check_layers_on(s); };
   s.write("sim/data/dataset.cpp", "#include \"sim/data/dataset.hpp\"\n#include \"base/errors.hpp\"\n");
   CHECK(status() == 0);
   s.write("sim/data/dataset.cpp", "#include \"sim/data/dataset.hpp\"\n#include \"sim/scenario/spec.hpp\"\n");
@@ -392,12 +396,8 @@ TEST_CASE("check_layers fails when sim/data/ includes a header above it (the sce
 TEST_CASE("check_layers fails on getenv in the library, which the CLI alone may read (tools/cli.hpp)") {
   Scratch s("layers-env");
   for (const char* d : {"sim", "models", "base", "tools"}) fs::create_directories(s.path / d);
-  const std::string script = std::string(STALESIM_SOURCE_DIR) + "/tests/layers/check_layers.sh";
   const std::string out = (s.path / "out.txt").string();
-  const auto status = [&] {
-    return WEXITSTATUS(
-        std::system(("bash " + q(script) + " " + q(s.str()) + " >" + q(out) + " 2>&1").c_str()));
-  };
+  const auto status = [&] { return check_layers_on(s); };
   for (const char* dir : {"sim", "models", "base"}) {
     CAPTURE(dir);
     const std::string file = std::string(dir) + "/reads_env.cpp";
@@ -419,12 +419,8 @@ TEST_CASE("check_layers fails on a blocking MPI call in the real mode, which spi
   // taken from the workers' gradients; messages now go through MPI_Test polls (real_wire.hpp).
   Scratch s("layers-mpi");
   for (const char* d : {"sim/real", "models", "base", "tools"}) fs::create_directories(s.path / d);
-  const std::string script = std::string(STALESIM_SOURCE_DIR) + "/tests/layers/check_layers.sh";
   const std::string out = (s.path / "out.txt").string();
-  const auto status = [&] {
-    return WEXITSTATUS(
-        std::system(("bash " + q(script) + " " + q(s.str()) + " >" + q(out) + " 2>&1").c_str()));
-  };
+  const auto status = [&] { return check_layers_on(s); };
   s.write("sim/real/real_wire.hpp",
           "check(MPI_Irecv(b, n, MPI_BYTE, r, t, MPI_COMM_WORLD, &q), \"Irecv\");\n");
   s.write("sim/real/real_run.cpp",
@@ -837,10 +833,7 @@ TEST_CASE("check_layers reads every enum's names table: an option that becomes a
   s.write("sim/options.hpp",
           "enum class Zq { kAlpha, kBeta };\nSTALESIM_ENUM_NAMES(Zq, {Zq::kAlpha, \"zq-alpha\"}, {Zq::kBeta, "
           "\"zq-beta\"})\n");
-  const std::string script = std::string(STALESIM_SOURCE_DIR) + "/tests/layers/check_layers.sh";
-  const auto status = [&] {
-    return WEXITSTATUS(std::system(("bash " + q(script) + " " + q(s.str()) + " >/dev/null 2>&1").c_str()));
-  };
+  const auto status = [&] { return check_layers_on(s); };
   CHECK(status() == 0);
   s.write("sim/uses.cpp", "bool f(const std::string& v) { return v == \"zq-beta\"; }\n");
   CHECK(status() == 1);
