@@ -49,7 +49,8 @@
 // doubling to 80 us while idle, never past the next event); a worker waits for its parameters
 // with MPI_Iprobe and the same sleeps; a message's bytes are sent and received with MPI_Isend /
 // MPI_Irecv and MPI_Test polls with the same sleeps (real_wire.hpp: complete), never a blocking
-// MPI call, which spins for the whole transfer. Under oversubscription (more ranks than cores)
+// MPI call, which spins for the whole transfer. The server ranks take every worker's pushes in at
+// once (real_wire.hpp: Inbox), not one after the other. Under oversubscription (more ranks than cores)
 // busy-polling ranks would steal the cores the computing ranks need; mpirun started by `stalesim
 // real` also sets OMPI_MCA_mpi_yield_when_idle=1 for what OpenMPI waits on itself (MPI_Barrier).
 //

@@ -163,7 +163,7 @@ bool RealServer::receive_pushes(bool stopping) {
   std::vector<char> buf;
   std::vector<float> grad;
   int from = 0;
-  while (try_receive(MPI_ANY_SOURCE, kTagPush, buf, from)) {
+  while (pushes_in_.next(buf, from)) {
     any = true;
     const int32_t w = layout_.worker_of(from);
     Slot& s = slots_[static_cast<size_t>(w)];
@@ -197,9 +197,7 @@ bool RealServer::receive_pushes(bool stopping) {
     }
     schedule_push(wk, s, bytes, now);
     // Measured timing: one push at a time, so that it is applied (and its worker's parameters
-    // sent) before the server blocks in the next push's receive: a receive of the next push first
-    // held the one in hand for a whole transfer (head-of-line blocking, which a parameter server
-    // applying as pushes arrive does not have).
+    // sent) as soon as it is whole; the other pushes' bytes keep coming in meanwhile (Inbox).
     if (!opt_.emulated) break;
   }
   return any;
@@ -349,6 +347,7 @@ RealOutcome RealServer::run() {
         backoff.idle(1'000'000);
       }
       if (!failed_) {
+        pushes_in_.drain();
         for (auto& s : slots_) s.out.wait_all();
         if (layout_.shards > 1) {  // the final parameters, then the shard ranks end
           current_params();
@@ -446,7 +445,7 @@ RealOutcome RealServer::write(int ranks) {
       {"server_cpu_s", std::round(server_cpu_s * 1000) / 1000},
       {"waiting",
        "MPI_Iprobe / MPI_Test polls with 20 to 80 us sleeps, also while a message is in "
-       "flight (no blocking MPI call, no busy-polling)"}};
+       "flight (no blocking MPI call, no busy-polling); the server takes every worker's push in at once"}};
   files.set("summary.json", summary.dump(2) + "\n");
   // A failed run (a rank died, the watchdog, a signal) never replaces a finished run that --force
   // was rerunning over: it keeps it and writes nothing, as `stalesim run` does on Ctrl-C.

@@ -112,6 +112,7 @@ class RealServer final : public PullProtocol, public DirectDelivery {
   bool eager_ = false;  // ESSP
   int64_t bound_ = 0;   // the cache modes' staleness bound
   std::vector<Slot> slots_;
+  Inbox pushes_in_{kTagPush};  // every worker's pushes, received at once
   std::string timing_ = kTimingCsvHeader;
   std::unique_ptr<Evaluations> evals_;
   std::vector<int32_t> eval_indices_;

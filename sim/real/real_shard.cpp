@@ -80,7 +80,7 @@ class ShardServer {
     bool any = false;
     int from = 0;
     std::vector<float> grad;
-    while (try_receive(MPI_ANY_SOURCE, kTagPush, buf, from)) {
+    while (pushes_in_.next(buf, from)) {
       any = true;
       const int32_t w = layout_.worker_of(from);
       if (w < 0 || w >= static_cast<int32_t>(pushes_.size()))
@@ -135,6 +135,7 @@ class ShardServer {
   // The end: every slice sent has reached its worker (each worker takes every part of every
   // message before its stop).
   void finish() {
+    pushes_in_.drain();
     for (auto& q : out_) q.wait_all();
     for (auto& r : read_) r.reset();
   }
@@ -148,6 +149,7 @@ class ShardServer {
   std::vector<std::deque<std::vector<float>>> pushes_;  // by worker: slices received, not applied
   std::vector<Snapshot> read_;                          // by worker: DC-ASGD's read version
   std::vector<SendQueue> out_;                          // by worker: sends not known to be complete
+  Inbox pushes_in_{kTagPush};                           // every worker's push slices, at once
   int64_t applied_ = 0;
 };
 
