@@ -584,9 +584,9 @@ TEST_CASE("where messages share the server's link the star's FIFO is faster than
   // first worker computes while the next message is on the link; the flows share the link and
   // end messages together, and then every worker computes while the link idles. The flows'
   // iterations are longer by more than a fifth under BSP and ASP alike. Which one a real run
-  // follows is its server's: stalesim real's server receives one push at a time, and two equal
-  // ranks on 1 Gbit/s kernel links run within 8% of the star and 12-21% faster than the flows
-  // (tools/validate-real-star-sharing.json; REFERENCE.md, "Topologies").
+  // follows is its server's: stalesim real's server reads every worker's push at once, and two
+  // equal ranks on 1 Gbit/s kernel links run 16-34% slower than the star and 7% faster than the
+  // flows (tools/validate-real-star-sharing.json; REFERENCE.md, "Topologies").
   for (const char* policy : {"bsp", "asp"}) {
     CAPTURE(policy);
     const double star = mean_iteration_s(run(agree_json(policy, 1, 2, 2, false)));
