@@ -527,6 +527,14 @@ TEST_CASE(
   CHECK(network["server_apply_ns_per_parameter"].get<double>() > 0.01);
   CHECK(network["server_apply_ns_per_parameter"].get<double>() < 1000);
   CHECK(cal.out.find(" ns per parameter (") != std::string::npos);
+  // The gradients' spread (issue 42): a cluster.jitter block, lognormal, sigma the standard
+  // deviation of the logs of the timed gradients: above 0 (no two timings alike), far below 3.
+  const auto jitter = nlohmann::json::parse(slurp(t.path / "cal" / "jitter.json"));
+  CHECK(jitter.size() == 2);
+  CHECK(jitter["type"] == "lognormal");
+  CHECK(jitter["sigma"].get<double>() > 0);
+  CHECK(jitter["sigma"].get<double>() < 3);
+  CHECK(cal.out.find("spread: log standard deviation ") != std::string::npos);
   // The batch mean it printed ("... gradient (batch 10, 2 at once): mean X us"), timed while
   // another thread computed gradients too (as the run's other worker rank does).
   const std::string printed = "gradient (batch 10, 2 at once): mean ";
@@ -541,11 +549,12 @@ TEST_CASE(
       " --set cluster.workers.0.profile=" + dir + "/profile.json" +
       " --set cluster.workers.1.profile=" + dir + "/profile.json" +
       " --set cluster.workers.0.iteration_ms=null --set cluster.workers.1.iteration_ms=null" +
-      " --set 'cluster.network=" + network.dump() + "'";
+      " --set 'cluster.network=" + network.dump() + "'" + " --set 'cluster.jitter=" + jitter.dump() + "'";
   const Outcome sim = run_cli("run " + kScenario + sets + " --quiet --out " + (t.path / "sim").string());
   REQUIRE_MESSAGE(sim.code == 0, sim.err);
   const auto s = summary_of(t.path / "sim");
   CHECK(s["manifest"]["scenario"]["cluster"]["network"]["latency_us"] == network["latency_us"]);
+  CHECK(s["manifest"]["scenario"]["cluster"]["jitter"]["sigma"] == jitter["sigma"]);
   for (int w = 0; w < 2; ++w) {
     CAPTURE(w);
     const auto& ws = s["workers"][w];
@@ -562,6 +571,16 @@ TEST_CASE(
   CHECK_MESSAGE(again.code == 0, again.err);
   CHECK(nlohmann::json::parse(slurp(t.path / "cal" / "profile.json"))["description"].get<std::string>().find(
             ", idle 100 us between gradients") != std::string::npos);
+  // A jitter.json that is not calibrate's (a key of the user's beside the block) is never
+  // replaced, not even with --force, and nothing is measured.
+  { std::ofstream(t.path / "cal" / "jitter.json") << R"({"type": "lognormal", "sigma": 0.1, "mine": 1})"; }
+  const Outcome foreign = run_cli(
+      "calibrate --cpu scenarios/real/two-workers.json --repeats 5 --warmup 0 --quiet --force --out " + dir);
+  CHECK(foreign.code == 2);
+  CHECK_MESSAGE(
+      foreign.err.find("jitter.json: exists and is not a file calibrate wrote") != std::string::npos,
+      foreign.err);
+  CHECK(slurp(t.path / "cal" / "jitter.json").find("\"mine\"") != std::string::npos);
   const Outcome negative =
       run_cli("calibrate --cpu scenarios/real/two-workers.json --idle-us -1 --out " + dir);
   CHECK(negative.code == 2);

@@ -65,8 +65,8 @@ int cmd_calibrate_cpu(const std::vector<std::string>& args) {
   add_scenario_options(o);
   o.add_options()("cpu", "time this machine's CPU and MPI transport")(
       "out", po::value<std::string>(),
-      "folder for profile.json and network.json (default: RESULTS/calibrate-cpu, RESULTS: --results)")(
-      "name", po::value<std::string>(), "profile name (default: cpu-<host name>)")(
+      "folder for profile.json, network.json and jitter.json (default: RESULTS/calibrate-cpu, RESULTS: "
+      "--results)")("name", po::value<std::string>(), "profile name (default: cpu-<host name>)")(
       "repeats", po::value<int32_t>()->default_value(200), "timed gradients and round trips per size")(
       "warmup", po::value<int32_t>()->default_value(20), "untimed ones before each measurement")(
       "concurrent", po::value<int32_t>(),
@@ -82,7 +82,7 @@ int cmd_calibrate_cpu(const std::vector<std::string>& args) {
       "net", po::value<std::string>()->default_value("none"),
       "none: the 2 ranks talk as MPI likes; kernel: over a link the Linux kernel makes and shapes at "
       "cluster.network.bandwidth_gbps (needs root; tools/real-net), as `real --net kernel` runs")(
-      "force", "replace profile.json and network.json")("quiet", "no mpirun line on stderr")(
+      "force", "replace profile.json, network.json and jitter.json")("quiet", "no mpirun line on stderr")(
       "help,h", "show this help");
   add_results_option(o);
   po::positional_options_description pos;
@@ -97,9 +97,11 @@ model, batch size and data, one thread, while --concurrent - 1 other threads com
 too, as the run's other worker ranks do) at the batch size and at batch 1, written as a device
 profile (profile.json: overhead_us and the sustained peak_fp32_tflops, efficiency 1, fitted so
 that the profile reproduces the mean at the scenario's batch), and the MPI transport's latency
-and bandwidth from a ping-pong between 2 ranks (network.json, a cluster.network block). Starts
-`mpirun -n 2` itself. Use them as
+and bandwidth from a ping-pong between 2 ranks (network.json, a cluster.network block), and the
+gradients' spread at the batch size (jitter.json, a cluster.jitter block: lognormal, sigma the
+standard deviation of the logs of the timed gradients). Starts `mpirun -n 2` itself. Use them as
   --set cluster.workers.0.profile=DIR/profile.json --set "cluster.network=$(cat DIR/network.json)"
+  --set "cluster.jitter=$(cat DIR/jitter.json)"
 A scenario with model.cost is fitted to the cost architecture's FLOPs (what its simulation times).
 Exit codes: 0 written, 2 bad input (or a build without MPI), 3 the MPI job failed, 130 interrupted.
 )TXT";

@@ -60,6 +60,7 @@ std::string host_name() {
 
 struct GradientTiming {
   double at_batch_s = 0, at_one_s = 0;  // means
+  double at_batch_log_sd = 0;           // the standard deviation of ln(seconds) at the batch size
   double apply_ns_per_parameter = 0;    // the server's apply of one push, per parameter (mean)
   int64_t parameters = 0;               // the model's
   double flops_per_sample = 0;          // what a simulation of the scenario times
@@ -106,7 +107,7 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
   // The timing thread alone joins the --cpu-quota group (the other threads, started before, stay
   // out): it then computes as the limited worker's rank will, beside an unlimited one.
   join_cpu_group(0, /*thread_only=*/true);
-  const auto measure = [&](int32_t n) {
+  const auto measure = [&](int32_t n, double* log_sd) {
     std::vector<double> t;
     for (int32_t i = 0; i < warmup + repeats; ++i) {
       const auto batch = w.sampler->next(n);
@@ -117,13 +118,22 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
       // per period is then spent as in the run.
       if (idle_us > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(std::llround(idle_us * 1e3)));
     }
+    // The spread, as the simulation's lognormal jitter (cluster.jitter.sigma) draws it: the
+    // standard deviation of the logs (in order, one sum: the same figure on every machine).
+    if (log_sd) {
+      double sum = 0, sq = 0;
+      for (double x : t) sum += std::log(x);
+      const double m = sum / static_cast<double>(t.size());
+      for (double x : t) sq += (std::log(x) - m) * (std::log(x) - m);
+      *log_sd = std::sqrt(sq / static_cast<double>(t.size()));
+    }
     // The mean, not the median: a run's iteration times average over everything a gradient pays
     // (a CPU quota's throttled slices, the other ranks' turns), and so does this.
     return std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
   };
   GradientTiming g;
-  g.at_batch_s = measure(s.optimizer.batch_size);
-  g.at_one_s = measure(1);
+  g.at_batch_s = measure(s.optimizer.batch_size, &g.at_batch_log_sd);
+  g.at_one_s = measure(1, nullptr);
   // The server's apply of one push (ServerOptimizer::add, the code the real run's server runs:
   // the scenario's rule, momentum and aggregate, a new version of the parameters) on a copy of
   // them, with the other threads still computing: per parameter, what
@@ -178,6 +188,9 @@ bool calibrate_wrote(const fs::path& path) {
   const auto source = j->find("source");
   if (source != j->end())
     return source->is_string() && source->get<std::string>().starts_with("Measured by stalesim calibrate");
+  // jitter.json: a cluster.jitter block, {"type": "lognormal", "sigma": ...}; nothing else.
+  if (j->size() == 2 && j->contains("sigma") && j->contains("type"))
+    return (*j)["type"] == enum_name(JitterType::kLognormal) && (*j)["sigma"].is_number();
   // network.json: latency_us and bandwidth_gbps, and since the server's apply was modelled,
   // server_apply_ns_per_parameter; nothing else.
   const auto ours = [](const std::string& key) {
@@ -222,10 +235,11 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw IoError(
-        fmt::format("{}: exists and is not a folder; --out names the folder of profile.json and "
-                    "network.json",
+        fmt::format("{}: exists and is not a folder; --out names the folder of profile.json, "
+                    "network.json and jitter.json",
                     escaped(c.out)));
-  for (const char* f : {"profile.json", "network.json"}) check_calibrate_output(dir / f, c.force, "--out");
+  for (const char* f : {"profile.json", "network.json", "jitter.json"})
+    check_calibrate_output(dir / f, c.force, "--out");
   const auto& model_traits = traits(c.scenario.model.type);
   if (!model_traits.has_math)
     throw ScenarioError(fmt::format("{}: /model/type: \"{}\" has no math: there is no gradient to time",
@@ -312,17 +326,22 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   if (ec) throw IoError(fmt::format("{}: cannot create the folder: {}", escaped(c.out), ec.message()));
   write_calibrate_output(dir / "profile.json", profile_to_json(p).dump(2) + "\n", c.force);
   write_calibrate_output(dir / "network.json", network.dump(2) + "\n", c.force);
+  // The gradients' spread at the batch size, as a cluster.jitter block (lognormal, mean 1).
+  const nlohmann::ordered_json jitter = {{"type", enum_name(JitterType::kLognormal)},
+                                         {"sigma", significant6(g.at_batch_log_sd)}};
+  write_calibrate_output(dir / "jitter.json", jitter.dump(2) + "\n", c.force);
   fmt::print(
       "calibrate --cpu: {} gradient (batch {}, {} at once): mean {} us, batch 1 {} us -> profile \"{}\" "
       "({:.6g} "
-      "TFLOP/s sustained, overhead {} us); MPI link: latency {} us (8-byte round trip median {} us, p90 {}), "
+      "TFLOP/s sustained, overhead {} us); spread: log standard deviation {:.3g}; MPI link: latency {} us "
+      "(8-byte round trip median {} us, p90 {}), "
       "bandwidth {:.4g} Gbit/s ({} MiB round trip median {} us); server apply {:.4g} ns per parameter ({} a "
-      "push); wrote {}/profile.json and {}/network.json\n",
+      "push); wrote {}/profile.json, network.json and jitter.json\n",
       to_string(c.scenario.model.type), B, c.concurrent, us(g.at_batch_s), us(g.at_one_s), escaped(name),
-      peak_tflops, us(overhead), us(link->latency_s), us(link->small_round_trip_s), us(link->small_p90_s),
-      gbps, po.large_bytes >> 20, us(link->large_round_trip_s), g.apply_ns_per_parameter,
-      us(g.apply_ns_per_parameter * 1e-9 * static_cast<double>(g.parameters)) + " us", escaped(c.out),
-      escaped(c.out));
+      peak_tflops, us(overhead), g.at_batch_log_sd, us(link->latency_s), us(link->small_round_trip_s),
+      us(link->small_p90_s), gbps, po.large_bytes >> 20, us(link->large_round_trip_s),
+      g.apply_ns_per_parameter,
+      us(g.apply_ns_per_parameter * 1e-9 * static_cast<double>(g.parameters)) + " us", escaped(c.out));
   return 0;
 }
 
