@@ -288,8 +288,6 @@ class Inbox {
     }
     return false;
   }
-  // Receives in flight (posted, not yet taken).
-  size_t in_flight() const { return q_.size(); }
   // Waits until every receive posted is complete (their messages stay to be taken by next).
   void drain() {
     for (auto& in : q_)
