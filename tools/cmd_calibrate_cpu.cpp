@@ -121,11 +121,12 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
     // The spread, as the simulation's lognormal jitter (cluster.jitter.sigma) draws it: the
     // standard deviation of the logs (in order, one sum: the same figure on every machine).
     if (log_sd) {
-      double sum = 0, sq = 0;
-      for (double x : t) sum += std::log(x);
-      const double m = sum / static_cast<double>(t.size());
-      for (double x : t) sq += (std::log(x) - m) * (std::log(x) - m);
-      *log_sd = std::sqrt(sq / static_cast<double>(t.size()));
+      std::vector<double> logs(t.size());
+      std::transform(t.begin(), t.end(), logs.begin(), [](double x) { return std::log(x); });
+      const double m = std::accumulate(logs.begin(), logs.end(), 0.0) / static_cast<double>(logs.size());
+      double sq = 0;
+      for (double l : logs) sq += (l - m) * (l - m);
+      *log_sd = std::sqrt(sq / static_cast<double>(logs.size()));
     }
     // The mean, not the median: a run's iteration times average over everything a gradient pays
     // (a CPU quota's throttled slices, the other ranks' turns), and so does this.

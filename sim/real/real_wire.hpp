@@ -232,8 +232,10 @@ inline void send_polling(std::span<const char> bytes, int rank, int tag) {
   complete(request, "Test (send)");
 }
 
-// Receives one message of `tag` from `source` (MPI_ANY_SOURCE: any) if one is there (complete).
-inline bool try_receive(int source, int tag, std::vector<char>& buf, int& from) {
+// Posts the receive of the next message of `tag` from `source` (MPI_ANY_SOURCE: any) into `buf`,
+// sized to it, if its first bytes are in: false if none is; else `request` is the receive in
+// flight and `from` its rank.
+inline bool post_receive(int source, int tag, std::vector<char>& buf, MPI_Request& request, int& from) {
   int flag = 0;
   MPI_Status st;
   check(MPI_Iprobe(source, tag, MPI_COMM_WORLD, &flag, &st), "Iprobe");
@@ -241,10 +243,16 @@ inline bool try_receive(int source, int tag, std::vector<char>& buf, int& from) 
   int bytes = 0;
   check(MPI_Get_count(&st, MPI_BYTE, &bytes), "Get_count");
   buf.resize(static_cast<size_t>(bytes));
-  MPI_Request request = MPI_REQUEST_NULL;
   check(MPI_Irecv(buf.data(), bytes, MPI_BYTE, st.MPI_SOURCE, tag, MPI_COMM_WORLD, &request), "Irecv");
-  complete(request, "Test (receive)");
   from = st.MPI_SOURCE;
+  return true;
+}
+
+// Receives one message of `tag` from `source` (MPI_ANY_SOURCE: any) if one is there (complete).
+inline bool try_receive(int source, int tag, std::vector<char>& buf, int& from) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (!post_receive(source, tag, buf, request, from)) return false;
+  complete(request, "Test (receive)");
   return true;
 }
 
@@ -300,16 +308,10 @@ class Inbox {
  private:
   void post_arrived() {
     for (;;) {
-      int flag = 0;
-      MPI_Status st;
-      check(MPI_Iprobe(MPI_ANY_SOURCE, tag_, MPI_COMM_WORLD, &flag, &st), "Iprobe");
-      if (!flag) return;
-      int bytes = 0;
-      check(MPI_Get_count(&st, MPI_BYTE, &bytes), "Get_count");
       Incoming& in = q_.emplace_back();
-      in.from = st.MPI_SOURCE;
-      in.bytes.resize(static_cast<size_t>(bytes));
-      check(MPI_Irecv(in.bytes.data(), bytes, MPI_BYTE, in.from, tag_, MPI_COMM_WORLD, &in.request), "Irecv");
+      if (post_receive(MPI_ANY_SOURCE, tag_, in.bytes, in.request, in.from)) continue;
+      q_.pop_back();
+      return;
     }
   }
 

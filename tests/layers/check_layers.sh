@@ -152,14 +152,14 @@ fi
 # 9. (issue 42) The real mode never waits in a blocking MPI point-to-point call: OpenMPI's spin on a
 #    core for as long as a transfer lasts, and the ranks share the host's cores with the workers'
 #    gradients (the server rank used 0.58 of a core so). Messages go through real_wire.hpp's
-#    send_polling, try_receive and SendQueue (MPI_Isend / MPI_Irecv, MPI_Test polls with sleeps);
+#    send_polling, try_receive, Inbox and SendQueue (MPI_Isend / MPI_Irecv, MPI_Test polls with sleeps);
 #    only the start-up handshake in real_run.cpp (1-byte pings on `ping`, before the clock starts)
 #    uses blocking calls.
 blocking=$(grep -rnE '\bMPI_(Recv|Send|Ssend|Bsend|Rsend|Sendrecv|Sendrecv_replace|Wait|Waitall|Waitany|Waitsome|Probe)\(' \
   sim/real 2>/dev/null | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' | grep -vE '^sim/real/real_run\.cpp:[0-9]+:.*&ping\b')
 if [[ -n "$blocking" ]]; then
   echo "check_layers: a blocking MPI call in the real mode (it spins for the whole transfer; use real_wire.hpp's"
-  echo "send_polling, try_receive or SendQueue):"
+  echo "send_polling, try_receive, Inbox or SendQueue):"
   echo "$blocking"
   fail=1
 fi
