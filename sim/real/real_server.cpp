@@ -15,25 +15,14 @@
 
 namespace stalesim::real {
 
-namespace {
-
-// The test samples an evaluation scores (eval.test_samples, else all).
-std::vector<int32_t> evaluation_indices(const Scenario& s, const DataSplit& d) {
-  const int64_t m = s.eval.test_samples > 0 ? std::min(s.eval.test_samples, d.test.size()) : d.test.size();
-  std::vector<int32_t> idx(static_cast<size_t>(m));
-  for (int64_t i = 0; i < m; ++i) idx[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  return idx;
-}
-
-}  // namespace
-
 RealServer::RealServer(WorkerCore& c, const RealOptions& o, const Layout& l, Clock::time_point epoch)
     : PullProtocol(c),
       opt_(o),
       layout_(l),
       epoch_(epoch),
       order_out_(static_cast<size_t>(l.shards)),
-      slots_(c.workers().size()) {
+      slots_(c.workers().size()),
+      driver_(c, [this] { return current_params(); }) {
   cache_ = c.policy().cache_mode() != CacheMode::kPullEveryIteration;
   eager_ = c.policy().cache_mode() == CacheMode::kEager;
   bound_ = c.policy().clock_bound().value_or(0);
@@ -219,17 +208,6 @@ void RealServer::schedule_push(Worker& w, const Slot& s, int64_t bytes, int64_t 
                        w.gen);
 }
 
-void RealServer::evaluate(uint64_t k) {
-  MetricsRow row = c_.take_metrics_row(c_.engine().now());
-  if (c_.math())
-    evals_->add(std::move(row), current_params());
-  else
-    c_.complete_metrics(row);
-  if (!c_.stopped())
-    c_.engine().schedule(SimTime::from_seconds(c_.scenario().eval.every_s * static_cast<double>(k + 1)),
-                         kEvaluate, 0, k + 1);
-}
-
 std::optional<int32_t> RealServer::silent_worker(int64_t now) const {
   for (size_t w = 0; w < slots_.size(); ++w) {
     const Slot& s = slots_[w];
@@ -262,19 +240,11 @@ RealOutcome RealServer::run() {
   WorkerCore& c = c_;
   c.deliver_directly(
       this);  // a grant hands the parameters to params_granted (the MPI send), not the event queue
-  observers_.add(&gradients_);
-  c.set_observer(&observers_);
-  std::vector<std::string> profiles;
-  for (const auto& w : c.workers()) profiles.push_back(c.profile_of(w));
-  observers_.start(c.clocks(), c.policy(), profiles);
-  policy_records_.start(c.clocks(), c.policy(), {});
-  eval_indices_ = evaluation_indices(c.scenario(), c.data());
-  evals_ = std::make_unique<Evaluations>(c.model(), c.data().test, eval_indices_,
-                                         [this](MetricsRow& row) { c_.complete_metrics(row); });
+  driver_.start(nullptr, true);  // gradients.csv: always
   for (auto& w : c.workers())  // the first requests for parameters
     c.engine().schedule(opt_.emulated ? c.latency_of(w) : SimTime::zero(), kPullRequestArrives,
                         static_cast<uint32_t>(w.id), w.gen);
-  c.engine().schedule(SimTime::zero(), kEvaluate, 0, 0);
+  driver_.schedule_first_evaluation();
   const SimTime limit = c.scenario().stop.virtual_time_s
                             ? SimTime::from_seconds(*c.scenario().stop.virtual_time_s)
                             : SimTime::max();
@@ -291,7 +261,7 @@ RealOutcome RealServer::run() {
       const SimTime wall = std::min(SimTime::from_ns(now), limit);
       c.engine().run_until(wall, [&](const Event& e) {
         worked = true;
-        if (e.kind == kEvaluate) return evaluate(e.payload);
+        if (e.kind == kEvaluate) return driver_.on_evaluate(e.payload);
         if (e.kind == kPushAtServer) return c.on_push_at_server(c.worker(e.target));
         if (cache_ && e.kind == kPushApplied) return on_cache_push_applied(c.worker(e.target));
         if (cache_ && e.kind == kPullRequestArrives) return send_copy(c.worker(e.target));
@@ -386,33 +356,20 @@ RealOutcome RealServer::run() {
 void RealServer::finish(SimTime end) {
   WorkerCore& c = c_;
   RunResult& r = c.result();
-  observers_.finish(end);
-  policy_records_.finish(end);
+  // Every worker's times as measured.
+  auto close_workers = [&] {
+    for (size_t i = 0; i < c.workers().size(); ++i) {
+      Worker& w = c.worker(i);
+      const Slot& s = slots_[i];
+      w.params.reset();
+      r.workers.push_back(
+          WorkerStats{w.id, c.profile_of(w), w.iterations, s.compute_ns, s.wait_ns, s.comm_ns});
+    }
+  };
   // Server shards: the parameters gathered last; after a failure (a gather may be what failed)
   // they may be older than the end, and then the run has no final row of its own.
-  const bool whole = layout_.shards == 1 || gathered_now_;
-  const std::span<const float> params = layout_.shards == 1 ? c.store().peek() : gathered_;
-  for (size_t i = 0; i < c.workers().size(); ++i) {
-    Worker& w = c.worker(i);
-    const Slot& s = slots_[i];
-    w.params.reset();
-    r.workers.push_back(WorkerStats{w.id, c.profile_of(w), w.iterations, s.compute_ns, s.wait_ns, s.comm_ns});
-  }
-  r.end_time = end;
-  if (whole && c.needs_final_row(end)) {
-    MetricsRow row = c.take_metrics_row(end);
-    if (c.math()) {
-      evals_->add(std::move(row), params);
-    } else {
-      c.complete_metrics(row);
-    }
-  }
-  evals_->finish();
-  c.finish_result();
-  if (layout_.shards > 1) r.final_params.assign(params.begin(), params.end());
-  r.policy_facts = policy_records_.take_facts();
-  r.recorded["decisions.csv"] = policy_records_.take_decisions_csv();
-  r.recorded["gradients.csv"] = gradients_.take();
+  driver_.finish(end, close_workers, layout_.shards == 1 || gathered_now_);
+  if (layout_.shards > 1) r.final_params = gathered_;
   r.recorded["timing.csv"] = std::move(timing_);
 }
 

@@ -10,10 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/evaluation.hpp"
-#include "sim/output/csv_observers.hpp"
 #include "sim/real/real_run.hpp"
 #include "sim/real/real_wire.hpp"
+#include "sim/run_driver.hpp"
 #include "sim/worker/core.hpp"
 #include "sim/worker/pull.hpp"
 
@@ -75,7 +74,6 @@ class RealServer final : public PullProtocol, public DirectDelivery {
   bool receive_pushes(bool stopping);
   // Schedules a received push's arrival (emulated: after the worker's link and the latency).
   void schedule_push(Worker& w, const Slot& s, int64_t bytes, int64_t now);
-  void evaluate(uint64_t k);
   // One timing.csv row. `split` (pull modes): the communication's parts, in ns: the parameters'
   // way to the worker (grant to arrival), the push's (sent to whole at the server) and the
   // server's own time (whole to applied); the cache modes leave them empty.
@@ -114,11 +112,8 @@ class RealServer final : public PullProtocol, public DirectDelivery {
   std::vector<Slot> slots_;
   Inbox pushes_in_{kTagPush};  // every worker's pushes, received at once
   std::string timing_ = kTimingCsvHeader;
-  std::unique_ptr<Evaluations> evals_;
-  std::vector<int32_t> eval_indices_;
-  GradientRecorder gradients_;
-  PolicyRecorder policy_records_;
-  ObserverList observers_;
+  // The observers, the evaluations and the end of the run (sim/run_driver.hpp).
+  RunDriver driver_;
   bool failed_ = false;
   int exit_code_ = kExitFailed;
 };

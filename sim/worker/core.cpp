@@ -428,30 +428,8 @@ MetricsRow WorkerCore::take_metrics_row(SimTime now) {
   return row;
 }
 
-void WorkerCore::complete_metrics(MetricsRow& row) {
-  if (obs_) obs_->evaluation(row);
-  result_.metrics.push_back(row);
-  if (row.test_accuracy && sc_.stop.target_accuracy && !result_.time_to_target_s &&
-      *row.test_accuracy >= *sc_.stop.target_accuracy) {
-    result_.time_to_target_s = row.time.seconds();
-    if (sc_.stop.at_target) {
-      result_.stop_reason = StopReason::kTargetAccuracy;
-      stop();
-    }
-  }
-}
-
-bool WorkerCore::needs_final_row(SimTime end) const {
-  return result_.status != RunStatus::kDiverged &&
-         (result_.metrics.empty() || result_.metrics.back().time != end ||
-          result_.metrics.back().server_version != store_->version());
-}
-
-void WorkerCore::release_tasks() {
-  for (auto& w : workers_) release_task(w);
-}
-
 void WorkerCore::end_pool() {
+  for (auto& w : workers_) release_task(w);
   pool_.reset();
   if (in_flight_count_)
     result_.gradients_in_flight = static_cast<double>(in_flight_sum_) / static_cast<double>(in_flight_count_);

@@ -79,8 +79,8 @@ class WorkerCore {
   Network& network() { return network_; }  // the links, whichever network carries the messages
   bool stopped() const { return stopped_; }
   RunObserver* observer() const { return obs_; }
-  // The run's result so far. The drivers (sim/simulation.cpp, sim/real/real_run.cpp) complete it;
-  // the protocols count through count_push, count_pull and the methods below.
+  // The run's result so far. The run driver (sim/run_driver.hpp: its metrics rows and the end of
+  // the run) completes it; the protocols count through count_push, count_pull and the methods below.
   RunResult& result() { return result_; }
 
   // ---- Set up by the driver before the run ----
@@ -202,15 +202,8 @@ class WorkerCore {
   // and staleness since the previous row (which start again from here). Its evaluation is the
   // caller's (sim/evaluation.hpp).
   MetricsRow take_metrics_row(SimTime now);
-  // Appends an evaluated row; the first that reaches stop.target_accuracy sets the time to target
-  // (and stops the run with stop.at_target).
-  void complete_metrics(MetricsRow& row);
-  // Whether a run ending at `end` needs a last metrics row: unless it diverged or its last row
-  // already describes this state.
-  bool needs_final_row(SimTime end) const;
-  // Lets go of the pooled tasks, then (after the evaluations are off the pool) the pool; the
-  // mean gradients in flight.
-  void release_tasks();
+  // Lets go of the pooled tasks, then the pool (take the evaluations off it first); the mean
+  // gradients in flight.
   void end_pool();
   // Closes every worker's open interval at `end` and appends its WorkerStats.
   void finish_workers(SimTime end);
