@@ -589,7 +589,9 @@ TEST_CASE(
       negative.err);
 }
 
-TEST_CASE("calibrate --cpu refuses a model without math and an existing profile without --force (exit 2)") {
+TEST_CASE(
+    "calibrate --cpu refuses a model without math, a batch larger than a worker's samples and an existing "
+    "profile without --force (exit 2)") {
   Scratch t("calibrate-bad", "real");
   const Outcome none = run_cli(
       "calibrate --cpu scenarios/real/two-workers.json --set model.type=time-only --set "
@@ -606,6 +608,15 @@ TEST_CASE("calibrate --cpu refuses a model without math and an existing profile 
       run_cli("calibrate --cpu scenarios/real/two-workers.json --out " + (t.path / "c").string());
   CHECK(exists.code == 2);
   CHECK(exists.err.find("profile.json: exists; --force replaces it") != std::string::npos);
+  // A batch larger than worker 0's samples: refused before the ranks start (rank 1 used to wait
+  // for rank 0's probe for ever once rank 0 had refused it).
+  const Outcome big =
+      run_cli("calibrate --cpu scenarios/real/two-workers.json --set optimizer.batch_size=10000000 --out " +
+              (t.path / "big").string());
+  CHECK(big.code == 2);
+  CHECK(big.err.find("two-workers.json: /optimizer/batch_size: 10000000 is larger than") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(t.path / "big"));
 }
 
 // ---- The memory estimate of each rank (issue 46.5) ------------------------------------------

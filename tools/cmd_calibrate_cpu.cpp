@@ -28,7 +28,7 @@
 #include "sim/simulation.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
 #include "sim/text.hpp"
-#include "sim/worker/core.hpp"
+#include "sim/worker/assemble.hpp"
 #include "tools/cli.hpp"
 #include "tools/cpu_quota.hpp"
 #include "tools/kernel_net.hpp"
@@ -75,10 +75,14 @@ struct GradientTiming {
 GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup, int32_t concurrent,
                               double idle_us) {
   const DataSplit data = load_data(s);
-  WorkerCore core(s, data, plan_run(s));
-  Worker& w = core.worker(0);
-  const auto params = core.store().peek();
-  std::vector<float> grad(core.gradient_size());
+  // The run's model, initial parameters and worker 0's batches, as the run builds them (no run).
+  const std::unique_ptr<Model> model = build_model(s, data);
+  std::vector<float> initial(static_cast<size_t>(model->parameter_count()));
+  init_parameters(s, *model, initial);
+  const std::span<const float> params = initial;
+  std::vector<std::vector<int32_t>> shards = worker_shards(s, data);
+  const std::unique_ptr<BatchSampler> sampler = worker_sampler(s, data, shards, 0);
+  std::vector<float> grad(initial.size());
   std::atomic<bool> done{false};
   std::vector<std::jthread> others;  // joined after `stop` (declared later) has told them to end
   struct Stop {                      // the other threads end with this function, also when it throws
@@ -88,17 +92,17 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
   if (concurrent > 1) {
     std::vector<std::vector<int32_t>> batches;  // what the other threads cycle through
     for (int i = 0; i < 8; ++i) {
-      const auto b = w.sampler->next(s.optimizer.batch_size);
+      const auto b = sampler->next(s.optimizer.batch_size);
       batches.emplace_back(b.begin(), b.end());
     }
     for (int32_t k = 1; k < concurrent; ++k) {
-      std::unique_ptr<Model> m = core.model().clone();
+      std::unique_ptr<Model> m = model->clone();
       if (!m)
         throw ScenarioError(fmt::format(
             "calibrate --cpu --concurrent {}: model \"{}\" has no copy for other threads; use --concurrent 1",
             concurrent, to_string(s.model.type)));
       others.emplace_back([&, batches, m = std::move(m)] {
-        std::vector<float> g(core.gradient_size());
+        std::vector<float> g(initial.size());
         for (size_t i = 0; !done.load(std::memory_order_relaxed); ++i)
           m->loss_and_gradient(params, data.train, batches[i % batches.size()], g);
       });
@@ -110,9 +114,9 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
   const auto measure = [&](int32_t n, double* log_sd) {
     std::vector<double> t;
     for (int32_t i = 0; i < warmup + repeats; ++i) {
-      const auto batch = w.sampler->next(n);
+      const auto batch = sampler->next(n);
       const auto start = WallClock::now();
-      core.model().loss_and_gradient(params, data.train, batch, grad);
+      model->loss_and_gradient(params, data.train, batch, grad);
       if (i >= warmup) t.push_back(std::chrono::duration<double>(WallClock::now() - start).count());
       // The run's communication and waits between two gradients (--idle-us): a CPU quota's budget
       // per period is then spent as in the run.
@@ -140,12 +144,12 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
   // them, with the other threads still computing: per parameter, what
   // cluster.network.server_apply_ns_per_parameter charges.
   {
-    const int64_t n = core.model().parameter_count();
+    const int64_t n = model->parameter_count();
     g.parameters = n;
-    ServerOptimizer opt(s, s.cluster.worker_count(), n, /*math=*/true, core.model().update_kind());
+    ServerOptimizer opt(s, s.cluster.worker_count(), n, /*math=*/true, model->update_kind());
     ParamStore store(n);
     std::copy(params.begin(), params.end(), store.write().begin());
-    core.model().loss_and_gradient(params, data.train, w.sampler->next(s.optimizer.batch_size), grad);
+    model->loss_and_gradient(params, data.train, sampler->next(s.optimizer.batch_size), grad);
     std::vector<double> t;
     for (int32_t i = 0; i < warmup + repeats; ++i) {
       const GradientInfo info{.worker = 0, .version_read = store.version(), .version_apply = store.version()};
@@ -156,7 +160,7 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
     g.apply_ns_per_parameter = std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size()) *
                                1e9 / static_cast<double>(std::max<int64_t>(n, 1));
   }
-  g.flops_per_sample = core.model().flops_per_sample();
+  g.flops_per_sample = model->flops_per_sample();
   g.flops_from = "the model's own FLOPs per sample";
   if (const auto cost = find_cost_architecture(s.model.cost)) {
     g.flops_per_sample = cost->training_flops();
@@ -252,6 +256,15 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
     throw ScenarioError(
         "calibrate --cpu needs MPI for its network probe, and this stalesim was built without it");
   if (mpi_launch_size() == 0) {
+    // What rank 0 would refuse once the ranks run (a batch larger than worker 0's samples) is
+    // refused here, before rank 1 waits for it.
+    try {
+      const DataSplit data = load_data(c.scenario);
+      std::vector<std::vector<int32_t>> shards = worker_shards(c.scenario, data);
+      (void)worker_sampler(c.scenario, data, shards, 0);
+    } catch (const ScenarioError& e) {
+      throw ScenarioError(fmt::format("{}: {}", c.origin, e.what()));
+    }
     std::vector<CpuQuota> quotas;
     if (c.cpu_quota)
       quotas.push_back(CpuQuota{.worker = 0, .rank = 0, .share = *c.cpu_quota, .group = "", .made = false});
@@ -264,8 +277,15 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
   GradientTiming g;
   double mem_gbs = 0;
   if (mpi.rank() == 0) {  // rank 1 waits (with sleeps) in the probe meanwhile
-    g = time_gradients(c.scenario, c.repeats, c.warmup, c.concurrent, c.idle_us);
-    mem_gbs = memory_bandwidth_gbs();
+    try {
+      g = time_gradients(c.scenario, c.repeats, c.warmup, c.concurrent, c.idle_us);
+      mem_gbs = memory_bandwidth_gbs();
+    } catch (const std::exception& e) {  // rank 1 would wait for the probe for ever: end both
+      fmt::print(stderr, "stalesim: {}: {}\n", c.origin, e.what());
+      std::fflush(stderr);
+      mpi.abort(kExitFailed);
+      throw;
+    }
   }
   LinkProbeOptions po;
   po.repeats = c.repeats;

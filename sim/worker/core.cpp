@@ -11,23 +11,10 @@
 
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
-#include "models/partition.hpp"
+#include "sim/worker/assemble.hpp"
 #include "sim/worker/protocol.hpp"
-#include "sim/workloads.hpp"
 
 namespace stalesim {
-
-namespace {
-
-std::unique_ptr<Model> build_model(const Scenario& s, const DataSplit& d) {
-  const bool wants_data = traits(s.model.type).has_math;
-  return is_workload_model(s.model.type)
-             ? make_workload_model(s, d)
-             : make_model(s.model, wants_data ? d.train.features : 0, wants_data ? d.train.classes : 0,
-                          s.compute.backend == Backend::kCuda);
-}
-
-}  // namespace
 
 WorkerCore::WorkerCore(const Scenario& s, const DataSplit& d, const RunPlan& p)
     : sc_(s),
@@ -60,8 +47,7 @@ WorkerCore::WorkerCore(const Scenario& s, const DataSplit& d, const RunPlan& p)
 }
 
 void WorkerCore::init_math(const Scenario& s, const DataSplit& d) {
-  Rng init_rng(s.seed, Purpose::kInit, 0);
-  model_->init(store_->write(), init_rng);
+  init_parameters(s, *model_, store_->write());
   grad_.resize(static_cast<size_t>(model_->parameter_count()));
   compute_.set_measured(s.compute.timing == Timing::kMeasured);
   defer_ = model_->can_defer_gradient() && !opt_->rule().needs_read_params() && plan_.defers_gradients;
@@ -79,13 +65,8 @@ void WorkerCore::init_math(const Scenario& s, const DataSplit& d) {
 
 void WorkerCore::init_workers(const Scenario& s, const DataSplit& d) {
   const int32_t n = s.cluster.worker_count();
-  const bool shared_data = s.data.partition == Partition::kShared;
   std::vector<std::vector<int32_t>> shards;
-  if (math_ && s.data.partition == Partition::kLabelSkew) {
-    shards = shard_label_skew(d.train.y, d.train.classes, n, s.data.alpha, s.seed);
-  } else if (math_ && !shared_data) {
-    shards = shard_iid(d.train.size(), n, s.seed);
-  }
+  if (math_) shards = worker_shards(s, d);
   double flops_per_sample = model_->flops_per_sample();
   if (const auto& cost = plan_.cost) {  // time and size as `cost`
     flops_per_sample = cost->training_flops();
@@ -104,21 +85,7 @@ void WorkerCore::init_workers(const Scenario& s, const DataSplit& d) {
       w.group = static_cast<int32_t>(g);
       w.base_compute_ns = base_iteration_ns(group, g, profile, flops_per_batch);
       w.jitter_rng = Rng(s.seed, Purpose::kJitter, static_cast<uint64_t>(id));
-      if (math_ && shared_data) {
-        if (d.train.size() < s.optimizer.batch_size)
-          throw ScenarioError(fmt::format("/optimizer/batch_size: {} is larger than the {} training samples",
-                                          s.optimizer.batch_size, d.train.size()));
-        w.sampler = std::make_unique<BatchSampler>(
-            BatchSampler::shared(d.train.size(), s.seed, static_cast<uint32_t>(id)));
-      } else if (math_) {
-        auto& shard = shards[static_cast<size_t>(id)];
-        if (static_cast<int64_t>(shard.size()) < s.optimizer.batch_size)
-          throw ScenarioError(
-              fmt::format("/optimizer/batch_size: {} is larger than worker {}'s shard of {} samples ({} "
-                          "training samples over {} workers)",
-                          s.optimizer.batch_size, id, shard.size(), d.train.size(), n));
-        w.sampler = std::make_unique<BatchSampler>(std::move(shard), s.seed, static_cast<uint32_t>(id));
-      }
+      if (math_) w.sampler = worker_sampler(s, d, shards, id);
     }
   }
   if (defer_) pending_.resize(workers_.size());

@@ -112,11 +112,6 @@ class WorkerCore {
   SimTime pull_through(const Worker& w, SimTime at, int64_t bytes) {
     return network_.pull(at, bytes, w.id, w.group, obs_);
   }
-  // A push of `bytes` from w whose kPushAtServer runs at `first`: when the server holds all of it
-  // (Network::push_through).
-  SimTime push_through(const Worker& w, SimTime first, int64_t bytes) {
-    return network_.push_through(first, bytes, w.id, w.group, obs_);
-  }
   // How long w's next gradient takes when it starts at `start` (a draw of w's jitter stream).
   SimTime compute_time(Worker& w, SimTime start) { return compute_.time(w, start); }
   // w starts computing its next gradient now: kComputeDone when it ends.
@@ -151,9 +146,6 @@ class WorkerCore {
   void push_notice(Worker& w);
   // A push's first byte reached the server (cut-through: it is applied when the last is in).
   void on_push_at_server(Worker& w);
-  // When a push of `bytes`, whole at the server at `through`, has been applied: `through` plus
-  // its shards' apply time, behind the applies before it (cluster.network.server_apply_ns_per_parameter).
-  SimTime server_apply(SimTime through, int64_t bytes);
   // After w's push was applied (and the run goes on): w starts its next clock if the policy lets
   // it, else waits at the server; waiting workers the policy now allows are granted, in worker
   // order (when the minimum clock rose or the policy rechecks every push); a run in which every
@@ -228,6 +220,14 @@ class WorkerCore {
   void on_rejoin_request(Worker& w);
 
  private:
+  // A push of `bytes` from w whose kPushAtServer runs at `first`: when the server holds all of it
+  // (Network::push_through).
+  SimTime push_through(const Worker& w, SimTime first, int64_t bytes) {
+    return network_.push_through(first, bytes, w.id, w.group, obs_);
+  }
+  // When a push of `bytes`, whole at the server at `through`, has been applied: `through` plus
+  // its shards' apply time, behind the applies before it (cluster.network.server_apply_ns_per_parameter).
+  SimTime server_apply(SimTime through, int64_t bytes);
   void init_math(const Scenario& s, const DataSplit& d);
   void init_workers(const Scenario& s, const DataSplit& d);
   static void close_interval(Worker& w, SimTime end);
