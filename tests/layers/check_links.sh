@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# tests/layers/check_links.sh BUILD_DIR: the layers as the linker sees them (issue 47 point 1).
+# check_layers.sh reads the #include lines; a call needs no include of the layer that defines it
+# (a declaration in a lower header is enough), so this reads the compiled objects of stalesim_sim
+# and stalesim_models instead: for every object, the symbols it needs (nm -u) and the folder whose
+# object defines each one (nm --defined-only, strong symbols: not inline functions or templates,
+# which every user carries). Each folder has a rank below (a sim/ root file counts by its own
+# name); a folder may call only folders of lower rank. An arrow upwards fails, unless it is one of
+# the known ones listed under `known`, which issue 47 removes one by one: a listed arrow that is
+# gone fails too, so that the list only shrinks.
+# --selftest BUILD_DIR: plants a call from sim/data into the worker core and a call from sim/worker
+# up into the run, and requires both to fail and the true objects to pass.
+# Exits 0 when it holds, 1 when it does not (each arrow printed with a symbol), 2 on bad usage.
+set -uo pipefail
+
+# Lowest first. Equal rank: neither may call the other.
+ranks='
+gen 0
+base 0
+models 1
+sim:text 2
+sim:build_info 2
+sim:param_store 2
+sim:gradient_pool 2
+sim:algorithms 2
+sim/data 3
+sim:workloads 4
+sim/scenario 4
+sim/policies 5
+sim/rules 6
+sim/plan 7
+sim/output 7
+sim/network 8
+sim/worker 9
+sim:evaluation 9
+sim:run_driver 10
+sim:simulation 11
+sim:run 12
+sim/estimate 12
+sim/sweep 13
+sim/real 14
+sim/analysis 14
+'
+# The arrows upwards that exist today (issue 47 point 1 removes them): the loader reads the
+# policies' and rules' registration rows (their names and traits) and builds the topology to check
+# it; the algorithm enums' name tables are the registration rows; a policy's own protocol factory
+# is defined in sim/worker.
+known='
+sim/scenario -> sim/policies
+sim/scenario -> sim/rules
+sim/scenario -> sim/network
+sim:algorithms -> sim/policies
+sim:algorithms -> sim/rules
+sim/policies -> sim/worker
+'
+
+# One line per symbol: "D folder symbol" (defined) or "U folder symbol" (needed), from the objects.
+# models/cuda is the models layer's (the CUDA backend and its stubs call each other).
+symbols() {
+  local build=$1
+  local objects
+  mapfile -t objects < <(find "$build/CMakeFiles/stalesim_sim.dir" "$build/CMakeFiles/stalesim_models.dir" \
+    -name '*.o' 2>/dev/null | sort)
+  [[ ${#objects[@]} -gt 0 ]] || return 0
+  { nm -A -g --defined-only "${objects[@]}" | awk '{ print "D", $0 }'
+    nm -A -u "${objects[@]}" | awk '{ print "U", $0 }'; } | awk '
+    function folder(path,   rel, n, parts) {
+      rel = path; sub(/^.*\.dir\//, "", rel); sub(/:$/, "", rel)
+      if (rel ~ /generated\//) return "gen"
+      if (rel ~ /^models\/cuda\//) return "models"
+      n = split(rel, parts, "/")
+      if (parts[1] == "sim" && n == 2) { sub(/\..*$/, "", parts[2]); return "sim:" parts[2] }
+      sub(/\/[^\/]*$/, "", rel); return rel
+    }
+    $1 == "D" && NF == 4 && $3 ~ /^[TDBR]$/ { print "D", folder($2), $4 }
+    $1 == "U" && NF == 4 && $3 == "U" { print "U", folder($2), $4 }'
+}
+
+# Reads symbols() lines on stdin; prints the arrows upwards not in `known`, and the known ones gone.
+check() {
+  awk -v ranks="$ranks" -v known="$known" '
+    BEGIN {
+      n = split(ranks, r, "\n"); for (i = 1; i <= n; i++) if (split(r[i], kv, " ") == 2) rank[kv[1]] = kv[2]
+      n = split(known, k, "\n"); for (i = 1; i <= n; i++) if (k[i] != "") allowed[k[i]] = 1
+    }
+    $1 == "D" { if (!($3 in home)) home[$3] = $2; next }
+    { need[NR] = $2 " " $3 }
+    END {
+      bad = 0
+      for (i in need) {
+        split(need[i], p, " "); from = p[1]; sym = p[2]
+        if (!(sym in home)) continue  # a library outside stalesim, or the standard library
+        to = home[sym]
+        if (from == to) continue
+        if (!(from in rank)) { unranked[from] = 1; continue }
+        if (!(to in rank)) { unranked[to] = 1; continue }
+        if (rank[from] > rank[to]) continue
+        arrow = from " -> " to
+        if (arrow in allowed) { seen[arrow] = 1; continue }
+        if (!(arrow in example)) example[arrow] = sym
+      }
+      for (f in unranked) { print "check_links: folder " f " has no rank: add it to the table in tests/layers/check_links.sh"; bad = 1 }
+      for (a in example) { print "check_links: " a " calls upwards (" example[a] ")"; bad = 1 }
+      for (a in allowed) if (!(a in seen)) { print "check_links: the known arrow " a " is gone: remove it from `known`"; bad = 1 }
+      exit bad
+    }'
+}
+
+build=${1:?usage: check_links.sh BUILD_DIR | --selftest BUILD_DIR}
+if [[ $build == --selftest ]]; then
+  build=${2:?usage: check_links.sh --selftest BUILD_DIR}
+  all=$(symbols "$build") || exit 2
+  [[ -n $all ]] || { echo "check_links: selftest: no objects under $build/CMakeFiles"; exit 2; }
+  check <<<"$all" >/dev/null || { echo "check_links: selftest: the true objects failed"; exit 1; }
+  # A symbol the worker core defines, needed by sim/data; one sim:run defines, needed by sim/worker.
+  core=$(awk '$1 == "D" && $2 == "sim/worker" { print $3; exit }' <<<"$all")
+  run=$(awk '$1 == "D" && $2 == "sim:run" { print $3; exit }' <<<"$all")
+  out=$(printf '%s\nU sim/data %s\n' "$all" "$core" | check) && { echo "check_links: selftest: sim/data -> sim/worker passed"; exit 1; }
+  grep -q "sim/data -> sim/worker calls upwards" <<<"$out" || { echo "check_links: selftest: wrong message: $out"; exit 1; }
+  out=$(printf '%s\nU sim/worker %s\n' "$all" "$run" | check) && { echo "check_links: selftest: sim/worker -> sim:run passed"; exit 1; }
+  grep -q "sim/worker -> sim:run calls upwards" <<<"$out" || { echo "check_links: selftest: wrong message: $out"; exit 1; }
+  echo "check_links: selftest: ok (calls from sim/data into the core and from the core into the run both fail)"
+  exit 0
+fi
+all=$(symbols "$build") || exit 2
+[[ -n $all ]] || { echo "check_links: no objects under $build/CMakeFiles/stalesim_{sim,models}.dir: build first"; exit 2; }
+out=$(check <<<"$all")
+rc=$?
+[[ -n $out ]] && echo "$out"
+if [[ $rc -eq 0 ]]; then
+  echo "check_links: ok ($(grep -c '^U' <<<"$all") needed symbols of $(find "$build/CMakeFiles/stalesim_sim.dir" \
+    "$build/CMakeFiles/stalesim_models.dir" -name '*.o' | wc -l) objects; $(grep -c . <<<"$known") known arrows upwards left)"
+fi
+exit $rc
