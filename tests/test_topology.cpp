@@ -10,8 +10,8 @@
 
 #include "sim/estimate/estimate.hpp"
 #include "sim/network/flows.hpp"
-#include "sim/network/topology_kinds.hpp"
 #include "sim/network/topology_network.hpp"
+#include "sim/scenario/topology_kinds.hpp"
 #include "sim/worker/network.hpp"
 #include "tests/sim_test_util.hpp"
 
@@ -165,7 +165,7 @@ TEST_CASE("racks: hosts, switches, routes through the spine and the derived over
 }
 
 TEST_CASE("every topology kind has its one row, and the star alone is built by no topology builder") {
-  // Issue 43: a kind is registered in one place (sim/network/topology_kinds.cpp). A name the
+  // Issue 43: a kind is registered in one place (sim/scenario/topology_kinds.cpp). A name the
   // loader accepts without a row would throw here, not in the middle of a run.
   for (const auto& e : enum_names(TopologyKind{})) {
     CAPTURE(e.name);

@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/network/topology_kinds.hpp"
+#include "sim/scenario/topology_kinds.hpp"
 #include "tools/cli.hpp"
 
 extern char** environ;

@@ -10,7 +10,7 @@
 #include "models/cost_arch.hpp"
 #include "models/device_profile.hpp"
 #include "sim/network/link_load.hpp"
-#include "sim/network/topology.hpp"
+#include "sim/scenario/topology.hpp"
 #include "sim/text.hpp"
 
 namespace stalesim {

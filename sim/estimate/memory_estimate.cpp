@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "sim/estimate/estimate.hpp"       // estimate_run: the pace the cache modes' pushes keep
-#include "sim/network/topology_kinds.hpp"  // a topology kind's bytes
+#include "sim/scenario/topology_kinds.hpp"  // a topology kind's bytes
 
 #include <limits>
 

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/network/topology_kinds.hpp"
+#include "sim/scenario/topology_kinds.hpp"
 #include "sim/text.hpp"
 
 namespace stalesim {

@@ -15,8 +15,8 @@
 
 #include "sim/engine/engine.hpp"
 #include "sim/network/flows.hpp"
-#include "sim/network/topology.hpp"
 #include "sim/output/observer.hpp"
+#include "sim/scenario/topology.hpp"
 
 namespace stalesim {
 

@@ -9,7 +9,7 @@
 #include <csignal>
 #include <vector>
 
-#include "sim/network/topology_kinds.hpp"
+#include "sim/scenario/topology_kinds.hpp"
 #include "sim/simulation.hpp"
 #include "sim/sweep/sweep_mpi.hpp"
 #include "sim/worker/core.hpp"

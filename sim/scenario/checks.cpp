@@ -9,8 +9,8 @@
 
 #include "models/cuda/cuda_model.hpp"
 #include "models/device_profile.hpp"
-#include "sim/network/topology_kinds.hpp"
 #include "sim/scenario/detail.hpp"
+#include "sim/scenario/topology_kinds.hpp"
 
 namespace stalesim::scenario_detail {
 

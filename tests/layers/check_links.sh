@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# tests/layers/check_links.sh BUILD_DIR: the layers as the linker sees them (issue 47 point 1).
+# tests/layers/check_links.sh SOURCE_DIR BUILD_DIR: the layers as the linker sees them (issue 47 point 1).
 # check_layers.sh reads the #include lines; a call needs no include of the layer that defines it
-# (a declaration in a lower header is enough), so this reads the compiled objects of stalesim_sim
-# and stalesim_models instead: for every object, the symbols it needs (nm -u) and the folder whose
+# (a declaration in a lower header is enough), so this reads the compiled libraries (stalesim_sim,
+# stalesim_models, the CUDA kernels) instead: for every object, the symbols it needs (nm -u) and the folder whose
 # object defines each one (nm --defined-only, strong symbols: not inline functions or templates,
 # which every user carries). Each folder has a rank below (a sim/ root file counts by its own
 # name); a folder may call only folders of lower rank. An arrow upwards fails, unless it is one of
 # the known ones listed under `known`, which issue 47 removes one by one: a listed arrow that is
 # gone fails too, so that the list only shrinks.
-# --selftest BUILD_DIR: plants a call from sim/data into the worker core and a call from sim/worker
+# --selftest SOURCE_DIR BUILD_DIR: plants a call from sim/data into the worker core and a call from sim/worker
 # up into the run, and requires both to fail and the true objects to pass.
 # Exits 0 when it holds, 1 when it does not (each arrow printed with a symbol), 2 on bad usage.
 set -uo pipefail
@@ -42,38 +42,57 @@ sim/real 14
 sim/analysis 14
 '
 # The arrows upwards that exist today (issue 47 point 1 removes them): the loader reads the
-# policies' and rules' registration rows (their names and traits) and builds the topology to check
-# it; the algorithm enums' name tables are the registration rows; a policy's own protocol factory
+# policies' and rules' registration rows (their names and traits); the algorithm enums' name tables are the registration rows; a policy's own protocol factory
 # is defined in sim/worker.
 known='
 sim/scenario -> sim/policies
 sim/scenario -> sim/rules
-sim/scenario -> sim/network
 sim:algorithms -> sim/policies
 sim:algorithms -> sim/rules
 sim/policies -> sim/worker
 '
 
-# One line per symbol: "D folder symbol" (defined) or "U folder symbol" (needed), from the objects.
-# models/cuda is the models layer's (the CUDA backend and its stubs call each other).
+# One line per symbol: "D folder symbol" (defined) or "U folder symbol" (needed), read from the
+# libraries themselves (not the object folders, where an object of a moved or removed source may
+# linger). A member is named by its source file's name, unique within its library: each is looked
+# up under SOURCE_DIR. models/cuda is the models layer's (the CUDA backend and its stubs call each
+# other); the generated files (profiles, git revision) are "gen". An unknown member fails.
 symbols() {
-  local build=$1
-  local objects
-  mapfile -t objects < <(find "$build/CMakeFiles/stalesim_sim.dir" "$build/CMakeFiles/stalesim_models.dir" \
-    -name '*.o' 2>/dev/null | sort)
-  [[ ${#objects[@]} -gt 0 ]] || return 0
-  { nm -A -g --defined-only "${objects[@]}" | awk '{ print "D", $0 }'
-    nm -A -u "${objects[@]}" | awk '{ print "U", $0 }'; } | awk '
-    function folder(path,   rel, n, parts) {
-      rel = path; sub(/^.*\.dir\//, "", rel); sub(/:$/, "", rel)
-      if (rel ~ /generated\//) return "gen"
-      if (rel ~ /^models\/cuda\//) return "models"
-      n = split(rel, parts, "/")
+  local src=$1 build=$2 lib
+  local -a libs=()
+  for lib in stalesim_sim stalesim_models stalesim_cuda_kernels; do
+    local a
+    a=$(find "$build" -maxdepth 2 -name "lib$lib.a" -print -quit)
+    [[ -n $a ]] && libs+=("$a")
+  done
+  [[ ${#libs[@]} -gt 0 ]] || return 0
+  {
+    (cd "$src" && find base models sim -name '*.cpp' -o -name '*.cu') | awk '{ print "S", $0 }'
+    nm -A -g --defined-only "${libs[@]}" | awk '{ print "D", $0 }'
+    nm -A -u "${libs[@]}" | awk '{ print "U", $0 }'
+  } | awk '
+    function folder(path,   n, parts) {
+      if (path ~ /^models\/cuda\//) return "models"
+      n = split(path, parts, "/")
       if (parts[1] == "sim" && n == 2) { sub(/\..*$/, "", parts[2]); return "sim:" parts[2] }
-      sub(/\/[^\/]*$/, "", rel); return rel
+      sub(/\/[^\/]*$/, "", path); return path
     }
-    $1 == "D" && NF == 4 && $3 ~ /^[TDBR]$/ { print "D", folder($2), $4 }
-    $1 == "U" && NF == 4 && $3 == "U" { print "U", folder($2), $4 }'
+    # The library a source file goes to (by its top folder; .cu files: the CUDA kernels).
+    function library(path) {
+      if (path ~ /\.cu$/) return "libstalesim_cuda_kernels.a"
+      return path ~ /^sim\// ? "libstalesim_sim.a" : "libstalesim_models.a"
+    }
+    $1 == "S" { n = split($2, parts, "/"); home[library($2) ":" parts[n] ".o"] = folder($2); next }
+    NF == 4 {
+      # "ARCHIVE:MEMBER:ADDRESS TYPE SYMBOL" or "ARCHIVE:MEMBER:   U SYMBOL"
+      key = $2; sub(/^.*\//, "", key)                 # the archive and member, path dropped
+      split(key, kv, ":"); member = kv[1] ":" kv[2]
+      if (member ~ /:(profiles_data|git_rev)\.cpp\.o$/) f = "gen"
+      else if (member in home) f = home[member]
+      else { print "X", member; next }
+      if ($1 == "D" && NF == 4 && $3 ~ /^[TDBR]$/) print "D", f, $4
+      else if ($1 == "U" && NF == 4 && $3 == "U") print "U", f, $4
+    }'
 }
 
 # Reads symbols() lines on stdin; prints the arrows upwards not in `known`, and the known ones gone.
@@ -83,10 +102,11 @@ check() {
       n = split(ranks, r, "\n"); for (i = 1; i <= n; i++) if (split(r[i], kv, " ") == 2) rank[kv[1]] = kv[2]
       n = split(known, k, "\n"); for (i = 1; i <= n; i++) if (k[i] != "") allowed[k[i]] = 1
     }
+    $1 == "X" { print "check_links: library member " $2 " has no source file under the source folder"; unknown = 1; next }
     $1 == "D" { if (!($3 in home)) home[$3] = $2; next }
     { need[NR] = $2 " " $3 }
     END {
-      bad = 0
+      bad = unknown
       for (i in need) {
         split(need[i], p, " "); from = p[1]; sym = p[2]
         if (!(sym in home)) continue  # a library outside stalesim, or the standard library
@@ -106,12 +126,12 @@ check() {
     }'
 }
 
-build=${1:?usage: check_links.sh BUILD_DIR | --selftest BUILD_DIR}
-if [[ $build == --selftest ]]; then
-  build=${2:?usage: check_links.sh --selftest BUILD_DIR}
-  all=$(symbols "$build") || exit 2
-  [[ -n $all ]] || { echo "check_links: selftest: no objects under $build/CMakeFiles"; exit 2; }
-  check <<<"$all" >/dev/null || { echo "check_links: selftest: the true objects failed"; exit 1; }
+if [[ ${1-} == --selftest ]]; then
+  src=${2:?usage: check_links.sh --selftest SOURCE_DIR BUILD_DIR}
+  build=${3:?usage: check_links.sh --selftest SOURCE_DIR BUILD_DIR}
+  all=$(symbols "$src" "$build") || exit 2
+  [[ -n $all ]] || { echo "check_links: selftest: no libstalesim_sim.a or libstalesim_models.a under $build"; exit 2; }
+  check <<<"$all" >/dev/null || { echo "check_links: selftest: the true libraries failed"; exit 1; }
   # A symbol the worker core defines, needed by sim/data; one sim:run defines, needed by sim/worker.
   core=$(awk '$1 == "D" && $2 == "sim/worker" { print $3; exit }' <<<"$all")
   run=$(awk '$1 == "D" && $2 == "sim:run" { print $3; exit }' <<<"$all")
@@ -122,13 +142,13 @@ if [[ $build == --selftest ]]; then
   echo "check_links: selftest: ok (calls from sim/data into the core and from the core into the run both fail)"
   exit 0
 fi
-all=$(symbols "$build") || exit 2
-[[ -n $all ]] || { echo "check_links: no objects under $build/CMakeFiles/stalesim_{sim,models}.dir: build first"; exit 2; }
+src=${1:?usage: check_links.sh SOURCE_DIR BUILD_DIR | --selftest SOURCE_DIR BUILD_DIR}
+build=${2:?usage: check_links.sh SOURCE_DIR BUILD_DIR | --selftest SOURCE_DIR BUILD_DIR}
+all=$(symbols "$src" "$build") || exit 2
+[[ -n $all ]] || { echo "check_links: no libstalesim_sim.a or libstalesim_models.a under $build: build first"; exit 2; }
 out=$(check <<<"$all")
 rc=$?
 [[ -n $out ]] && echo "$out"
-if [[ $rc -eq 0 ]]; then
-  echo "check_links: ok ($(grep -c '^U' <<<"$all") needed symbols of $(find "$build/CMakeFiles/stalesim_sim.dir" \
-    "$build/CMakeFiles/stalesim_models.dir" -name '*.o' | wc -l) objects; $(grep -c . <<<"$known") known arrows upwards left)"
-fi
+[[ $rc -eq 0 ]] &&
+  echo "check_links: ok ($(grep -c '^U' <<<"$all") needed symbols; $(grep -c . <<<"$known") known arrows upwards left)"
 exit $rc

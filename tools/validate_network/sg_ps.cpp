@@ -3,7 +3,7 @@
 //
 //   stalesim_sg_check run SCENARIO --traffic ps|ring --out DIR
 //     Loads SCENARIO with stalesim's own loader and builds its topology (the same hosts, links,
-//     placement and routes as stalesim: sim/network/topology.hpp), writes it as a SimGrid platform
+//     placement and routes as stalesim: sim/scenario/topology.hpp), writes it as a SimGrid platform
 //     (DIR/platform.xml: one host per topology host, each link SPLITDUPLEX so that each direction
 //     has the link's bandwidth to itself, one explicit route per host pair the traffic uses), and
 //     runs the same time-only traffic as S4U actors until stop.virtual_time_s:
@@ -56,8 +56,8 @@
 
 #include "base/file_read.hpp"
 #include "sim/algorithms.hpp"
-#include "sim/network/topology.hpp"
 #include "sim/scenario/load.hpp"
+#include "sim/scenario/topology.hpp"
 
 namespace sg4 = simgrid::s4u;
 using stalesim::Topology;

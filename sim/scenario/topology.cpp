@@ -1,8 +1,8 @@
-// A non-star network as data (sim/network/topology.hpp): placement, routes, and the checks that
-// reject a bad topology. Each kind's builder is its row in sim/network/topology_kinds.cpp.
+// A non-star network as data (sim/scenario/topology.hpp): placement, routes, and the checks that
+// reject a bad topology. Each kind's builder is its row in sim/scenario/topology_kinds.cpp.
 
-#include "sim/network/topology.hpp"
-#include "sim/network/topology_kinds.hpp"
+#include "sim/scenario/topology.hpp"
+#include "sim/scenario/topology_kinds.hpp"
 #include "sim/text.hpp"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 #pragma once
 // A non-star network as data (issue 33): nodes (hosts and switches), full-duplex links, routes
 // and the placement of workers and server shards on hosts. Built from cluster.network (a topology
-// kind off the star: its row in sim/network/topology_kinds.cpp builds the nodes and links) when
+// kind off the star: its row in sim/scenario/topology_kinds.cpp builds the nodes and links) when
 // the scenario is loaded, which rejects a bad topology, and again by the network model.
 //
 // Link i is two channels, one per direction: channel 2i from its `a` end to its `b` end, channel

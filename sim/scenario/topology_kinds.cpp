@@ -1,6 +1,6 @@
-// The topology kinds, one row each (sim/network/topology_kinds.hpp): the star, racks and graph.
+// The topology kinds, one row each (sim/scenario/topology_kinds.hpp): the star, racks and graph.
 
-#include "sim/network/topology_kinds.hpp"
+#include "sim/scenario/topology_kinds.hpp"
 
 #include <array>
 #include <map>
@@ -116,7 +116,7 @@ const TopologyKindRow& topology_kind(TopologyKind k) {
   for (const auto& row : kRows)
     if (row.kind == k) return row;
   throw std::logic_error(
-      fmt::format("topology kind \"{}\" has no row in sim/network/topology_kinds.cpp", enum_name(k)));
+      fmt::format("topology kind \"{}\" has no row in sim/scenario/topology_kinds.cpp", enum_name(k)));
 }
 
 int32_t rack_count(const Scenario& s) {

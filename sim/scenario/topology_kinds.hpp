@@ -1,15 +1,15 @@
 #pragma once
-// The topology kinds (cluster.network.topology), one row each in sim/network/topology_kinds.cpp:
+// The topology kinds (cluster.network.topology), one row each in sim/scenario/topology_kinds.cpp:
 // the one place a kind is registered (CONTRIBUTING.md, "Adding a topology kind"). A kind's name is
 // its enum's (sim/scenario/topology_spec.hpp); its row says how its nodes and links are built, what
 // its topology costs in memory, whether its hosts stand in racks and what a real run can make of
-// it, and everything else asks the row: building and checking (sim/network/topology.cpp), the
+// it, and everything else asks the row: building and checking (sim/scenario/topology.cpp), the
 // loader's checks, the memory estimate, the real mode's refusals and the estimate's words.
 
 #include <cstdint>
 
-#include "sim/network/topology.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/topology.hpp"
 
 namespace stalesim {
 
