@@ -13,7 +13,10 @@
 # Exits 0 when it holds, 1 when it does not (each arrow printed with a symbol), 2 on bad usage.
 set -uo pipefail
 
-# Lowest first. Equal rank: neither may call the other.
+# Lowest first. Equal rank: neither may call the other. sim/scenario's headers are plain data
+# that every layer reads (no code of theirs is called from below); its code, the loader, sits
+# above the policies' and rules' registration rows, whose names and traits it checks a scenario
+# against.
 ranks='
 gen 0
 base 0
@@ -22,33 +25,28 @@ sim:text 2
 sim:build_info 2
 sim:param_store 2
 sim:gradient_pool 2
-sim:algorithms 2
 sim/data 3
-sim:workloads 4
-sim/scenario 4
-sim/policies 5
-sim/rules 6
-sim/plan 7
-sim/output 7
-sim/network 8
-sim/worker 9
-sim:evaluation 9
-sim:run_driver 10
-sim:simulation 11
-sim:run 12
-sim/estimate 12
-sim/sweep 13
-sim/real 14
-sim/analysis 14
+sim/policies 4
+sim/rules 5
+sim:algorithms 6
+sim/scenario 7
+sim:workloads 7
+sim/plan 8
+sim/output 8
+sim/network 9
+sim/worker 10
+sim:evaluation 10
+sim:run_driver 11
+sim:simulation 12
+sim:run 13
+sim/estimate 13
+sim/sweep 14
+sim/real 15
+sim/analysis 15
 '
-# The arrows upwards that exist today (issue 47 point 1 removes them): the loader reads the
-# policies' and rules' registration rows (their names and traits); the algorithm enums' name tables are the registration rows; a policy's own protocol factory
-# is defined in sim/worker.
+# The arrows upwards that exist today (issue 47 point 1 removes them): a policy's own protocol
+# factory (PolicyTraits::own_protocol: VAP's, all-reduce's) is defined in sim/worker.
 known='
-sim/scenario -> sim/policies
-sim/scenario -> sim/rules
-sim:algorithms -> sim/policies
-sim:algorithms -> sim/rules
 sim/policies -> sim/worker
 '
 
