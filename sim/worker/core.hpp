@@ -1,9 +1,11 @@
 #pragma once
-// The worker core (DESIGN.md section 3): what every worker protocol shares, behind a small
-// interface. It owns the engine, the model, the server (store, optimizer), the policy, the
-// workers' hot state, the network and compute models and the run's result; its members are
-// private. A protocol (sim/worker/protocol.hpp) keeps its own per-worker state and moves a worker
-// through the core:
+// The worker core (DESIGN.md section 3): what every worker protocol shares. It owns the engine,
+// the model, the server (store, optimizer), the policy, the workers' hot state, the network and
+// compute models and the run's result; its members are private, behind public methods that are
+// still many (60; several hand out its parts: issue 47 narrows them). The run driver
+// (sim/run_driver.hpp) evaluates the metrics rows and ends the run; the pieces the scenario
+// decides are built by sim/worker/assemble.hpp. A protocol (sim/worker/protocol.hpp) keeps its
+// own per-worker state and moves a worker through the core:
 //   grant -> parameters arrive -> schedule_compute -> push -> on_push_at_server -> (push applied)
 //   -> apply_to_server -> applied -> next_clock
 // The tail every protocol shares is written here once: the loss (check_loss, count_loss), the
