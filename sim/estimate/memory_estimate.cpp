@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/estimate/estimate.hpp"       // estimate_run: the pace the cache modes' pushes keep
+#include "sim/estimate/estimate.hpp"        // estimate_run: the pace the cache modes' pushes keep
 #include "sim/scenario/topology_kinds.hpp"  // a topology kind's bytes
 
 #include <limits>

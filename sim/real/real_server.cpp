@@ -241,7 +241,7 @@ RealOutcome RealServer::run() {
   c.deliver_directly(
       this);  // a grant hands the parameters to params_granted (the MPI send), not the event queue
   driver_.start(nullptr, true);  // gradients.csv: always
-  for (auto& w : c.workers())  // the first requests for parameters
+  for (auto& w : c.workers())    // the first requests for parameters
     c.engine().schedule(opt_.emulated ? c.latency_of(w) : SimTime::zero(), kPullRequestArrives,
                         static_cast<uint32_t>(w.id), w.gen);
   driver_.schedule_first_evaluation();

@@ -88,8 +88,8 @@ symbols() {
       if (member ~ /:(profiles_data|git_rev)\.cpp\.o$/) f = "gen"
       else if (member in home) f = home[member]
       else { print "X", member; next }
-      if ($1 == "D" && NF == 4 && $3 ~ /^[TDBR]$/) print "D", f, $4
-      else if ($1 == "U" && NF == 4 && $3 == "U") print "U", f, $4
+      if ($1 == "D" && $3 ~ /^[TDBR]$/) print "D", f, $4
+      else if ($1 == "U" && $3 == "U") print "U", f, $4
     }'
 }
 
