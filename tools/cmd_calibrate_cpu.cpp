@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -67,22 +68,40 @@ struct GradientTiming {
   std::string flops_from;
 };
 
-// Median wall-clock seconds of the scenario's real gradient at its batch size and at batch 1, on
+// What the calibration computes on: the run's data, model, initial parameters and worker 0's
+// batches, built as the run builds them (sim/worker/assemble.hpp), without a run. Throws
+// ScenarioError when the batch is larger than worker 0's samples, DataError when the data cannot
+// be read.
+struct GradientInputs {
+  explicit GradientInputs(const Scenario& s)
+      : data(load_data(s)),
+        model(build_model(s, data)),
+        params(static_cast<size_t>(model->parameter_count())) {
+    init_parameters(s, *model, params);
+    std::vector<std::vector<int32_t>> shards = worker_shards(s, data);
+    sampler = worker_sampler(s, data, shards, 0);
+  }
+  GradientInputs(const GradientInputs&) = delete;  // the model may hold on to `data`
+  GradientInputs& operator=(const GradientInputs&) = delete;
+
+  const DataSplit data;
+  const std::unique_ptr<Model> model;
+  std::vector<float> params;
+  std::unique_ptr<BatchSampler> sampler;
+};
+
+// Mean wall-clock seconds of the scenario's real gradient at its batch size and at batch 1, on
 // worker 0's shard, one thread (as a real run's ranks compute), while `concurrent - 1` other
 // threads compute gradients at the scenario's batch size on their own copies of the model: a real
 // run's worker ranks compute at once and share the cores, the caches and the memory bus, and the
 // calibration times what one of them pays then.
-GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup, int32_t concurrent,
-                              double idle_us) {
-  const DataSplit data = load_data(s);
-  // The run's model, initial parameters and worker 0's batches, as the run builds them (no run).
-  const std::unique_ptr<Model> model = build_model(s, data);
-  std::vector<float> initial(static_cast<size_t>(model->parameter_count()));
-  init_parameters(s, *model, initial);
-  const std::span<const float> params = initial;
-  std::vector<std::vector<int32_t>> shards = worker_shards(s, data);
-  const std::unique_ptr<BatchSampler> sampler = worker_sampler(s, data, shards, 0);
-  std::vector<float> grad(initial.size());
+GradientTiming time_gradients(const Scenario& s, GradientInputs& in, int32_t repeats, int32_t warmup,
+                              int32_t concurrent, double idle_us) {
+  const DataSplit& data = in.data;
+  Model* const model = in.model.get();
+  BatchSampler* const sampler = in.sampler.get();
+  const std::span<const float> params = in.params;
+  std::vector<float> grad(params.size());
   std::atomic<bool> done{false};
   std::vector<std::jthread> others;  // joined after `stop` (declared later) has told them to end
   struct Stop {                      // the other threads end with this function, also when it throws
@@ -102,7 +121,7 @@ GradientTiming time_gradients(const Scenario& s, int32_t repeats, int32_t warmup
             "calibrate --cpu --concurrent {}: model \"{}\" has no copy for other threads; use --concurrent 1",
             concurrent, to_string(s.model.type)));
       others.emplace_back([&, batches, m = std::move(m)] {
-        std::vector<float> g(initial.size());
+        std::vector<float> g(params.size());
         for (size_t i = 0; !done.load(std::memory_order_relaxed); ++i)
           m->loss_and_gradient(params, data.train, batches[i % batches.size()], g);
       });
@@ -256,15 +275,6 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
     throw ScenarioError(
         "calibrate --cpu needs MPI for its network probe, and this stalesim was built without it");
   if (mpi_launch_size() == 0) {
-    // What rank 0 would refuse once the ranks run (a batch larger than worker 0's samples) is
-    // refused here, before rank 1 waits for it.
-    try {
-      const DataSplit data = load_data(c.scenario);
-      std::vector<std::vector<int32_t>> shards = worker_shards(c.scenario, data);
-      (void)worker_sampler(c.scenario, data, shards, 0);
-    } catch (const ScenarioError& e) {
-      throw ScenarioError(fmt::format("{}: {}", c.origin, e.what()));
-    }
     std::vector<CpuQuota> quotas;
     if (c.cpu_quota)
       quotas.push_back(CpuQuota{.worker = 0, .rank = 0, .share = *c.cpu_quota, .group = "", .made = false});
@@ -276,16 +286,24 @@ int calibrate_cpu_main(CalibrateCpuCommand c) {
     throw ScenarioError(fmt::format("calibrate --cpu runs on 2 MPI ranks; mpirun started {}", mpi.size()));
   GradientTiming g;
   double mem_gbs = 0;
-  if (mpi.rank() == 0) {  // rank 1 waits (with sleeps) in the probe meanwhile
-    try {
-      g = time_gradients(c.scenario, c.repeats, c.warmup, c.concurrent, c.idle_us);
+  // Rank 0 builds what it times; a scenario that cannot run there (a batch larger than worker 0's
+  // samples) ends both ranks with exit 2 (prepare_on_rank0) before rank 1 waits in the probe.
+  std::optional<GradientInputs> inputs;
+  const auto build = [&] { inputs.emplace(c.scenario); };
+  const auto report = [&](const std::exception& e) {
+    fmt::print(stderr, "stalesim: {}: {}\n", c.origin, e.what());
+  };
+  try {
+    if (!prepare_on_rank0(&mpi, build, report)) return kExitBadInput;
+    if (mpi.rank() == 0) {  // rank 1 waits (with sleeps) in the probe meanwhile
+      g = time_gradients(c.scenario, *inputs, c.repeats, c.warmup, c.concurrent, c.idle_us);
       mem_gbs = memory_bandwidth_gbs();
-    } catch (const std::exception& e) {  // rank 1 would wait for the probe for ever: end both
-      fmt::print(stderr, "stalesim: {}: {}\n", c.origin, e.what());
-      std::fflush(stderr);
-      mpi.abort(kExitFailed);
-      throw;
     }
+  } catch (const std::exception& e) {  // rank 0's: rank 1 would wait for it for ever, so both end
+    report(e);
+    std::fflush(stderr);
+    mpi.abort(kExitFailed);
+    throw;
   }
   LinkProbeOptions po;
   po.repeats = c.repeats;
