@@ -7,9 +7,9 @@
 // Each policy and each rule is registered by one row (PolicyTraits, RuleTraits below): its name,
 // what it needs of the rest of the run, its fields and its factory; the names tables
 // (enum_names), make_policy and make_rule, and a policy's name() are read from the rows.
-// Adding a policy: a value here, its own header in sim/policies/, and its row in
-// sim/policies/sync_policy.cpp; a policy with its own data flow adds its worker protocol's file
-// in sim/worker/, which its row names (PolicyTraits::own_protocol). Adding a rule: a value here,
+// Adding a policy: a line in STALESIM_POLICIES here, its own header in sim/policies/, and its row
+// in sim/policies/sync_policy.cpp; a policy with its own data flow names its protocol on that line
+// and adds the protocol's file in sim/worker/. Adding a rule: a value here,
 // its own header (and .cpp) in sim/rules/, and its row in sim/rules/learning_rule.cpp.
 // CONTRIBUTING.md shows a whole example of each.
 
@@ -27,16 +27,30 @@ namespace stalesim {
 
 // ---- Policies (policy.type): when a worker may start its next clock -------------------------
 
+// One line per policy, in the order of its registration rows: its value and its worker protocol,
+// the data flow between its workers and the server (sim/worker/protocol.hpp). `ps` is the
+// parameter server's own flows, chosen by the cache mode and cluster.order; a policy with its own
+// flow names it here, and sim/worker/ defines its factory make_NAME_protocol (make_protocol()
+// calls it). The policy layer so never calls the worker layer, which sits above it. The
+// backslashes stand where a new line does not move them (clang-format would align them to the
+// longest line).
+// clang-format off
+#define STALESIM_POLICIES(X)                \
+  X(kBsp, ps)                               \
+  X(kAsp, ps)                               \
+  X(kSsp, ps)                               \
+  X(kEssp, ps)                              \
+  X(kDssp, ps)                              \
+  X(kVap, vap)                              \
+  X(kSoftsync, ps)                          \
+  X(kAllreduceRing, allreduce)              \
+  X(kAllreduceHierarchical, allreduce)
+// clang-format on
+
 enum class PolicyType {
-  kBsp,
-  kAsp,
-  kSsp,
-  kEssp,
-  kDssp,
-  kVap,
-  kSoftsync,
-  kAllreduceRing,
-  kAllreduceHierarchical
+#define STALESIM_POLICY_VALUE(value, protocol) value,
+  STALESIM_POLICIES(STALESIM_POLICY_VALUE)
+#undef STALESIM_POLICY_VALUE
 };
 std::span<const EnumName<PolicyType>> enum_names(PolicyType);  // sim/policies/sync_policy.cpp
 
@@ -60,15 +74,8 @@ enum PolicyField : uint32_t {
   kPolicyN = 1u << 4,           // policy.n
 };
 
-// A policy's own worker protocol (sim/worker/protocol.hpp), for a policy whose workers get or
-// send data in their own way. The policy layer knows it by name only: the factory is declared
-// with the policy (e.g. make_vap_protocol in sim/policies/vap.hpp) and defined with the protocol
-// (sim/worker/vap_protocol.cpp); make_protocol() calls it.
-class WorkerCore;
-class WorkerProtocol;
 class SyncPolicy;
 struct PolicySpec;
-using ProtocolFactory = std::unique_ptr<WorkerProtocol> (*)(WorkerCore&);
 // Builds the policy a spec names; `workers` sizes per-worker state.
 using PolicyFactory = std::unique_ptr<SyncPolicy> (*)(const PolicySpec& spec, int32_t workers);
 
@@ -89,10 +96,7 @@ struct PolicyTraits {
   // the memory estimate. Cache modes count their own (sim/estimate/memory_estimate.cpp).
   double worker_vectors = 0;
   double server_vectors = 0;
-  uint32_t fields = 0;  // PolicyField bits: the policy.* fields that apply
-  // The policy's own worker protocol, or null: the flow its cache mode and cluster.order choose
-  // (pull every iteration, the cache modes, uniform order; make_protocol, sim/worker/protocol.cpp).
-  ProtocolFactory own_protocol = nullptr;
+  uint32_t fields = 0;           // PolicyField bits: the policy.* fields that apply
   PolicyFactory make = nullptr;  // make_policy() calls it
 };
 const PolicyTraits& traits(PolicyType t);  // defined in sim/policies/sync_policy.cpp

@@ -67,6 +67,11 @@ struct RunOptions {
 // Throws DataError.
 DataSplit load_data(const Scenario& s);
 
+class WorkerCore;
+class WorkerProtocol;
+// Builds a worker protocol over a run's core (sim/worker/protocol.hpp).
+using ProtocolFactory = std::unique_ptr<WorkerProtocol> (*)(WorkerCore&);
+
 class Simulation {
  public:
   // `data` must outlive the Simulation (unused for the time-only model). Throws ScenarioError

@@ -33,7 +33,4 @@ class AllreducePolicy final : public SyncPolicy {
   AllReduce kind_;
 };
 
-// The all-reduce worker protocol (sim/worker/allreduce.cpp), named by both all-reduce traits rows.
-std::unique_ptr<WorkerProtocol> make_allreduce_protocol(WorkerCore& c);
-
 }  // namespace stalesim

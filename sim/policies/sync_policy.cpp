@@ -140,7 +140,6 @@ constexpr auto kPolicies = std::to_array<PolicyTraits>({
      .name = "vap",
      .worker_vectors = 3,
      .fields = kPolicyValueBound,
-     .own_protocol = make_vap_protocol,
      .make = [](const PolicySpec& s, int32_t) -> std::unique_ptr<SyncPolicy> {
        return std::make_unique<VapPolicy>(s.value_bound);
      }},
@@ -156,13 +155,11 @@ constexpr auto kPolicies = std::to_array<PolicyTraits>({
     // All-reduce: no server, no fetch (sim/policies/allreduce.hpp); its workers keep a gradient.
     {.type = PolicyType::kAllreduceRing,
      .name = "allreduce-ring",
-     .own_protocol = make_allreduce_protocol,
      .make = [](const PolicySpec&, int32_t) -> std::unique_ptr<SyncPolicy> {
        return std::make_unique<AllreducePolicy>(AllReduce::kRing);
      }},
     {.type = PolicyType::kAllreduceHierarchical,
      .name = "allreduce-hierarchical",
-     .own_protocol = make_allreduce_protocol,
      .make = [](const PolicySpec&, int32_t) -> std::unique_ptr<SyncPolicy> {
        return std::make_unique<AllreducePolicy>(AllReduce::kHierarchical);
      }},

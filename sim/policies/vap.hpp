@@ -57,7 +57,4 @@ class VapPolicy final : public SyncPolicy, public ValueGate {
   int64_t oversized_ = 0;
 };
 
-// VAP's worker protocol (sim/worker/vap_protocol.cpp), named by its traits row.
-std::unique_ptr<WorkerProtocol> make_vap_protocol(WorkerCore& c);
-
 }  // namespace stalesim

@@ -40,4 +40,11 @@ class WorkerProtocol {
 // The protocol for the run's policy (WorkerCore::policy()), cache mode and order.
 std::unique_ptr<WorkerProtocol> make_protocol(WorkerCore& c);
 
+// Each protocol that STALESIM_POLICIES (sim/algorithms.hpp) names: make_NAME_protocol, defined
+// in its own file here (make_ps_protocol: protocol.cpp, the parameter server's flows).
+#define STALESIM_DECLARE_PROTOCOL(value, protocol) \
+  std::unique_ptr<WorkerProtocol> make_##protocol##_protocol(WorkerCore& c);
+STALESIM_POLICIES(STALESIM_DECLARE_PROTOCOL)
+#undef STALESIM_DECLARE_PROTOCOL
+
 }  // namespace stalesim

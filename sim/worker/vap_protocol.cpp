@@ -162,7 +162,7 @@ void VapProtocol::on_refresh_arrives(Worker& w) {
 
 }  // namespace
 
-// REQUIRES: the policy has a value gate (VAP's traits row alone names this factory).
+// REQUIRES: the policy has a value gate (VAP's line in STALESIM_POLICIES alone names this factory).
 std::unique_ptr<WorkerProtocol> make_vap_protocol(WorkerCore& c) {
   return std::make_unique<VapProtocol>(c, *c.policy().value_gate());
 }

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# tests/layers/check_links.sh SOURCE_DIR BUILD_DIR: the layers as the linker sees them (issue 47 point 1).
+# tests/layers/check_links.sh SOURCE_DIR BUILD_DIR: the layers as the linker sees them (issue 47 point 1),
+# finer than the libraries: the build links each layer's library alone, so a call into a library
+# not below it fails the build (CMakeLists.txt, stalesim_layer); inside one library, and between
+# libraries that may not call each other, this keeps the ranks of the folders and sim/ root files.
 # check_layers.sh reads the #include lines; a call needs no include of the layer that defines it
-# (a declaration in a lower header is enough), so this reads the compiled libraries (stalesim_sim,
-# stalesim_models, the CUDA kernels) instead: for every object, the symbols it needs (nm -u) and the folder whose
+# (a declaration in a lower header is enough), so this reads the compiled libraries (one per layer,
+# and the CUDA kernels) instead: for every object, the symbols it needs (nm -u) and the folder whose
 # object defines each one (nm --defined-only, strong symbols: not inline functions or templates,
 # which every user carries). Each folder has a rank below (a sim/ root file counts by its own
 # name); a folder may call only folders of lower rank. An arrow upwards fails, unless it is one of
@@ -44,49 +47,48 @@ sim/sweep 14
 sim/real 15
 sim/analysis 15
 '
-# The arrows upwards that exist today (issue 47 point 1 removes them): a policy's own protocol
-# factory (PolicyTraits::own_protocol: VAP's, all-reduce's) is defined in sim/worker.
+# The arrows upwards that exist today, which issue 47 removes one by one: none left (the last,
+# sim/policies -> sim/worker, went when the policies' list named their protocols instead of
+# holding the factories). A line here is "FROM -> TO".
 known='
-sim/policies -> sim/worker
 '
 
 # One line per symbol: "D folder symbol" (defined) or "U folder symbol" (needed), read from the
 # libraries themselves (not the object folders, where an object of a moved or removed source may
-# linger). A member is named by its source file's name, unique within its library: each is looked
-# up under SOURCE_DIR. models/cuda is the models layer's (the CUDA backend and its stubs call each
-# other); the generated files (profiles, git revision) are "gen". An unknown member fails.
+# linger): one library per layer, each with its sources listed in BUILD_DIR/layers.txt (written by
+# CMake), and the CUDA kernels' library (the .cu files). A member is named by its source file's
+# name, unique within its library. models/cuda is the models layer's (the CUDA backend and its
+# stubs call each other); the generated files (profiles, git revision) are "gen". An unknown member
+# fails.
 symbols() {
-  local src=$1 build=$2 lib
+  local src=$1 build=$2 layers=$2/layers.txt name
+  [[ -f $layers ]] || return 0
   local -a libs=()
-  for lib in stalesim_sim stalesim_models stalesim_cuda_kernels; do
+  for name in $(awk 'NF == 2 { print "stalesim_" $1 }' "$layers" | sort -u) stalesim_cuda_kernels; do
     local a
-    a=$(find "$build" -maxdepth 2 -name "lib$lib.a" -print -quit)
+    a=$(find "$build" -maxdepth 2 -name "lib$name.a" -print -quit)
     [[ -n $a ]] && libs+=("$a")
   done
   [[ ${#libs[@]} -gt 0 ]] || return 0
   {
-    (cd "$src" && find base models sim -name '*.cpp' -o -name '*.cu') | awk '{ print "S", $0 }'
+    awk 'NF == 2 { print "S", "libstalesim_" $1 ".a", $2 }' "$layers"
+    (cd "$src" && find models -name '*.cu') | awk '{ print "S", "libstalesim_cuda_kernels.a", $0 }'
     nm -A -g --defined-only "${libs[@]}" | awk '{ print "D", $0 }'
     nm -A -u "${libs[@]}" | awk '{ print "U", $0 }'
   } | awk '
     function folder(path,   n, parts) {
+      if (path ~ /^\//) return "gen"             # generated in the build folder
       if (path ~ /^models\/cuda\//) return "models"
       n = split(path, parts, "/")
       if (parts[1] == "sim" && n == 2) { sub(/\..*$/, "", parts[2]); return "sim:" parts[2] }
       sub(/\/[^\/]*$/, "", path); return path
     }
-    # The library a source file goes to (by its top folder; .cu files: the CUDA kernels).
-    function library(path) {
-      if (path ~ /\.cu$/) return "libstalesim_cuda_kernels.a"
-      return path ~ /^sim\// ? "libstalesim_sim.a" : "libstalesim_models.a"
-    }
-    $1 == "S" { n = split($2, parts, "/"); home[library($2) ":" parts[n] ".o"] = folder($2); next }
+    $1 == "S" { n = split($3, parts, "/"); home[$2 ":" parts[n] ".o"] = folder($3); next }
     NF == 4 {
       # "ARCHIVE:MEMBER:ADDRESS TYPE SYMBOL" or "ARCHIVE:MEMBER:   U SYMBOL"
       key = $2; sub(/^.*\//, "", key)                 # the archive and member, path dropped
       split(key, kv, ":"); member = kv[1] ":" kv[2]
-      if (member ~ /:(profiles_data|git_rev)\.cpp\.o$/) f = "gen"
-      else if (member in home) f = home[member]
+      if (member in home) f = home[member]
       else { print "X", member; next }
       if ($1 == "D" && $3 ~ /^[TDBR]$/) print "D", f, $4
       else if ($1 == "U" && $3 == "U") print "U", f, $4
@@ -128,7 +130,7 @@ if [[ ${1-} == --selftest ]]; then
   src=${2:?usage: check_links.sh --selftest SOURCE_DIR BUILD_DIR}
   build=${3:?usage: check_links.sh --selftest SOURCE_DIR BUILD_DIR}
   all=$(symbols "$src" "$build") || exit 2
-  [[ -n $all ]] || { echo "check_links: selftest: no libstalesim_sim.a or libstalesim_models.a under $build"; exit 2; }
+  [[ -n $all ]] || { echo "check_links: selftest: no layer libraries (layers.txt, libstalesim_*.a) under $build"; exit 2; }
   check <<<"$all" >/dev/null || { echo "check_links: selftest: the true libraries failed"; exit 1; }
   # A symbol the worker core defines, needed by sim/data; one sim:run defines, needed by sim/worker.
   core=$(awk '$1 == "D" && $2 == "sim/worker" { print $3; exit }' <<<"$all")
@@ -143,7 +145,7 @@ fi
 src=${1:?usage: check_links.sh SOURCE_DIR BUILD_DIR | --selftest SOURCE_DIR BUILD_DIR}
 build=${2:?usage: check_links.sh SOURCE_DIR BUILD_DIR | --selftest SOURCE_DIR BUILD_DIR}
 all=$(symbols "$src" "$build") || exit 2
-[[ -n $all ]] || { echo "check_links: no libstalesim_sim.a or libstalesim_models.a under $build: build first"; exit 2; }
+[[ -n $all ]] || { echo "check_links: no layer libraries (layers.txt, libstalesim_*.a) under $build: build first"; exit 2; }
 out=$(check <<<"$all")
 rc=$?
 [[ -n $out ]] && echo "$out"
