@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # CTest validate_real_fails_when_wrong (issue 42 point 7): tools/validate-real's measured table can
-# fail. The same short validation (ASP, one 4-second real run) twice: with the calibration as
-# measured, and with the simulation's compute deliberately twice as fast as measured
-# (--compute-scale 0.5). The wrong one must exit 1 with its iteration-time figure past the bound, at
-# least +50% (the real run takes about twice the predicted time), and the calibrated one's
+# fail. The same short validation (ASP, one 4-second real run, the median of 3 calibrations)
+# twice: with the calibration as measured, and with the simulation's compute deliberately twice as
+# fast as measured (--compute-scale 0.5). The wrong one must exit 1 with its iteration-time figure
+# past the bound, at least +50% (the real run takes about twice the predicted time), and the calibrated one's
 # iteration-time error must be under half the wrong one's: the verdict follows the calibration, not
 # chance. Exit 77 (CTest's skip), said on stderr, where no measurement can be honest: no mpirun, a
 # stalesim without MPI, or a machine busy with other work (validate-real's exit 3).
@@ -22,7 +22,7 @@ cd "$root" || exit 1
 rc=0
 run() {  # NAME ARGS...: runs the validation into $tmp/NAME; its exit code in $rc (no subshell: exit 77 ends the test)
   local name=$1; shift
-  STALESIM_BIN=$bin tools/validate-real --runs 1 --time 4 --policies asp --out "$tmp/$name" "$@" \
+  STALESIM_BIN=$bin tools/validate-real --runs 1 --time 4 --policies asp --calibrations 3 --out "$tmp/$name" "$@" \
     >"$tmp/$name.out" 2>"$tmp/$name.err"
   rc=$?
   if [[ $rc -eq 3 ]] && grep -q "machine busy" "$tmp/$name.err"; then
