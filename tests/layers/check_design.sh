@@ -40,8 +40,10 @@ check() {
     { echo "check_design: DESIGN.md's table of layers names '$layers', expected 'base/ models/ sim/ tools/ '"; fail=1; }
   local libraries=""
   if [[ -n ${2-} ]]; then
-    libraries=$(check_libraries "$design" "$2") || fail=1
-    [[ $fail -eq 0 ]] || { [[ -n $libraries ]] && echo "$libraries"; }
+    if ! libraries=$(check_libraries "$design" "$2"); then
+      echo "$libraries"
+      fail=1
+    fi
   fi
   [[ $fail -eq 0 ]] && echo "check_design: ok ($(wc -w <<<"$actual") folders of sim/${libraries:+; $libraries})"
   return $fail
